@@ -1,0 +1,135 @@
+"""Shared text views of a batch of documents, computed once and read by every signal.
+
+A signal is a one-line formula over these views (see `textsieve.signals`). The views are lazy:
+asking only for MinHash never runs the raw-text scan, and the kernels run once per batch however
+many signals read them. All arrays are aligned with the batch's document order; line arrays are
+flat over the batch with `line_off` (n_docs + 1) marking each document's lines.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cached_property
+
+import numpy as np
+
+from textsieve.text import raw_kernel as rk
+from textsieve.text import word_kernel as wk
+from textsieve.text.normalize import normalize
+from textsieve.text.unicode_props import unicode_tables
+
+LANGS = ("en", "de", "fr", "es", "it")  # RPv2's languages; the order indexes word-list tables
+_LOREM = re.compile(r"lorem ipsum", re.IGNORECASE)
+
+
+class WordListTables:
+    """Stop-word and bad-word lists of RPv2's languages, prepared once per process."""
+
+    def __init__(self, stop_words: dict[str, frozenset[str]], bad_words: dict[str, frozenset[str]]):
+        self.stop_words = stop_words
+        self.bad_words = bad_words
+        self.stop_table = rk.StopWordTable([stop_words.get(lang) for lang in LANGS])
+        # For LDNOOBW: the word counts of all entries, and the first words of every entry, so a
+        # document none of whose words starts an entry is ruled out with one set operation.
+        self.bad_ngram_sizes = {lang: sorted({e.count(" ") + 1 for e in words})
+                                for lang, words in bad_words.items()}
+        self.bad_first_words = {lang: frozenset(e.split(" ")[0] for e in words)
+                                for lang, words in bad_words.items()}
+
+
+EMPTY_WORD_LISTS = WordListTables({}, {})
+
+
+class BatchViews:
+    """Lazily computed views of `texts` (with per-document language codes, None if unknown)."""
+
+    def __init__(self, texts: list[str], langs: list[str | None], word_lists: WordListTables = EMPTY_WORD_LISTS):
+        self.texts = texts
+        self.langs = langs
+        self.word_lists = word_lists
+        self.n_docs = len(texts)
+        self.lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
+
+    # --- normalized content (§3.2) ---
+    @cached_property
+    def normalized(self) -> list[str]:
+        return [normalize(t) for t in self.texts]
+
+    @cached_property
+    def normalized_lengths(self) -> np.ndarray:
+        return np.fromiter((len(c) for c in self.normalized), dtype=np.int64, count=self.n_docs)
+
+    @cached_property
+    def normalized_utf8(self) -> tuple[np.ndarray, np.ndarray]:
+        """(bytes, n_docs+1 offsets) of the normalized contents, for the word and MinHash kernels."""
+        parts = [c.encode("utf-8", "surrogatepass") for c in self.normalized]
+        off = np.zeros(self.n_docs + 1, dtype=np.int64)
+        off[1:] = np.cumsum([len(p) for p in parts]) if parts else []
+        return np.frombuffer(b"".join(parts), dtype=np.uint8), off
+
+    # --- raw text scan (§3.3, §3.4) ---
+    @cached_property
+    def _raw(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        t = unicode_tables()
+        cps = np.frombuffer("".join(self.texts).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+        doc_off = np.zeros(self.n_docs + 1, dtype=np.int64)
+        doc_off[1:] = np.cumsum(self.lengths)
+        lang_idx = np.array([LANGS.index(g) if g in LANGS else -1 for g in self.langs], dtype=np.int64)
+        st = self.word_lists.stop_table
+        return rk.scan_raw(cps, doc_off, lang_idx, t.flags, t.norm_len, t.norm_numeric, t.norm_ascii,
+                           st.hashes, st.lang_off, st.word_off, st.chars)
+
+    def raw(self, column: int) -> np.ndarray:
+        """A per-document raw statistic (`raw_kernel.D_*`)."""
+        return self._raw[0][:, column]
+
+    def line(self, column: int) -> np.ndarray:
+        """A per-line statistic (`raw_kernel.L_*`), flat over the batch."""
+        return self._raw[1][:, column]
+
+    @property
+    def line_off(self) -> np.ndarray:
+        return self._raw[2]
+
+    # --- normalized words and n-grams (§3.3, §3.5) ---
+    @cached_property
+    def _words(self) -> tuple[np.ndarray, np.ndarray]:
+        buf, off = self.normalized_utf8
+        return wk.word_stats(buf, off)
+
+    def words(self, column: int) -> np.ndarray:
+        """A per-document word statistic (`word_kernel.W_*`)."""
+        return self._words[0][:, column]
+
+    @property
+    def entropy(self) -> np.ndarray:
+        return self._words[1]
+
+    # --- per-document lookups that stay in Python because they are rare or cheap ---
+    @cached_property
+    def lorem_ipsum_counts(self) -> np.ndarray:
+        return np.fromiter((len(_LOREM.findall(c)) for c in self.normalized), dtype=np.int64,
+                           count=self.n_docs)
+
+    @cached_property
+    def bad_word_counts(self) -> np.ndarray:
+        """LDNOOBW matches per document (§4.4): n-grams of normalized words found in the list."""
+        out = np.zeros(self.n_docs, dtype=np.int64)
+        wl = self.word_lists
+        for d, (content, lang) in enumerate(zip(self.normalized, self.langs)):
+            bad = wl.bad_words.get(lang) if lang else None
+            if not bad or not content:
+                continue
+            words = content.split(" ")
+            if wl.bad_first_words[lang].isdisjoint(words):
+                continue
+            firsts = wl.bad_first_words[lang]
+            hits = 0
+            for i, w in enumerate(words):
+                if w not in firsts:
+                    continue
+                for n in wl.bad_ngram_sizes[lang]:
+                    if i + n <= len(words) and " ".join(words[i:i + n]) in bad:
+                        hits += 1
+            out[d] = hits
+        return out
