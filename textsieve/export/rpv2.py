@@ -1,0 +1,59 @@
+"""Export annotate output as RedPajama-V2 quality-signal JSONL (spec §2.3, golden README §2).
+
+One object per document: `{"id", "quality_signals": {name: [[start, end, score], ...]},
+"minhash": {"signature_sim1.0": [hex band, ...] | null, ...}}`. Scores keep their JSON type
+(int signals are int64 columns, the rest doubles), and Python's `json` prints floats with the
+shortest round-trip repr, as RPv2's msgspec does.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import fsspec
+import pyarrow.parquet as pq
+
+from textsieve.io.atomic import atomic_open
+
+BASE_COLUMNS = ("id", "shard", "row")
+
+
+def attribute_shards(directory: str) -> tuple[fsspec.AbstractFileSystem, list[str]]:
+    """The finished attribute shards under an annotate output folder, in sorted order."""
+    fs, root = fsspec.core.url_to_fs(directory)
+    paths = sorted(p for p in fs.find(root) if p.endswith(".parquet") and "/." not in p)
+    if not paths:
+        raise FileNotFoundError(f"no attribute shards (*.parquet) under {directory}")
+    return fs, paths
+
+
+def export_rpv2(directory: str, output: str) -> int:
+    """Write every document of every shard under `directory` to `output` (gzip if .gz)."""
+    fs, paths = attribute_shards(directory)
+    out_fs, out_path = fsspec.core.url_to_fs(output)
+    n = 0
+    with atomic_open(out_fs, out_path, "wb") as raw:
+        fh = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) if out_path.endswith(".gz") else raw
+        for path in paths:
+            with fs.open(path, "rb") as src:
+                pf = pq.ParquetFile(src)
+                names = pf.schema_arrow.names
+                signal_cols = [c for c in names if c not in BASE_COLUMNS and not c.startswith("signature_sim")]
+                minhash_cols = [c for c in names if c.startswith("signature_sim")]
+                for batch in pf.iter_batches(batch_size=2000):
+                    cols = batch.to_pydict()
+                    for i, doc_id in enumerate(cols["id"]):
+                        record = {"id": doc_id, "quality_signals": {
+                            name: [[s["start"], s["end"], s["score"]] for s in cols[name][i]]
+                            for name in signal_cols}}
+                        if minhash_cols:
+                            record["minhash"] = {
+                                name: None if cols[name][i] is None else [b.hex() for b in cols[name][i]]
+                                for name in minhash_cols}
+                        fh.write(json.dumps(record, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+                        fh.write(b"\n")
+                        n += 1
+        if fh is not raw:
+            fh.close()
+    return n

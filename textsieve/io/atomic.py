@@ -1,0 +1,79 @@
+"""Atomic output files: write under a temporary name, rename when complete.
+
+A crash, kill or full disk can leave a temporary file behind but never a final-named file
+that looks complete, so "the final file exists" is a sound test for "this shard is done".
+Works for any fsspec filesystem; on local disks the rename is atomic.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from contextlib import contextmanager
+from typing import IO, Iterator
+
+import fsspec
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+TMP_MARK = ".tmp-"
+
+
+def temp_name(final: str) -> str:
+    """A unique sibling name of `final` that no reader mistakes for a finished file."""
+    head, _, tail = final.rpartition("/")
+    name = f".{tail}{TMP_MARK}{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    return f"{head}/{name}" if head else name
+
+
+@contextmanager
+def atomic_open(fs: fsspec.AbstractFileSystem, final: str, mode: str = "wb") -> Iterator[IO]:
+    """Open a temporary sibling of `final` for writing; rename it to `final` on success only."""
+    parent = final.rpartition("/")[0]
+    if parent:
+        fs.makedirs(parent, exist_ok=True)
+    tmp = temp_name(final)
+    try:
+        with fs.open(tmp, mode) as fh:
+            yield fh
+        fs.mv(tmp, final)
+    except BaseException:
+        try:
+            fs.rm(tmp)
+        except (FileNotFoundError, OSError):
+            pass
+        raise
+
+
+class AtomicParquetWriter:
+    """A Parquet writer that only publishes the file under its final name when closed normally."""
+
+    def __init__(self, fs: fsspec.AbstractFileSystem, final: str, schema: pa.Schema,
+                 compression: str = "zstd"):
+        self._ctx = atomic_open(fs, final)
+        self._fh = self._ctx.__enter__()
+        self._writer = pq.ParquetWriter(self._fh, schema, compression=compression)
+
+    def write(self, batch: pa.RecordBatch | pa.Table) -> None:
+        if isinstance(batch, pa.RecordBatch):
+            self._writer.write_batch(batch)
+        else:
+            self._writer.write_table(batch)
+
+    def add_metadata(self, metadata: dict[bytes, bytes]) -> None:
+        """Key-value metadata for the file footer (known only once all rows are written)."""
+        self._writer.add_key_value_metadata(metadata)
+
+    def close(self) -> None:
+        self._writer.close()
+        self._ctx.__exit__(None, None, None)
+
+    def abort(self, exc: BaseException) -> None:
+        """Drop the temporary file (called when the work producing the shard failed)."""
+        try:
+            self._writer.close()
+        finally:
+            try:
+                self._ctx.__exit__(type(exc), exc, exc.__traceback__)
+            except BaseException:
+                pass

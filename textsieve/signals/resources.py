@@ -1,0 +1,258 @@
+"""Stop-word and LDNOOBW bad-word lists: where to find them, how to install and load them.
+
+These lists are third-party data that we must not commit, yet ``rps_doc_stop_word_fraction``
+and ``rps_doc_ldnoobw_words`` need them to reproduce RedPajama-V2. So the user supplies a
+resources folder once and we look for it in a fixed order (explicit ``--resources DIR``, then
+``$TEXTSIEVE_RESOURCES``, then the per-user cache). When lists are missing the signals still
+run (with empty lists, as RPv2 does for unsupported languages) and the caller prints
+:func:`missing_message` once, so the user knows why those two signals are 0.
+
+Folder layout (the same as the golden ``rpv2_resources`` folder)::
+
+    stopwords/{lang}.json   a JSON list of words   (6/stopwords-json, dist/{lang}.json)
+    ldnoobw/{lang}          one entry per line     (LDNOOBW list, file {lang})
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = [
+    "ENV_VAR",
+    "RPV2_LANGS",
+    "ResourceError",
+    "WordLists",
+    "add_resources",
+    "bad_words_relpath",
+    "load_word_lists",
+    "missing_message",
+    "resolve_resources_dir",
+    "stop_words_relpath",
+    "user_resources_dir",
+]
+
+#: The languages RPv2 computes word-list signals for.
+RPV2_LANGS: tuple[str, ...] = ("en", "de", "fr", "es", "it")
+
+#: Environment variable naming a resources folder.
+ENV_VAR = "TEXTSIEVE_RESOURCES"
+
+STOPWORDS_REPO = "6/stopwords-json"
+STOPWORDS_COMMIT = "fca10ee6724fdfae58b9e72e43ac7d4a6ae9cd45"
+LDNOOBW_REPO = "LDNOOBW/List-of-Dirty-Naughty-Obscene-and-Otherwise-Bad-Words"
+LDNOOBW_COMMIT = "5faf2ba42d7b1c0977169ec3611df25a3c08eb13"
+
+
+class ResourceError(ValueError):
+    """A resources folder is unusable (absent, or with no known or malformed lists)."""
+
+
+def stop_words_relpath(lang: str) -> str:
+    """Path of a stop-word list inside a resources folder."""
+    return f"stopwords/{lang}.json"
+
+
+def bad_words_relpath(lang: str) -> str:
+    """Path of an LDNOOBW list inside a resources folder."""
+    return f"ldnoobw/{lang}"
+
+
+def _all_relpaths() -> list[str]:
+    return [stop_words_relpath(lang) for lang in RPV2_LANGS] + [bad_words_relpath(lang) for lang in RPV2_LANGS]
+
+
+def user_resources_dir() -> Path:
+    """The per-user install location: ``($XDG_CACHE_HOME or ~/.cache)/textsieve/resources``.
+    A cache, not config, because the lists can always be re-added from their source."""
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    # The XDG spec says relative values are invalid and must be ignored.
+    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache"
+    return base / "textsieve" / "resources"
+
+
+def resolve_resources_dir(explicit: str | None = None) -> Path | None:
+    """Find the resources folder: ``explicit`` > ``$TEXTSIEVE_RESOURCES`` > the user cache.
+
+    A folder the user named (argument or environment) that does not exist raises
+    :class:`ResourceError`: silently computing signals without the lists they asked for would
+    be worse than stopping. The user cache is optional, so its absence gives ``None``.
+    """
+    for value, what in ((explicit, "--resources"), (os.environ.get(ENV_VAR), f"${ENV_VAR}")):
+        if value:
+            path = Path(value).expanduser()
+            if not path.is_dir():
+                raise ResourceError(f"{what} names {path}, which is not a directory")
+            return path
+    cache = user_resources_dir()
+    return cache if cache.is_dir() else None
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+def _parse_stop_words(path: Path) -> frozenset[str]:
+    """A JSON list of strings, as in 6/stopwords-json ``dist/{lang}.json``."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ResourceError(f"{path}: not a readable UTF-8 JSON file ({exc})") from exc
+    if not isinstance(data, list) or not all(isinstance(w, str) for w in data):
+        raise ResourceError(f"{path}: expected a JSON list of strings")
+    return frozenset(data)
+
+
+def _parse_bad_words(path: Path) -> frozenset[str]:
+    """RPv2's rule (spec §5.3): split the file into lines, deduplicate as a set, strip each
+    entry. Entries are *not* normalized further. An empty entry (blank line) is dropped: no
+    document word is ever empty, so it could not match, and RPv2's 403 English entries do not
+    count it."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ResourceError(f"{path}: not a readable UTF-8 text file ({exc})") from exc
+    # read_text() already turned \r\n and \r into \n, as iterating the file would.
+    entries = {line.strip() for line in set(text.split("\n"))}
+    entries.discard("")
+    return frozenset(entries)
+
+
+def _parse(root: Path, rel: str) -> frozenset[str]:
+    path = root / rel
+    return _parse_stop_words(path) if rel.startswith("stopwords/") else _parse_bad_words(path)
+
+
+# --------------------------------------------------------------------------- loading
+
+
+@dataclass(frozen=True)
+class WordLists:
+    """Loaded lists by language. A language without a list maps to nothing (callers use an
+    empty set, which makes the signal 0.0 as RPv2 does). ``missing`` lists the relative paths
+    that were not found, for :func:`missing_message`."""
+
+    stop_words: dict[str, frozenset[str]] = field(default_factory=dict)
+    bad_words: dict[str, frozenset[str]] = field(default_factory=dict)
+    source: Path | None = None
+    missing: list[str] = field(default_factory=list)
+
+    def stop_words_for(self, lang: str | None) -> frozenset[str]:
+        """The stop words for ``lang``, or an empty set."""
+        return self.stop_words.get(lang or "", frozenset())
+
+    def bad_words_for(self, lang: str | None) -> frozenset[str]:
+        """The LDNOOBW entries for ``lang``, or an empty set."""
+        return self.bad_words.get(lang or "", frozenset())
+
+
+def load_word_lists(resources_dir: Path | None) -> WordLists:
+    """Load every list present under ``resources_dir``; record the absent ones in ``missing``.
+
+    Absent lists are tolerated (the run proceeds, with a warning from the caller); a list that
+    is present but malformed raises :class:`ResourceError`, because that is a broken install.
+    """
+    if resources_dir is None:
+        return WordLists(source=None, missing=_all_relpaths())
+    root = Path(resources_dir)
+    stop: dict[str, frozenset[str]] = {}
+    bad: dict[str, frozenset[str]] = {}
+    missing: list[str] = []
+    for lang in RPV2_LANGS:
+        for rel, target in ((stop_words_relpath(lang), stop), (bad_words_relpath(lang), bad)):
+            if (root / rel).is_file():
+                target[lang] = _parse(root, rel)
+            else:
+                missing.append(rel)
+    order = {rel: i for i, rel in enumerate(_all_relpaths())}
+    return WordLists(stop_words=stop, bad_words=bad, source=root, missing=sorted(missing, key=order.__getitem__))
+
+
+def missing_message(missing: list[str]) -> str:
+    """One warning text for the user: what is missing, what to provide, where it comes from,
+    and how to install it. Empty string when nothing is missing."""
+    if not missing:
+        return ""
+    stop_langs = [rel.split("/")[1].removesuffix(".json") for rel in missing if rel.startswith("stopwords/")]
+    bad_langs = [rel.split("/")[1] for rel in missing if rel.startswith("ldnoobw/")]
+    lines = ["textsieve: word lists are missing, so some RPv2 signals will be 0.0 for the affected languages:"]
+    if stop_langs:
+        lines.append(f"  - stop words ({', '.join(stop_langs)}): rps_doc_stop_word_fraction")
+    if bad_langs:
+        lines.append(f"  - LDNOOBW bad words ({', '.join(bad_langs)}): rps_doc_ldnoobw_words")
+    lines += [
+        "Provide a folder laid out as:",
+        "  DIR/stopwords/{lang}.json   a JSON list of words",
+        "  DIR/ldnoobw/{lang}          one entry per line",
+        f"for lang in {', '.join(RPV2_LANGS)}. The files are the ones RPv2 used:",
+        f"  stopwords: GitHub {STOPWORDS_REPO} at commit {STOPWORDS_COMMIT}, file dist/{{lang}}.json",
+        f"  ldnoobw:   GitHub {LDNOOBW_REPO} at commit {LDNOOBW_COMMIT}, file {{lang}}",
+        "Then install it once with `textsieve resources add DIR`, or pass `--resources DIR`,",
+        f"or set {ENV_VAR}=DIR.",
+    ]
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- installing
+
+
+def add_resources(src: str | Path) -> Path:
+    """Validate ``src`` and copy its lists into the user cache; return the cache folder.
+
+    Only the known list files are copied (not whatever else the folder holds). Lists already
+    in the cache that ``src`` lacks are kept, so languages can be added one at a time. The new
+    folder is assembled next to the destination and then swapped in, so a concurrent reader
+    sees either the old or the new set, never a half-copied one.
+    """
+    root = Path(src).expanduser()
+    if not root.is_dir():
+        raise ResourceError(f"resources folder {root} does not exist or is not a directory")
+    present = [rel for rel in _all_relpaths() if (root / rel).is_file()]
+    if not present:
+        expected = ", ".join(_all_relpaths())
+        raise ResourceError(
+            f"{root} contains no known word list. Expected at least one of: {expected}.\n"
+            + missing_message(_all_relpaths())
+        )
+    for rel in present:  # fail before touching the cache
+        _parse(root, rel)
+
+    dest = user_resources_dir()
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".resources.", suffix=".tmp", dir=dest.parent))
+    try:
+        if dest.is_dir():
+            for rel in _all_relpaths():
+                if (dest / rel).is_file():
+                    (staging / rel).parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(dest / rel, staging / rel)
+        for rel in present:
+            (staging / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(root / rel, staging / rel)
+        os.chmod(staging, 0o755)  # mkdtemp makes it 0700
+        _swap_in(staging, dest)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return dest
+
+
+def _swap_in(staging: Path, dest: Path) -> None:
+    """Replace ``dest`` by ``staging``. POSIX cannot rename over a non-empty directory, so the
+    old folder is first moved aside, then removed once the new one is in place."""
+    old: Path | None = None
+    if dest.exists():
+        old = Path(tempfile.mkdtemp(prefix=".resources.", suffix=".old", dir=dest.parent))
+        os.rmdir(old)
+        os.replace(dest, old)
+    try:
+        os.replace(staging, dest)
+    except BaseException:
+        if old is not None:
+            os.replace(old, dest)
+        raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)

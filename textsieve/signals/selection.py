@@ -1,0 +1,47 @@
+"""Resolve `--signals` (names and group names) into the signals to compute."""
+
+from __future__ import annotations
+
+from textsieve.signals.registry import REGISTRY
+
+MINHASH = "minhash"
+ALL = "all"
+
+
+def groups() -> dict[str, list[str]]:
+    """Group name -> signal names, in registry order. `rpv2` is every RPv2 rule signal."""
+    out: dict[str, list[str]] = {}
+    for sig in REGISTRY.values():
+        out.setdefault(sig.group, []).append(sig.name)
+    out["rpv2"] = [name for name in REGISTRY if name.startswith("rps_")]
+    return out
+
+
+def select_signals(spec: str | list[str] | None) -> tuple[tuple[str, ...], bool]:
+    """(signal names in registry order, whether MinHash is selected) for a comma list or list.
+
+    None or "all" selects every rule signal plus MinHash. Unknown names fail with the list of
+    valid names and groups.
+    """
+    items = [ALL] if spec is None else (spec.split(",") if isinstance(spec, str) else list(spec))
+    items = [item.strip() for item in items if item.strip()]
+    if not items:
+        raise ValueError("--signals is empty")
+    grp = groups()
+    chosen: set[str] = set()
+    with_minhash = False
+    for item in items:
+        if item == ALL:
+            chosen.update(REGISTRY)
+            with_minhash = True
+        elif item == MINHASH:
+            with_minhash = True
+        elif item in grp:
+            chosen.update(grp[item])
+        elif item in REGISTRY:
+            chosen.add(item)
+        else:
+            valid_groups = ", ".join(sorted([*grp, MINHASH, ALL]))
+            raise ValueError(f"unknown signal or group {item!r}. Groups: {valid_groups}. "
+                             f"Signals: {', '.join(REGISTRY)} (see `textsieve signals`).")
+    return tuple(name for name in REGISTRY if name in chosen), with_minhash
