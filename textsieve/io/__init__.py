@@ -1,0 +1,28 @@
+"""Input layer: expand input arguments into shards and read Documents from them.
+
+    shards = expand_inputs(["data/", "s3://bucket/crawl/*.warc.gz"])
+    for shard in shards:
+        reader = ShardReader(shard, ReadOptions(lang_field="meta.lang", on_error="skip"))
+        for doc in reader:
+            ...
+        reader.skipped  # records left out, with file:line and reason
+
+Formats: JSON Lines (.jsonl/.json/.ndjson, optionally .gz/.zst), Parquet, WARC/ARC (responses),
+WET (conversions) and folders of .txt files. See `paths` for the shard conventions and
+`errors` for how problems are located.
+"""
+
+from .errors import InputError, SkippedRecord
+from .paths import Shard, detect_format, expand_inputs
+from .readers import ReadOptions, ShardReader, read_documents
+
+__all__ = [
+    "InputError",
+    "ReadOptions",
+    "Shard",
+    "ShardReader",
+    "SkippedRecord",
+    "detect_format",
+    "expand_inputs",
+    "read_documents",
+]

@@ -1,0 +1,135 @@
+"""JSON Lines reader (plain, .gz, .zst): one JSON object per line.
+
+Lines are split from decompressed 1 MiB chunks with ``bytes.split`` and each one is decoded and
+parsed on its own, so invalid UTF-8 or a malformed line is reported with its exact line number
+and, in skip mode, costs only that line. Row = physical 0-based line index: blank lines yield
+nothing but keep their row, so ``path:N`` in a message is always ``Document.row == N - 1``.
+
+`Document.meta` is the parsed record itself minus the text field: no copy is made, and a writer
+can rebuild the original record from ``meta`` plus ``text``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import fsspec
+
+from ..document import Document
+from .compression import CorruptStream, compression_of, iter_chunks
+from .fields import (
+    MISSING,
+    bad_text_reason,
+    json_type,
+    missing_text_reason,
+    optional_str,
+    resolve_id,
+    surrogate_reason,
+)
+
+if TYPE_CHECKING:
+    from .readers import ShardReader
+
+_BOM = "\ufeff"
+
+
+def read_jsonl(ctx: "ShardReader") -> Iterator[Document]:
+    shard = ctx.shard
+    parse = _LineParser(ctx)
+    row = 0
+    pieces: list[bytes] = []  # the start of a line that continues in the next chunk
+    with fsspec.open(shard.path, "rb") as raw:
+        try:
+            for chunk, consumed in iter_chunks(raw, compression_of(shard.path)):
+                ctx.bytes_read = consumed
+                lines = chunk.split(b"\n")
+                if len(lines) == 1:
+                    pieces.append(chunk)
+                    continue
+                if pieces:
+                    pieces.append(lines[0])
+                    lines[0] = b"".join(pieces)
+                    pieces = []
+                tail = lines.pop()
+                if tail:
+                    pieces.append(tail)
+                for line in lines:
+                    doc = parse(line, row)
+                    row += 1
+                    if doc is not None:
+                        yield doc
+        except CorruptStream as exc:
+            last = f"line {row}" if row else "none"
+            ctx.bad(f"{shard.path}:{row + 1}", f"{exc}; the last complete line read is {last}")
+            return
+    if pieces:
+        doc = parse(b"".join(pieces), row)
+        if doc is not None:
+            yield doc
+
+
+class _LineParser:
+    """Turns one line into a Document, or reports it through ``ctx.bad`` and returns None."""
+
+    def __init__(self, ctx: "ShardReader"):
+        self.ctx = ctx
+        self.path = ctx.shard.path
+        self.rel = ctx.shard.rel
+        self.text = ctx.fields.text
+        self.id = ctx.fields.id
+        self.lang = ctx.fields.lang
+        self.url = ctx.fields.url
+
+    def __call__(self, line: bytes, row: int) -> Document | None:
+        if not line or line.isspace():
+            return None
+        try:
+            s = line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            bad = line[exc.start : exc.start + 4].hex(" ")
+            return self._bad(row, f"invalid UTF-8 at byte {exc.start} of the line (bytes {bad})")
+        if row == 0 and s.startswith(_BOM):
+            s = s[1:]
+        try:
+            record = json.loads(s)
+        except json.JSONDecodeError as exc:  # its own "line 1 column N" would be confusing here
+            hint = ""
+            if row == 0 and s.strip() in ("[", "{"):
+                hint = "; the file looks like one JSON document, not JSON Lines (one object per line)"
+            return self._bad(row, f"malformed JSON ({exc.msg} at column {exc.colno}){hint}")
+        except ValueError as exc:  # e.g. an integer too long to convert
+            return self._bad(row, f"malformed JSON ({exc})")
+        except RecursionError:
+            return self._bad(row, "malformed JSON (nested too deeply to parse)")
+        if type(record) is not dict:
+            return self._bad(row, f"line is a JSON {json_type(record)}, expected an object")
+
+        text = self.text.take(record)
+        if type(text) is not str:
+            if text is MISSING:
+                return self._bad(row, missing_text_reason(self.text, record))
+            return self._bad(row, bad_text_reason(self.text, text))
+        if "\\ud" in s or "\\uD" in s:  # only escapes can produce lone surrogates; skip the check otherwise
+            reason = surrogate_reason(self.text, text)
+            if reason:
+                return self._bad(row, reason)
+
+        doc_id, reason = resolve_id(self.id.get(record), self.id, self.rel, row)
+        if reason:
+            return self._bad(row, reason)
+        lang = url = None
+        if self.lang is not None:
+            lang, reason = optional_str(self.lang.get(record), self.lang)
+            if reason:
+                return self._bad(row, reason)
+        if self.url is not None:
+            url, reason = optional_str(self.url.get(record), self.url)
+            if reason:
+                return self._bad(row, reason)
+        return Document(doc_id, text, row, lang, url, record)
+
+    def _bad(self, row: int, reason: str) -> None:
+        self.ctx.bad(f"{self.path}:{row + 1}", reason)
+        return None

@@ -1,0 +1,129 @@
+"""Parquet reader: pyarrow, in record batches, reading only the columns a Document needs.
+
+Row = the row index in the file. `Document.meta` stays empty: the other columns are not read at
+all, which is what makes Parquet input cheap; stages that need more columns read them directly.
+Dotted field names select a top-level column (a struct) and walk into it, unless a column with the
+literal dotted name exists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import fsspec
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..document import Document
+from .fields import MISSING, FieldPath, bad_text_reason, optional_str, resolve_id
+
+if TYPE_CHECKING:
+    from .readers import ShardReader
+
+BATCH_ROWS = 512  # small enough that batches of multi-megabyte documents stay modest in memory
+
+
+def read_parquet(ctx: "ShardReader") -> Iterator[Document]:
+    shard = ctx.shard
+    f = ctx.fields
+    with fsspec.open(shard.path, "rb") as raw:
+        try:
+            pf = pq.ParquetFile(raw)
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            ctx.bad(shard.path, f"not a readable Parquet file ({exc})")
+            return
+        names = pf.schema_arrow.names
+        text_col = _column(f.text, names)
+        if text_col is None:
+            ctx.bad(shard.path, f"no text column {f.text.name!r} (columns present: {', '.join(names) or 'none'})")
+            return
+        wanted = {"text": (f.text, text_col)}
+        for key, field in (("id", f.id), ("lang", f.lang), ("url", f.url)):
+            if field is not None:
+                col = _column(field, names)
+                if col is not None:
+                    wanted[key] = (field, col)
+        columns = sorted({col[0] for _, col in wanted.values()})
+        total = max(pf.metadata.num_rows, 1)
+        row = 0
+        batches = pf.iter_batches(batch_size=BATCH_ROWS, columns=columns)
+        while True:
+            try:
+                batch = next(batches)
+            except StopIteration:
+                break
+            except (pa.ArrowException, OSError, ValueError) as exc:
+                ctx.bad(f"{shard.path}:row {row}", f"cannot read Parquet data from this row on ({exc})")
+                return
+            values = {key: _values(batch, col) for key, (_, col) in wanted.items()}
+            for i in range(batch.num_rows):
+                doc = _document(ctx, wanted, values, i, row + i)
+                if doc is not None:
+                    yield doc
+            row += batch.num_rows
+            ctx.bytes_read = shard.size * row // total
+
+
+def _column(field: FieldPath, names: list[str]) -> tuple[str, tuple[str, ...]] | None:
+    """(top-level column, path inside it) for a field, or None when the file lacks it."""
+    if field.name in names:
+        return field.name, ()
+    if field.dotted and field.parts[0] in names:
+        return field.parts[0], field.parts[1:]
+    return None
+
+
+class _Undecodable:
+    """Stands in for a string value that is not valid UTF-8 (writers other than Arrow can make them)."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+
+
+def _to_pylist(array: pa.Array, name: str) -> list[Any]:
+    try:
+        return array.to_pylist()
+    except UnicodeDecodeError:  # rare: find the bad values one by one, keep the good ones
+        out: list[Any] = []
+        for scalar in array:
+            try:
+                out.append(scalar.as_py())
+            except UnicodeDecodeError as exc:
+                out.append(_Undecodable(f"column {name!r} has invalid UTF-8 at byte {exc.start}"))
+        return out
+
+
+def _values(batch: pa.RecordBatch, col: tuple[str, tuple[str, ...]]) -> list[Any]:
+    name, inner = col
+    values = _to_pylist(batch.column(name), name)
+    if not inner:
+        return values
+    out = []
+    for value in values:
+        for part in inner:
+            value = value.get(part, MISSING) if type(value) is dict else MISSING
+        out.append(value)
+    return out
+
+
+def _document(ctx: "ShardReader", wanted: dict, values: dict[str, list[Any]], i: int, row: int) -> Document | None:
+    reason = None
+    for column in values.values():
+        if type(column[i]) is _Undecodable:
+            reason = column[i].reason
+            break
+    text = values["text"][i]
+    if reason is None and type(text) is not str:
+        reason = bad_text_reason(wanted["text"][0], text)
+    doc_id = None
+    if reason is None:
+        doc_id, reason = resolve_id(values["id"][i] if "id" in values else MISSING, ctx.fields.id, ctx.shard.rel, row)
+    optional: dict[str, str | None] = {}
+    for key in ("lang", "url"):
+        if reason is None and key in values:
+            optional[key], reason = optional_str(values[key][i], wanted[key][0])
+    if reason:
+        ctx.bad(f"{ctx.shard.path}:row {row}", reason)
+        return None
+    return Document(doc_id, text, row, optional.get("lang"), optional.get("url"))
