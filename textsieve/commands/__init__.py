@@ -1,0 +1,6 @@
+"""CLI subcommands. Each module defines `register(sub, common)` that adds its parser(s) and sets
+`func`; `textsieve.cli` only wires them together, so stages can add commands independently."""
+
+from __future__ import annotations
+
+COMMAND_MODULES = ("annotate", "signals", "resources", "export", "sample")
