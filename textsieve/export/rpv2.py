@@ -15,17 +15,9 @@ import fsspec
 import pyarrow.parquet as pq
 
 from textsieve.io.atomic import atomic_open
+from textsieve.io.attributes import attribute_shards
 
 BASE_COLUMNS = ("id", "shard", "row")
-
-
-def attribute_shards(directory: str) -> tuple[fsspec.AbstractFileSystem, list[str]]:
-    """The finished attribute shards under an annotate output folder, in sorted order."""
-    fs, root = fsspec.core.url_to_fs(directory)
-    paths = sorted(p for p in fs.find(root) if p.endswith(".parquet") and "/." not in p)
-    if not paths:
-        raise FileNotFoundError(f"no attribute shards (*.parquet) under {directory}")
-    return fs, paths
 
 
 def export_rpv2(directory: str, output: str) -> int:

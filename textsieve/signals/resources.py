@@ -178,7 +178,7 @@ def missing_message(missing: list[str]) -> str:
         return ""
     stop_langs = [rel.split("/")[1].removesuffix(".json") for rel in missing if rel.startswith("stopwords/")]
     bad_langs = [rel.split("/")[1] for rel in missing if rel.startswith("ldnoobw/")]
-    lines = ["textsieve: word lists are missing, so some RPv2 signals will be 0.0 for the affected languages:"]
+    lines = ["textsieve: word lists are missing; the signals that need them are skipped:"]
     if stop_langs:
         lines.append(f"  - stop words ({', '.join(stop_langs)}): rps_doc_stop_word_fraction")
     if bad_langs:

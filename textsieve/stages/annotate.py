@@ -21,6 +21,7 @@ import fsspec
 from textsieve import __version__
 from textsieve.exec.local import default_workers, ordered_map
 from textsieve.io.atomic import AtomicParquetWriter, atomic_open
+from textsieve.io.attributes import META_KEY, read_shard_meta
 from textsieve.io.paths import _SUFFIX_FORMATS, Shard, expand_inputs
 from textsieve.io.readers import ReadOptions, ShardReader
 from textsieve.signals.registry import REGISTRY
@@ -32,7 +33,6 @@ from textsieve.stages.progress import Progress
 
 log = logging.getLogger("textsieve.annotate")
 
-META_KEY = b"textsieve"
 MAX_BATCH_CHARS = 4_000_000  # a batch this large keeps a worker busy ~1 s; huge docs go alone
 
 
@@ -100,15 +100,6 @@ def _fingerprint(cfg: AnnotateConfig, signals: tuple[str, ...], with_minhash: bo
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def _existing_fingerprint(fs: fsspec.AbstractFileSystem, path: str) -> str | None:
-    import pyarrow.parquet as pq
-
-    with fs.open(path, "rb") as fh:
-        meta = pq.ParquetFile(fh).schema_arrow.metadata or {}
-    raw = meta.get(META_KEY)
-    return json.loads(raw).get("fingerprint") if raw else None
-
-
 def _lang_of(doc_lang: str | None, default: str | None) -> str | None:
     if doc_lang:
         return str(doc_lang).strip().lower()
@@ -157,7 +148,7 @@ def run_annotate(cfg: AnnotateConfig) -> AnnotateResult:
         targets[rel] = shard.rel
         final = f"{root}/{rel}"
         if fs.exists(final) and not cfg.overwrite:
-            found = _existing_fingerprint(fs, final)
+            found = read_shard_meta(fs, final).get("fingerprint")
             if found != fingerprint:
                 raise AnnotateError(
                     f"{final} exists but was made with other settings (fingerprint {found} != {fingerprint}); "
