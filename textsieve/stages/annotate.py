@@ -28,7 +28,8 @@ from textsieve.signals.registry import REGISTRY
 from textsieve.signals.resources import (RPV2_LANGS, WordLists, bad_words_relpath, load_word_lists, missing_message,
                                          resolve_resources_dir, stop_words_relpath)
 from textsieve.signals.selection import select_signals
-from textsieve.stages.annotate_worker import BatchTask, WorkerSetup, annotate_batch, init_worker, output_schema
+from textsieve.stages.annotate_worker import (BatchTask, WorkerSetup, annotate_batch, init_worker, output_schema,
+                                             warm_up)
 from textsieve.stages.progress import Progress
 
 log = logging.getLogger("textsieve.annotate")
@@ -163,6 +164,8 @@ def run_annotate(cfg: AnnotateConfig) -> AnnotateResult:
     setup = WorkerSetup(signals, with_minhash, dict(lists.stop_words), dict(lists.bad_words))
     schema = output_schema(signals, with_minhash)
     workers = cfg.workers or default_workers()
+    if workers > 1 and todo:
+        warm_up(setup)
     progress = Progress("annotate", total_bytes=sum(s.size for s in todo), enabled=cfg.progress)
     readers: dict[str, ShardReader] = {}
 

@@ -81,3 +81,11 @@ def annotate_batch(task: BatchTask) -> pa.RecordBatch:
         sig, valid = minhash.signatures(buf, off)
         columns += [minhash.bands_arrow(sig, valid, t) for t in minhash.THRESHOLDS]
     return pa.RecordBatch.from_arrays(columns, schema=output_schema(setup.signals, setup.minhash))
+
+
+def warm_up(setup: WorkerSetup) -> None:
+    """Compile (or load from numba's cache) every kernel in this process, before workers start,
+    so parallel workers do not all compile the same code at once on a first run."""
+    init_worker(setup)
+    annotate_batch(BatchTask("warm-up", ["a"], [0], ["Warm up the kernels: fourteen words are needed "
+                                                     "for MinHash, so here they are, one two three."], ["en"]))
