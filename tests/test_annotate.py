@@ -227,3 +227,26 @@ def test_empty_and_huge_documents(tmp_path, resources_dir):
 
     assert big["rps_doc_word_count"][0]["score"] == len(normalize(huge).split())
     assert big["rps_doc_frac_chars_dupe_10grams"][0]["score"] > 0.9  # the text repeats itself
+
+
+def test_source_documents_rejoin_attribute_rows(tmp_path, resources_dir):
+    from textsieve.io.attributes import attribute_shards, read_shard_meta, source_documents
+
+    src = write_jsonl(tmp_path / "docs.jsonl.gz", python_docs(12))
+    out = tmp_path / "out"
+    run_annotate(AnnotateConfig([str(src)], str(out), workers=1, resources=str(resources_dir), progress=False))
+    (out / "_dedup_fuzzy").mkdir()  # another stage's attribute set is not an annotate shard
+    pq.write_table(pq.read_table(out / "docs.parquet").select(["id", "shard", "row"]),
+                   out / "_dedup_fuzzy" / "docs.parquet")
+    fs, paths = attribute_shards(str(out))
+    assert [p.rsplit("/", 1)[1] for p in paths] == ["docs.parquet"]
+    assert len(attribute_shards(str(out), "dedup_fuzzy")[1]) == 1
+    meta = read_shard_meta(fs, paths[0])
+    docs = list(source_documents(meta))
+    table = pq.read_table(paths[0])
+    assert [d.row for d in docs] == table.column("row").to_pylist()
+    assert [d.id for d in docs] == table.column("id").to_pylist()
+    words = table.column("rps_doc_word_count").to_pylist()
+    from textsieve.text.normalize import normalize
+
+    assert [w[0]["score"] for w in words] == [len(normalize(d.text).split()) for d in docs]

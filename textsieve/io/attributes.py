@@ -1,27 +1,65 @@
-"""Attribute shards on storage: finding them and reading the metadata textsieve writes into them.
+"""Attribute sets on storage: where stages put their columns and how to read them back.
 
-Every stage that adds attributes writes Parquet files whose footer carries a JSON document under
-the key `textsieve` (version, settings fingerprint, source shard, counts, skipped records).
+Layout of an annotate output folder `DIR`:
+  DIR/<input rel with .parquet suffix>   annotate's attribute shards (signals, MinHash bands)
+  DIR/_<name>/<same rel>                 attribute sets added later by other stages, e.g.
+                                         `_dedup_fuzzy`, `_dedup_exact`, `_dsir_wiki`
+  DIR/annotate.json                      run summary
+Every attribute shard has the columns `id`, `shard`, `row` (the source shard's rel name and
+the record index in it) in document order, then its attributes, so sets join on (shard, row).
+Every shard's footer carries a JSON document under the key `textsieve`; for annotate shards it
+includes `source_shard` and `read_options`, enough to re-open the source and read the texts.
 """
 
 from __future__ import annotations
 
 import json
+from typing import Iterator
 
 import fsspec
 import pyarrow.parquet as pq
 
+from textsieve.document import Document
+
 META_KEY = b"textsieve"
+SET_PREFIX = "_"
 
 
-def attribute_shards(directory: str) -> tuple[fsspec.AbstractFileSystem, list[str]]:
-    """The finished attribute shards under a stage's output folder, sorted (temporary files,
-    which start with '.', are never listed)."""
+def _is_shard(rel: str) -> bool:
+    parts = rel.split("/")
+    return rel.endswith(".parquet") and not any(p.startswith(".") for p in parts)
+
+
+def attribute_shards(directory: str, attribute_set: str | None = None) -> tuple[fsspec.AbstractFileSystem, list[str]]:
+    """Finished shards of annotate's output (`attribute_set` None) or of the set `_<name>`,
+    sorted. Temporary files (names starting with '.') are never listed."""
     fs, root = fsspec.core.url_to_fs(directory)
-    paths = sorted(p for p in fs.find(root) if p.endswith(".parquet") and "/." not in p)
-    if not paths:
-        raise FileNotFoundError(f"no attribute shards (*.parquet) under {directory}")
-    return fs, paths
+    root = root.rstrip("/")
+    base = f"{root}/{SET_PREFIX}{attribute_set}" if attribute_set else root
+    found = []
+    for path in fs.find(base) if fs.exists(base) else []:
+        rel = path[len(base) + 1:]
+        if not _is_shard(rel):
+            continue
+        if attribute_set is None and rel.split("/")[0].startswith(SET_PREFIX):
+            continue  # another stage's attribute set
+        found.append(path)
+    if not found:
+        what = f"attribute set {attribute_set!r}" if attribute_set else "attribute shards (*.parquet)"
+        raise FileNotFoundError(f"no {what} under {directory}")
+    return fs, sorted(found)
+
+
+def attribute_set_dir(directory: str, name: str) -> str:
+    """Where a stage writes its attribute set `name` inside an annotate output folder."""
+    return f"{directory.rstrip('/')}/{SET_PREFIX}{name}"
+
+
+def attribute_sets(directory: str) -> list[str]:
+    """Names of the attribute sets other stages added to `directory`."""
+    fs, root = fsspec.core.url_to_fs(directory)
+    return sorted(p.rstrip("/").rsplit("/", 1)[-1][len(SET_PREFIX):] for p in fs.ls(root, detail=False)
+                  if p.rstrip("/").rsplit("/", 1)[-1].startswith(SET_PREFIX) and fs.isdir(p))
 
 
 def read_shard_meta(fs: fsspec.AbstractFileSystem, path: str) -> dict:
@@ -30,3 +68,15 @@ def read_shard_meta(fs: fsspec.AbstractFileSystem, path: str) -> dict:
         meta = pq.ParquetFile(fh).metadata.metadata or {}
     raw = meta.get(META_KEY)
     return json.loads(raw) if raw else {}
+
+
+def source_documents(meta: dict, on_error: str = "skip") -> Iterator[Document]:
+    """Re-read the documents of the source shard an annotate shard was made from (same reader
+    options), e.g. to show texts or to materialize a selection. Rows match the shard's `row`."""
+    from textsieve.io.paths import Shard
+    from textsieve.io.readers import ReadOptions, ShardReader
+
+    src = dict(meta["source_shard"])
+    src["members"] = tuple(src.get("members") or ())
+    options = dict(meta["read_options"], on_error=on_error)
+    yield from ShardReader(Shard(**src), ReadOptions(**options))

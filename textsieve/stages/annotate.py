@@ -195,6 +195,7 @@ def run_annotate(cfg: AnnotateConfig) -> AnnotateResult:
             if task.last:
                 skipped = [asdict(s) for s in reader.skipped]
                 meta = {"version": __version__, "fingerprint": fingerprint, "source": shard_by_rel[current].path,
+                        "source_shard": asdict(shard_by_rel[current]), "read_options": asdict(options),
                         "shard": current, "documents": n_docs, "skipped_records": len(skipped),
                         "skipped": skipped[:1000], "signals": list(signals), "minhash": with_minhash,
                         "lang": cfg.lang, "lang_field": cfg.lang_field}
