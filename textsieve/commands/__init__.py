@@ -3,4 +3,4 @@
 
 from __future__ import annotations
 
-COMMAND_MODULES = ("annotate", "signals", "resources", "export", "sample")
+COMMAND_MODULES = ("annotate", "signals", "resources", "export", "sample", "learn", "train", "models", "dsir", "eval", "select", "dedup")

@@ -6,6 +6,20 @@ import argparse
 import sys
 
 
+def parse_models(values: list[str] | None) -> dict[str, str]:
+    """`--model NAME=PATH` options as an ordered {name: path}; errors name the bad option."""
+    models: dict[str, str] = {}
+    for value in values or ():
+        name, sep, path = value.partition("=")
+        name = name.strip()
+        if not sep or not name or not path:
+            raise ValueError(f"--model {value!r}: expected NAME=PATH, e.g. --model wikiref=wikiref.tsm")
+        if name in models:
+            raise ValueError(f"--model {name}: given twice")
+        models[name] = path
+    return models
+
+
 def run(args: argparse.Namespace) -> int:
     from textsieve.stages.annotate import AnnotateConfig, run_annotate
 
@@ -13,7 +27,8 @@ def run(args: argparse.Namespace) -> int:
                          lang=None if args.lang_field and not args.lang else (args.lang or "en"),
                          lang_field=args.lang_field, text_field=args.text_field, id_field=args.id_field,
                          on_error=args.on_error, workers=args.workers, resources=args.resources,
-                         batch_size=args.batch_size, overwrite=args.overwrite, progress=not args.quiet)
+                         batch_size=args.batch_size, overwrite=args.overwrite, progress=not args.quiet,
+                         models=parse_models(args.model))
     res = run_annotate(cfg)
     if not args.quiet:
         rate = res.documents / res.seconds if res.seconds else 0.0
@@ -32,7 +47,13 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     a.add_argument("--signals", default=None, help="comma list of signal names or groups (default: all, "
                    "i.e. the 28 RPv2 rule signals + minhash); see `textsieve signals`")
     a.add_argument("--lang", default=None, help="language for stop words and bad words (en, de, fr, es, it; "
-                   "default en; with --lang-field, the fallback for documents without one)")
+                   "default en; with --lang-field, the fallback for documents without one). 'auto': detect "
+                   "each document's language (built-in py3langid, or a language-id --model such as lid.176.bin) "
+                   "and also write ts_lang, ts_lang_score")
+    a.add_argument("--model", action="append", default=None, metavar="NAME=PATH",
+                   help="add the signals of a model (repeatable): a textsieve .tsm file (`textsieve train ...`), "
+                        "a fastText .bin (classifier -> rps_doc_ml_NAME_score, or language id), a KenLM file, "
+                        "a UT1 blacklists folder, or builtin:py3langid. See `textsieve models show PATH`")
     a.add_argument("--lang-field", default=None, metavar="FIELD",
                    help="record field holding each document's language (dotted path, e.g. meta.lang)")
     a.add_argument("--text-field", default="text", metavar="FIELD")

@@ -14,6 +14,14 @@ def run_rpv2(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_rpv2_clusters(args: argparse.Namespace) -> int:
+    from textsieve.stages.dedup_show import export_rpv2_clusters
+
+    n = export_rpv2_clusters(args.dir, args.threshold, args.output)
+    print(f"wrote {n:,} clustered documents to {args.output}", file=sys.stderr)
+    return 0
+
+
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     e = sub.add_parser("export", parents=[common], help="export attributes in another tool's format")
     esub = e.add_subparsers(dest="format", required=True, metavar="FORMAT")
@@ -22,4 +30,10 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     erp.add_argument("dir", metavar="DIR", help="an annotate output folder")
     erp.add_argument("-o", "--output", required=True, metavar="FILE.jsonl.gz")
     erp.set_defaults(func=run_rpv2)
+    erc = esub.add_parser("rpv2-clusters", parents=[common],
+                          help="RedPajama-V2 LSH cluster file (id, id_int, cluster_id) from `dedup fuzzy`")
+    erc.add_argument("dir", metavar="DIR", help="an annotate output folder after `dedup fuzzy`")
+    erc.add_argument("--threshold", type=float, required=True, metavar="T")
+    erc.add_argument("-o", "--output", required=True, metavar="FILE.parquet")
+    erc.set_defaults(func=run_rpv2_clusters)
     # Other export formats add a subparser to `esub` here.

@@ -28,8 +28,8 @@ from textsieve.signals.registry import REGISTRY
 from textsieve.signals.resources import (RPV2_LANGS, WordLists, bad_words_relpath, load_word_lists, missing_message,
                                          resolve_resources_dir, stop_words_relpath)
 from textsieve.signals.selection import select_signals
-from textsieve.stages.annotate_worker import (BatchTask, WorkerSetup, annotate_batch, init_worker, output_schema,
-                                             warm_up)
+from textsieve.stages.annotate_worker import (AUTO_LANG, BatchTask, WorkerSetup, annotate_batch, init_worker,
+                                             load_models, output_schema, warm_up)
 from textsieve.stages.progress import Progress
 
 log = logging.getLogger("textsieve.annotate")
@@ -44,7 +44,9 @@ class AnnotateConfig:
     inputs: list[str]
     output: str
     signals: str | list[str] | None = None  # names or groups; None = all rule signals + minhash
-    lang: str | None = "en"  # language for stop words / bad words when no lang field gives one
+    lang: str | None = "en"  # language for stop words / bad words when no lang field gives one;
+    # "auto": detect each document's language with the language-id model (built-in py3langid
+    # unless a `langid` model is given)
     lang_field: str | None = None
     text_field: str = "text"
     id_field: str = "id"
@@ -54,6 +56,7 @@ class AnnotateConfig:
     batch_size: int = 500
     overwrite: bool = False
     progress: bool = True
+    models: dict[str, str] = field(default_factory=dict)  # --model NAME=PATH, in order
 
 
 @dataclass
@@ -75,7 +78,7 @@ def _word_lists(cfg: AnnotateConfig, signals: tuple[str, ...]) -> tuple[tuple[st
     `--lang` language, or all five RPv2 languages with `--lang-field`) is skipped, with one
     warning that says what to provide and where it comes from."""
     lists = load_word_lists(resolve_resources_dir(cfg.resources))
-    langs = RPV2_LANGS if cfg.lang_field else ((cfg.lang,) if cfg.lang in RPV2_LANGS else ())
+    langs = RPV2_LANGS if cfg.lang_field or cfg.lang == AUTO_LANG else ((cfg.lang,) if cfg.lang in RPV2_LANGS else ())
     missing = [rel for rel in lists.missing if any(rel in (stop_words_relpath(g), bad_words_relpath(g))
                                                    for g in langs)]
     lacking = {"stop_words": any(r.startswith("stopwords/") for r in missing),
@@ -87,7 +90,66 @@ def _word_lists(cfg: AnnotateConfig, signals: tuple[str, ...]) -> tuple[tuple[st
     return signals, lists
 
 
-def _fingerprint(cfg: AnnotateConfig, signals: tuple[str, ...], with_minhash: bool, lists: WordLists) -> str:
+@dataclass
+class ModelPlan:
+    """The run's models: what workers load, which of their signals are written, and the record
+    of each model (kind, fingerprint, header) for shard metadata and the config fingerprint."""
+
+    models: tuple[tuple[str, str], ...] = ()
+    signals: tuple[str, ...] = ()
+    lang_model: str | None = None
+    records: dict[str, dict] = field(default_factory=dict)
+
+
+LANGID_SIGNALS = ("ts_lang", "ts_lang_score")
+BUILTIN_LANGID = "builtin:py3langid"
+
+
+def _split_signal_spec(spec: str | list[str] | None) -> list[str] | None:
+    if spec is None:
+        return None
+    items = spec.split(",") if isinstance(spec, str) else list(spec)
+    return [item.strip() for item in items if item.strip()]
+
+
+def _plan_models(cfg: AnnotateConfig) -> tuple[str | list[str] | None, ModelPlan]:
+    """Resolve `--model`s (adding the built-in language id where `--lang auto` or the
+    `ts_lang` signals need it), and split `--signals` into rule signals and model signals.
+
+    Every signal of every given model is written unless `--signals` names some model signals,
+    in which case only those are."""
+    items = _split_signal_spec(cfg.signals)
+    models = dict(cfg.models)
+    if not models and items is None and cfg.lang != AUTO_LANG:
+        return cfg.signals, ModelPlan()
+    from textsieve.models.registry import model_kind_of, model_fingerprint, model_header
+
+    kinds = {name: model_kind_of(path) for name, path in models.items()}
+    lang_models = [name for name, kind in kinds.items() if kind == "langid"]
+    wants_lang = cfg.lang == AUTO_LANG or any(i in LANGID_SIGNALS for i in items or ())
+    if wants_lang and not lang_models:
+        models["lang"] = BUILTIN_LANGID
+        kinds["lang"] = "langid"
+        lang_models = ["lang"]
+    if not models:
+        return cfg.signals, ModelPlan()
+    pairs = tuple(models.items())
+    _, sigs = load_models(pairs)
+    named = [i for i in items or () if i in sigs]
+    spec: str | list[str] | None = None
+    if items is not None:
+        rule_items = [i for i in items if i not in sigs]
+        spec = rule_items if rule_items else "none"  # "none": only model signals were named
+    chosen = tuple(named) if named else tuple(sigs)
+    chosen = tuple(n for n in sigs if n in chosen)
+    records = {name: {"path": path, "kind": kinds[name], "fingerprint": model_fingerprint(path),
+                      "header": model_header(path, kinds[name])} for name, path in pairs}
+    lang_model = lang_models[0] if cfg.lang == AUTO_LANG else None
+    return spec, ModelPlan(pairs, chosen, lang_model, records)
+
+
+def _fingerprint(cfg: AnnotateConfig, signals: tuple[str, ...], with_minhash: bool, lists: WordLists,
+                 plan: ModelPlan | None = None) -> str:
     """What determines a shard's content; a finished shard is reused only if this matches."""
     h = hashlib.sha256()
     for lang in sorted(set(lists.stop_words) | set(lists.bad_words)):
@@ -98,6 +160,9 @@ def _fingerprint(cfg: AnnotateConfig, signals: tuple[str, ...], with_minhash: bo
     key = {"version": __version__, "signals": signals, "minhash": with_minhash, "lang": cfg.lang,
            "lang_field": cfg.lang_field, "text_field": cfg.text_field, "id_field": cfg.id_field,
            "word_lists": h.hexdigest()}
+    if plan is not None and plan.models:  # only then, so model-free fingerprints stay as they were
+        key["models"] = {name: rec["fingerprint"] for name, rec in plan.records.items()}
+        key["model_signals"] = plan.signals
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -109,18 +174,19 @@ def _lang_of(doc_lang: str | None, default: str | None) -> str | None:
 
 def _batches(shard: Shard, reader: ShardReader, cfg: AnnotateConfig) -> Iterator[BatchTask]:
     """Cut a shard's documents into tasks of at most batch_size docs / MAX_BATCH_CHARS chars."""
-    task = BatchTask(shard.rel, [], [], [], [])
+    task = BatchTask(shard.rel, [], [], [], [], [])
     chars = 0
     for doc in reader:
         task.ids.append(doc.id)
         task.rows.append(doc.row)
         task.texts.append(doc.text)
         task.langs.append(_lang_of(doc.lang, cfg.lang))
+        task.urls.append(doc.url)
         chars += len(doc.text)
         if len(task.ids) >= cfg.batch_size or chars >= MAX_BATCH_CHARS:
             task.bytes_mark = reader.bytes_read
             yield task
-            task = BatchTask(shard.rel, [], [], [], [])
+            task = BatchTask(shard.rel, [], [], [], [], [])
             chars = 0
     task.bytes_mark = reader.bytes_read
     task.last = True
@@ -132,12 +198,13 @@ def run_annotate(cfg: AnnotateConfig) -> AnnotateResult:
     start = time.perf_counter()
     if cfg.on_error not in ("fail", "skip"):
         raise AnnotateError(f"--on-error must be 'fail' or 'skip', not {cfg.on_error!r}")
-    signals, with_minhash = select_signals(cfg.signals)
+    spec, plan = _plan_models(cfg)
+    signals, with_minhash = ((), False) if spec == "none" else select_signals(spec)
     signals, lists = _word_lists(cfg, signals)
     shards = expand_inputs(cfg.inputs)
     fs, root = fsspec.core.url_to_fs(cfg.output)
     root = root.rstrip("/")
-    fingerprint = _fingerprint(cfg, signals, with_minhash, lists)
+    fingerprint = _fingerprint(cfg, signals, with_minhash, lists, plan)
     result = AnnotateResult(output=cfg.output)
 
     targets: dict[str, str] = {}
@@ -161,8 +228,9 @@ def run_annotate(cfg: AnnotateConfig) -> AnnotateResult:
 
     options = ReadOptions(text_field=cfg.text_field, id_field=cfg.id_field, lang_field=cfg.lang_field,
                           on_error=cfg.on_error)
-    setup = WorkerSetup(signals, with_minhash, dict(lists.stop_words), dict(lists.bad_words))
-    schema = output_schema(signals, with_minhash)
+    setup = WorkerSetup(signals, with_minhash, dict(lists.stop_words), dict(lists.bad_words), plan.models,
+                        plan.signals, plan.lang_model)
+    schema = output_schema(signals, with_minhash, load_models(plan.models)[1], plan.signals)
     workers = cfg.workers or default_workers()
     if workers > 1 and todo:
         warm_up(setup)
@@ -199,6 +267,9 @@ def run_annotate(cfg: AnnotateConfig) -> AnnotateResult:
                         "shard": current, "documents": n_docs, "skipped_records": len(skipped),
                         "skipped": skipped[:1000], "signals": list(signals), "minhash": with_minhash,
                         "lang": cfg.lang, "lang_field": cfg.lang_field}
+                if plan.models:
+                    meta["model_signals"] = list(plan.signals)
+                    meta["models"] = plan.records
                 writer.add_metadata({META_KEY: json.dumps(meta).encode()})
                 writer.close()
                 writer = None

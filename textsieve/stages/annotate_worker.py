@@ -1,18 +1,20 @@
 """The per-batch unit of `annotate`: documents in, one Arrow record batch of attributes out.
 
 It runs in worker processes (or in-process with one worker). Process-wide state (selected
-signals, word-list tables) is set once by `init_worker`, so a task carries only documents.
+signals, word-list tables, loaded models) is set once by `init_worker`, so a task carries only
+documents. Models travel as (name, path) pairs and are loaded once per worker process: loaded
+models can be large and are not always picklable.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
 
 from textsieve.dedup import minhash
-from textsieve.signals import REGISTRY
+from textsieve.signals import REGISTRY, Signal
 from textsieve.signals.spans import span_type, to_arrow
 from textsieve.text.views import BatchViews, WordListTables
 
@@ -27,7 +29,8 @@ class BatchTask:
     ids: list[str]
     rows: list[int]
     texts: list[str]
-    langs: list[str | None]
+    langs: list[str | None]  # AUTO_LANG: detect with the language-id model
+    urls: list[str | None] = field(default_factory=list)  # empty: no URLs known
     bytes_mark: int = 0  # reader position after this batch, for progress
     last: bool = False  # the shard's final task: its output can be closed
 
@@ -38,25 +41,63 @@ class WorkerSetup:
     minhash: bool
     stop_words: dict[str, frozenset[str]]
     bad_words: dict[str, frozenset[str]]
+    models: tuple[tuple[str, str], ...] = ()  # (user name, path) of each --model
+    model_signals: tuple[str, ...] = ()  # selected signals contributed by those models, in order
+    lang_model: str | None = None  # name of the language-id model that resolves AUTO_LANG
 
 
+AUTO_LANG = "auto"
 _STATE: dict = {}
+_LOADED: dict[tuple[tuple[str, str], ...], tuple[dict[str, object], dict[str, Signal]]] = {}
+
+
+def load_models(models: tuple[tuple[str, str], ...]) -> tuple[dict[str, object], dict[str, Signal]]:
+    """Load each model and collect its signals: ({name: loaded}, {signal name: Signal})."""
+    if not models:
+        return {}, {}
+    if models in _LOADED:  # the main process loads them once for the schema and again to warm up
+        return _LOADED[models]
+    from textsieve.models.registry import model_signals, resolve_model
+
+    loaded: dict[str, object] = {}
+    signals: dict[str, Signal] = {}
+    for name, path in models:
+        kind, obj, _ = resolve_model(name, path)
+        loaded[name] = obj
+        for sig in model_signals(kind, name, obj):
+            if sig.name in signals or sig.name in REGISTRY:
+                raise ValueError(f"--model {name}={path}: signal {sig.name!r} is already produced by "
+                                 "another model or a built-in signal; rename the model")
+            signals[sig.name] = sig
+    _LOADED.clear()
+    _LOADED[models] = (loaded, signals)
+    return loaded, signals
 
 
 def init_worker(setup: WorkerSetup) -> None:
     _STATE["setup"] = setup
     _STATE["tables"] = WordListTables(setup.stop_words, setup.bad_words)
+    _STATE["models"], _STATE["model_sigs"] = load_models(setup.models)
 
 
 def minhash_columns() -> list[str]:
     return [minhash.signature_key(t) for t in minhash.THRESHOLDS]
 
 
-def output_schema(signals: tuple[str, ...], with_minhash: bool) -> pa.Schema:
-    """The attribute shard schema: id, shard, row, one span column per signal, MinHash bands."""
+def column_type(sig: Signal) -> pa.DataType:
+    """Spans for float/int scores; a plain string column for `dtype="str"` model signals
+    (RPv2 spans hold numbers only, so a language code cannot be a span score)."""
+    return pa.string() if sig.dtype == "str" else span_type(sig.dtype)
+
+
+def output_schema(signals: tuple[str, ...], with_minhash: bool, model_sigs: dict[str, Signal] | None = None,
+                  model_signal_names: tuple[str, ...] = ()) -> pa.Schema:
+    """The attribute shard schema: id, shard, row, one span column per signal, the model signals,
+    MinHash bands."""
     fields = [pa.field("id", pa.string(), nullable=False), pa.field("shard", pa.string()),
               pa.field("row", pa.int64())]
     fields += [pa.field(name, span_type(REGISTRY[name].dtype)) for name in signals]
+    fields += [pa.field(name, column_type(model_sigs[name])) for name in model_signal_names]
     if with_minhash:
         fields += [pa.field(col, pa.list_(pa.binary())) for col in minhash_columns()]
     return pa.schema(fields)
@@ -65,7 +106,12 @@ def output_schema(signals: tuple[str, ...], with_minhash: bool) -> pa.Schema:
 def annotate_batch(task: BatchTask) -> pa.RecordBatch:
     """Compute every selected signal for the documents of `task`."""
     setup: WorkerSetup = _STATE["setup"]
-    views = BatchViews(task.texts, task.langs, _STATE["tables"])
+    views = BatchViews(task.texts, task.langs, _STATE["tables"], task.urls or None, _STATE["models"])
+    if setup.lang_model is not None and AUTO_LANG in task.langs:
+        from textsieve.models.langid import batch_languages
+
+        detected, _ = batch_languages(views, setup.lang_model)
+        views.langs = [d if g == AUTO_LANG else g for g, d in zip(task.langs, detected)]
     n = views.n_docs
     columns: list[pa.Array] = [
         pa.array(task.ids, pa.string()),
@@ -76,11 +122,28 @@ def annotate_batch(task: BatchTask) -> pa.RecordBatch:
     for name in setup.signals:
         sig = REGISTRY[name]
         columns.append(to_arrow(sig, sig.fn(views), views))
+    model_sigs: dict[str, Signal] = _STATE["model_sigs"]
+    for name in setup.model_signals:
+        sig = model_sigs[name]
+        scores = sig.fn(views)
+        if sig.dtype == "str":
+            columns.append(pa.array(list(scores.values), pa.string(),
+                                    mask=None if scores.valid is None else ~np.asarray(scores.valid)))
+        else:
+            columns.append(to_arrow(sig, scores, views))
     if setup.minhash:
         buf, off = views.normalized_utf8
         sig, valid = minhash.signatures(buf, off)
         columns += [minhash.bands_arrow(sig, valid, t) for t in minhash.THRESHOLDS]
-    return pa.RecordBatch.from_arrays(columns, schema=output_schema(setup.signals, setup.minhash))
+    return pa.RecordBatch.from_arrays(columns, schema=_schema(setup))
+
+
+def _schema(setup: WorkerSetup) -> pa.Schema:
+    schema = _STATE.get("schema")
+    if schema is None or _STATE.get("schema_setup") is not setup:
+        schema = output_schema(setup.signals, setup.minhash, _STATE["model_sigs"], setup.model_signals)
+        _STATE["schema"], _STATE["schema_setup"] = schema, setup
+    return schema
 
 
 def warm_up(setup: WorkerSetup) -> None:
@@ -88,4 +151,5 @@ def warm_up(setup: WorkerSetup) -> None:
     so parallel workers do not all compile the same code at once on a first run."""
     init_worker(setup)
     annotate_batch(BatchTask("warm-up", ["a"], [0], ["Warm up the kernels: fourteen words are needed "
-                                                     "for MinHash, so here they are, one two three."], ["en"]))
+                                                     "for MinHash, so here they are, one two three."], ["en"],
+                             ["https://example.com/warm-up"]))

@@ -41,12 +41,22 @@ EMPTY_WORD_LISTS = WordListTables({}, {})
 
 
 class BatchViews:
-    """Lazily computed views of `texts` (with per-document language codes, None if unknown)."""
+    """Lazily computed views of `texts` (with per-document language codes, None if unknown).
 
-    def __init__(self, texts: list[str], langs: list[str | None], word_lists: WordListTables = EMPTY_WORD_LISTS):
+    Model signals (`textsieve.models`) also read `urls` (the document URLs, None where a record
+    has none), `models` (the run's loaded models by user name: `v.models[name]`) and `cache`, a
+    per-batch memo where signals that share one computation (a language id and its score) keep
+    it.
+    """
+
+    def __init__(self, texts: list[str], langs: list[str | None], word_lists: WordListTables = EMPTY_WORD_LISTS,
+                 urls: list[str | None] | None = None, models: dict[str, object] | None = None):
         self.texts = texts
         self.langs = langs
         self.word_lists = word_lists
+        self.urls: list[str | None] = urls if urls is not None else [None] * len(texts)
+        self.models: dict[str, object] = models if models is not None else {}
+        self.cache: dict = {}
         self.n_docs = len(texts)
         self.lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
 

@@ -1,0 +1,90 @@
+"""dedup exact: first occurrence kept, --normalize none|rpv2, annotate-folder vs raw inputs,
+memory-bounded grouping, and the Bloom mode's measured false-positive rate."""
+
+from __future__ import annotations
+
+import json
+import pydoc_data.topics
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from textsieve.cli import main
+from textsieve.dedup.bloom import BloomFilter
+
+TEXTS = list(dict.fromkeys(p for t in pydoc_data.topics.topics.values() for p in t.split("\n\n")
+                           if len(p) > 200 and not p.startswith(" ")))[:300]  # unique prose paragraphs
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    """Two shards of real Python-docs texts with exact and case/punctuation-variant copies."""
+    d = tmp_path_factory.mktemp("exact")
+    a = [{"id": f"a/{i}", "text": t} for i, t in enumerate(TEXTS[:200])]
+    b = [{"id": f"b/{i}", "text": t} for i, t in enumerate(TEXTS[150:300])]  # 50 exact copies of a's tail
+    b.append({"id": "b/upper", "text": TEXTS[0].upper()})  # same after rpv2 normalization
+    b.append({"id": "b/punct", "text": TEXTS[1].replace(".", " . ").replace(",", "")})
+    a.insert(0, {"id": "a/self-dup", "text": TEXTS[5]})  # a copy before the original, same shard
+    for name, recs in (("a", a), ("b", b)):
+        (d / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    return d
+
+
+def _read(out):
+    rows = []
+    for p in sorted((out / "_dedup_exact").glob("*.parquet")):
+        rows += pq.read_table(p).to_pylist()
+    return {r["id"]: r for r in rows}
+
+
+def test_exact_first_occurrence_kept(corpus, tmp_path):
+    out = tmp_path / "o"
+    assert main(["dedup", "exact", str(corpus), "-o", str(out), "-q", "--memory", "50KB"]) == 0
+    r = _read(out)
+    assert len(r) == 200 + 1 + 152
+    assert r["a/self-dup"]["dup_exact_keep"] and not r["a/5"]["dup_exact_keep"]  # corpus order: a/self-dup first
+    assert r["a/5"]["dup_exact_group"] == r["a/self-dup"]["dup_exact_group"] is not None
+    for i in range(150, 200):
+        assert r[f"a/{i}"]["dup_exact_keep"] and not r[f"b/{i - 150}"]["dup_exact_keep"]
+        assert r[f"a/{i}"]["dup_exact_size"] == 2
+    assert r["b/upper"]["dup_exact_keep"] and r["b/upper"]["dup_exact_group"] is None
+    summary = json.loads((out / "_dedup_exact" / "summary.json").read_text())
+    assert summary["n_removed"] == 51 and summary["n_groups"] == 51
+    assert summary["largest_groups"][0]["sample"]
+
+    out2 = tmp_path / "o2"
+    assert main(["dedup", "exact", str(corpus), "-o", str(out2), "-q", "--normalize", "rpv2"]) == 0
+    r2 = _read(out2)
+    assert not r2["b/upper"]["dup_exact_keep"] and not r2["b/punct"]["dup_exact_keep"]
+    assert r2["b/upper"]["dup_exact_group"] == r2["a/0"]["dup_exact_group"]
+
+    # Bloom mode agrees here (300 docs, fp 1e-6) and has no group ids
+    out3 = tmp_path / "o3"
+    assert main(["dedup", "exact", str(corpus), "-o", str(out3), "-q", "--bloom-fp", "1e-6",
+                 "--bloom-capacity", "1000"]) == 0
+    r3 = _read(out3)
+    assert {k: v["dup_exact_keep"] for k, v in r3.items()} == {k: v["dup_exact_keep"] for k, v in r.items()}
+    assert main(["dedup", "exact", str(corpus), "-o", str(out3), "-q", "--bloom-fp", "0.01"]) == 2  # needs capacity
+
+
+def test_annotate_folder_equals_raw_inputs(corpus, tmp_path):
+    ann = tmp_path / "ann"
+    assert main(["annotate", str(corpus), "-o", str(ann), "--signals", "minhash", "-q", "--workers", "1"]) == 0
+    assert main(["dedup", "exact", str(ann), "-q"]) == 0
+    raw = tmp_path / "raw"
+    assert main(["dedup", "exact", str(corpus), "-o", str(raw), "-q"]) == 0
+    for name in ("a.parquet", "b.parquet"):
+        assert pq.read_table(ann / "_dedup_exact" / name).equals(pq.read_table(raw / "_dedup_exact" / name))
+
+
+@pytest.mark.parametrize("rate", [0.01, 0.001])
+def test_bloom_false_positive_rate_within_setting(rate):
+    rng = np.random.default_rng(1)
+    n = 200_000
+    keys = rng.integers(0, 2**63, size=(2 * n, 2), dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+    bloom = BloomFilter(n, rate)
+    assert not bloom.test_add(keys[:n, 0], keys[:n, 1]).sum() > n * rate  # inserting n distinct keys
+    assert bloom.contains(keys[:n, 0], keys[:n, 1]).all()  # no false negatives
+    measured = bloom.contains(keys[n:, 0], keys[n:, 1]).mean()  # n unseen keys against a full filter
+    assert measured <= rate * 1.1, (measured, rate)

@@ -1,0 +1,200 @@
+"""dedup fuzzy: RPv2-exact clusters on the whole dev corpus, memory-bounded passes, determinism
+(shard names/order, workers), keep/verify policies, `dedup show` and `export rpv2-clusters`."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from textsieve.cli import main
+from textsieve.dedup.partitions import ROW, Grouper, PartitionWriter
+from textsieve.dedup.components import components
+
+THRESHOLDS = ("1.0", "0.9", "0.8", "0.7")
+
+
+SHARED = Path(os.environ.get("TEXTSIEVE_SHARED", Path(__file__).resolve().parents[2] / "shared"))
+
+
+def _shared() -> Path:
+    if not (SHARED / "golden").is_dir():
+        pytest.skip(f"shared data not found at {SHARED} (set TEXTSIEVE_SHARED)")
+    return SHARED
+
+
+def _annotate(inputs: list[str], out: Path) -> Path:
+    assert main(["annotate", *inputs, "-o", str(out), "--signals", "minhash", "-q", "--workers", "1"]) == 0
+    return out
+
+
+@pytest.fixture(scope="session")
+def annotated(tmp_path_factory) -> Path:
+    """The whole dev corpus, annotated once with MinHash bands only (~5 s)."""
+    shared = _shared()
+    return _annotate([str(shared / "corpora/dev/web_sample.jsonl.gz")], tmp_path_factory.mktemp("ann") / "a")
+
+
+@pytest.fixture(scope="session")
+def golden() -> dict:
+    return json.loads((_shared() / "golden/rpv2_lsh_clusters_dev.json").read_text())
+
+
+@pytest.fixture(scope="session")
+def split_annotated(tmp_path_factory) -> Path:
+    """The dev corpus cut into 3 JSONL shards (round robin) and annotated."""
+    shared = _shared()
+    src = tmp_path_factory.mktemp("split")
+    lines = [ln for ln in gzip.open(shared / "corpora/dev/web_sample.jsonl.gz", "rt", encoding="utf-8").read().split("\n") if ln.strip()]
+    for k, name in enumerate(("a", "b", "c")):
+        (src / f"{name}.jsonl").write_text("\n".join(lines[k::3]) + "\n", encoding="utf-8")
+    return _annotate([str(src)], tmp_path_factory.mktemp("split-ann") / "a")
+
+
+def _fuzzy(directory: Path, *extra: str) -> dict:
+    args = ["dedup", "fuzzy", str(directory), "-q", "--overwrite"]
+    for t in THRESHOLDS:
+        args += ["--threshold", t]
+    assert main(args + list(extra)) == 0
+    return json.loads((directory / "_dedup_fuzzy" / "summary.json").read_text())
+
+
+def _clusters(directory: Path, t: str) -> set[tuple[str, int]]:
+    col = f"dup_fuzzy_t{int(round(float(t) * 100))}_cluster"
+    out = set()
+    for p in sorted((directory / "_dedup_fuzzy").rglob("*.parquet")):
+        tab = pq.read_table(p, columns=["id", col])
+        out |= {(i, c) for i, c in zip(tab.column("id").to_pylist(), tab.column(col).to_pylist()) if c is not None}
+    return out
+
+
+def _golden_set(golden: dict, t: str) -> set[tuple[str, int]]:
+    return {(m["id"], m["cluster_id"]) for m in golden["thresholds"][t]["members"]}
+
+
+def _set_bytes(directory: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(directory / "_dedup_fuzzy")): p.read_bytes()
+            for p in sorted((directory / "_dedup_fuzzy").rglob("*")) if p.is_file() and not p.name.startswith(".")}
+
+
+def test_clusters_equal_rpv2_golden_and_export(annotated, golden, tmp_path):
+    summary = _fuzzy(annotated)
+    for t in THRESHOLDS:
+        assert _clusters(annotated, t) == _golden_set(golden, t), t
+        g = golden["thresholds"][t]
+        s = summary["thresholds"][t]
+        assert (s["n_docs_in_clusters"], s["n_clusters"]) == (g["n_docs_in_clusters"], g["n_clusters"])
+        out = tmp_path / f"c{t}.parquet"
+        assert main(["export", "rpv2-clusters", str(annotated), "--threshold", t, "-o", str(out)]) == 0
+        tab = pq.read_table(out)
+        assert tab.column_names == ["id", "id_int", "cluster_id"]
+        assert {(m["id"], m["id_int"], m["cluster_id"]) for m in g["members"]} == set(
+            zip(*(tab.column(c).to_pylist() for c in tab.column_names)))
+    # summary: duplicate fraction and the largest clusters with sample texts
+    s = summary["thresholds"]["0.7"]
+    assert s["n_removed"] == s["n_docs_in_clusters"] - s["n_clusters"]
+    assert s["duplicate_fraction"] == pytest.approx(s["n_removed"] / summary["n_docs"])
+    top = s["largest_clusters"]
+    assert len(top) == 20 and top[0]["size"] >= top[-1]["size"]
+    assert all(c["samples"] and all(c["samples"]) for c in top)
+
+
+def test_tiny_memory_forces_passes_same_output(annotated):
+    _fuzzy(annotated)
+    reference = _set_bytes(annotated)
+    summary = _fuzzy(annotated, "--memory", "300KB")
+    lsh = summary["thresholds"]["0.7"]["lsh"]
+    assert lsh["partitions"] > 50 and lsh["passes"] > 50
+    assert {k: v for k, v in _set_bytes(annotated).items() if k != "summary.json"} == {
+        k: v for k, v in reference.items() if k != "summary.json"}
+
+
+def test_grouper_recursive_passes_on_skewed_keys(tmp_path):
+    """Keys shared by thousands of rows overflow a partition; the chunk-reduce-rescatter passes
+    must link exactly the rows that share a key."""
+    rng = np.random.default_rng(0)
+    n = 20000
+    key = np.where(rng.random(n) < 0.5, 7, rng.integers(0, 3000, n)).astype(np.uint64)  # one giant group
+    rows = np.empty(n, dtype=ROW)
+    rows["h1"] = key * np.uint64(0x9E3779B97F4A7C15)
+    rows["h2"] = key
+    rows["doc"] = rng.permutation(n).astype(np.uint64)
+    w = PartitionWriter(str(tmp_path / "p"), 1, 1024)
+    w.add(rows)
+    g = Grouper(str(tmp_path / "p"), 1024)
+    g.group_partitions(w.close())
+    assert g.stats.max_level >= 1
+    nodes, label = components(g.all_edges())
+    got = {}
+    for node, lab in zip(nodes, nodes[label]):
+        got.setdefault(int(lab), set()).add(int(node))
+    expect = {}
+    for k, d in zip(key, rows["doc"]):
+        expect.setdefault(int(k), set()).add(int(d))
+    assert sorted(map(sorted, got.values())) == sorted(sorted(v) for v in expect.values() if len(v) > 1)
+
+
+def test_deterministic_across_shard_names_order_and_workers(split_annotated, golden, tmp_path):
+    _fuzzy(split_annotated)
+    for t in THRESHOLDS:  # splitting the corpus changes nothing
+        assert _clusters(split_annotated, t) == _golden_set(golden, t)
+    base = _set_bytes(split_annotated)
+    renamed = tmp_path / "r"
+    shutil.copytree(split_annotated, renamed, ignore=shutil.ignore_patterns("_dedup_fuzzy"))
+    perm = {"a.parquet": "z.parquet", "b.parquet": "m.parquet", "c.parquet": "0.parquet"}
+    for old, new in perm.items():
+        (renamed / old).rename(renamed / (new + ".tmp"))
+    for new in perm.values():
+        (renamed / (new + ".tmp")).rename(renamed / new)
+    _fuzzy(renamed, "--workers", "2")
+    other = _set_bytes(renamed)
+    assert {perm.get(k, k): v for k, v in base.items()} == other
+
+
+def test_keep_and_verify_policies(annotated, golden):
+    s = _fuzzy(annotated, "--keep", "none", "--verify", "estimated")
+    for t in THRESHOLDS:
+        assert _clusters(annotated, t) <= {(i, c) for i, c in _golden_set(golden, t)} | _clusters(annotated, t)
+        assert s["thresholds"][t]["n_removed"] == s["thresholds"][t]["n_docs_in_clusters"]
+    tab = pq.read_table(annotated / "_dedup_fuzzy" / "web_sample.parquet")
+    in_cluster = tab.column("dup_fuzzy_t70_cluster").is_valid().to_pylist()
+    assert not any(k for k, c in zip(tab.column("dup_fuzzy_t70_keep").to_pylist(), in_cluster) if c)
+    # estimated verification keeps pairs with MinHash Jaccard >= T: clusters only shrink
+    assert s["thresholds"]["0.7"]["lsh"]["edges_rejected"] >= 0
+    assert s["thresholds"]["0.7"]["n_docs_in_clusters"] <= golden["thresholds"]["0.7"]["n_docs_in_clusters"]
+
+    s = _fuzzy(annotated, "--keep", "longest", "--verify", "exact")
+    assert 0 < s["thresholds"]["0.7"]["n_docs_in_clusters"] <= golden["thresholds"]["0.7"]["n_docs_in_clusters"]
+    tab = pq.read_table(annotated / "_dedup_fuzzy" / "web_sample.parquet")
+    cl, keep = tab.column("dup_fuzzy_t70_cluster").to_pylist(), tab.column("dup_fuzzy_t70_keep").to_pylist()
+    kept = {}
+    for c, k in zip(cl, keep):
+        if c is not None:
+            kept[c] = kept.get(c, 0) + int(k)
+    assert kept and set(kept.values()) == {1}  # exactly one survivor per cluster
+
+
+def test_show_prints_members_and_jaccard(annotated, golden, capsys):
+    _fuzzy(annotated)
+    members = golden["thresholds"]["0.8"]["members"]
+    cid = members[0]["cluster_id"]
+    ids = {m["id"] for m in members if m["cluster_id"] == cid}
+    assert main(["dedup", "show", str(annotated), "--cluster", str(cid), "--threshold", "0.8"]) == 0
+    out = capsys.readouterr().out
+    assert f"{len(ids)} documents" in out and all(i in out for i in ids)
+    assert "pairwise estimated Jaccard" in out
+    assert main(["dedup", "show", str(annotated), "--cluster", "12345"]) == 2
+
+
+def test_missing_band_columns_error(tmp_path, capsys):
+    d = tmp_path / "ann"
+    (tmp_path / "x.jsonl").write_text(json.dumps({"id": "a", "text": "hello world"}) + "\n")
+    assert main(["annotate", str(tmp_path / "x.jsonl"), "-o", str(d), "--signals", "minhash", "-q", "--workers", "1"]) == 0
+    assert main(["dedup", "fuzzy", str(d), "--threshold", "0.8", "--bands", "fast", "-q"]) == 2
+    assert "ts_fastsig_sim0.8" in capsys.readouterr().err

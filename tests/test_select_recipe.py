@@ -1,0 +1,120 @@
+"""Recipe parsing and validation: the rule language, bundled recipes, and the error messages."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from textsieve.select.compile import Column, Schema, compile_recipe
+from textsieve.select.recipe import (Between, Binary, Call, Col, In, IsNull, Lit, Recipe, RecipeError, Unary,
+                                     bundled_recipes, load_recipe, parse_rule)
+
+SPAN_F = pa.list_(pa.struct([("start", pa.int64()), ("end", pa.int64()), ("score", pa.float64())]))
+SPAN_I = pa.list_(pa.struct([("start", pa.int64()), ("end", pa.int64()), ("score", pa.int64())]))
+
+
+def _schema() -> Schema:
+    s = Schema("DIR", {"a": ["a.parquet"], "s0": ["s.parquet"]}, {"s0": "dedup_exact"})
+    for name, kind, typ, alias in [
+        ("rps_doc_word_count", "doc", SPAN_I, "a"),
+        ("rps_doc_mean_word_length", "doc", SPAN_F, "a"),
+        ("rps_lines_num_words", "line", SPAN_I, "a"),
+        ("rps_lines_start_with_bulletpoint", "line", SPAN_F, "a"),
+        ("signature_sim0.8", "other", pa.list_(pa.binary()), "a"),
+        ("dup_exact_keep", "scalar", pa.bool_(), "s0"),
+        ("dup_exact_group", "scalar", pa.int64(), "s0"),
+    ]:
+        s.columns[name] = Column(name, kind, alias, typ, "" if alias == "a" else "dedup_exact")
+    return s
+
+
+def test_parse_precedence_and_forms():
+    n = parse_rule("a between 1 and 2 and not b > 3 or c in [1, 'x'] and d is not null")
+    assert n == Binary("or",
+                       Binary("and", Between(Col("a"), Lit(1), Lit(2)), Unary("not", Binary(">", Col("b"), Lit(3)))),
+                       Binary("and", In(Col("c"), (Lit(1), Lit("x"))), IsNull(Col("d"), negated=True)))
+    assert parse_rule("frac(x == 1) <= 0.9") == Binary("<=", Call("frac", (Binary("==", Col("x"), Lit(1)),)), Lit(0.9))
+    assert parse_rule("x = -1.5e3") == Binary("==", Col("x"), Lit(-1500.0))
+    assert parse_rule("quality.predict > 0.5") == Binary(">", Col("quality.predict"), Lit(0.5))
+    assert parse_rule("a not between 1 and 2") == Between(Col("a"), Lit(1), Lit(2), negated=True)
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("rps_doc_word_count => 5", "'>' at position 20"),
+    ("rps_doc_word_count ~ 5", "unexpected '~'"),
+    ("rps_doc_word_count between 5", "expected 'and'"),
+    ("median(rps_lines_num_words) > 1", "unknown function 'median'"),
+    ("rps_doc_word_count > ", "found the end"),
+    ("x in [y]", "literal values only"),
+])
+def test_syntax_errors_name_rule_and_operators(text, fragment):
+    with pytest.raises(RecipeError) as e:
+        Recipe.from_rules({"my_rule": text})
+    msg = str(e.value)
+    assert "'my_rule'" in msg and fragment in msg
+    assert "valid operators: <, <=" in msg and "between" in msg
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("rps_doc_wordcount > 5", "unknown column 'rps_doc_wordcount'; valid names: dup_exact_group, dup_exact_keep, "
+                              "rps_doc_mean_word_length, rps_doc_word_count, rps_lines_num_words"),
+    ("rps_lines_num_words > 5", "'rps_lines_num_words' is a line-level signal"),
+    ("rps_doc_word_count", "is a value, not a condition"),
+    ("dup_exact_keep > 1", "cannot compare a bool with a num"),
+    ("not rps_doc_word_count", "operator 'not' needs a condition"),
+    ("mean(rps_doc_word_count) > 1", "reduces a line-level signal"),
+    ("signature_sim0.8 > 1", "can only be tested with 'is null'"),
+    ("quality.predict > 0.5", "unknown column 'quality.predict'"),
+])
+def test_semantic_errors_name_rule_column_and_valid_names(text, fragment):
+    with pytest.raises(RecipeError) as e:
+        compile_recipe(Recipe.from_rules({"bad": text}), _schema(), models={})
+    assert "rule 'bad'" in str(e.value) and fragment in str(e.value)
+
+
+def test_line_rule_needs_line_column():
+    with pytest.raises(RecipeError, match="rule 'l'.*must use a line-level column; line-level columns: "
+                                          "rps_lines_num_words, rps_lines_start_with_bulletpoint"):
+        compile_recipe(Recipe.from_rules({"l": "line: rps_doc_word_count > 3"}), _schema(), models={})
+
+
+def test_compiles_booleans_sets_nulls_and_reductions():
+    c = compile_recipe(Recipe.from_rules({
+        "keep": "dup_exact_keep",
+        "grp": "dup_exact_group is null or dup_exact_group != 3",
+        "bul": "frac(rps_lines_start_with_bulletpoint == 1) <= 0.9",
+        "sig": "signature_sim0.8 is not null",
+        "lines": "line: rps_lines_num_words >= 5",
+    }), _schema(), models={})
+    assert c.relations == {"a", "s0"}
+    assert set(c.doc_rules) == {"keep", "grp", "bul", "sig"} and set(c.line_rules) == {"lines"}
+    assert "LEFT JOIN" in c.from_sql() and "list_avg" in c.doc_rules["bul"]
+
+
+def test_recipe_yaml_forms_and_errors(tmp_path):
+    r = Recipe.from_yaml("rules:\n  - b: 'x > 1'\n  - a: 'line: y < 2'\n")
+    assert [x.name for x in r.rules] == ["b", "a"] and r.rules[1].line and r.rules[1].text == "y < 2"
+    with pytest.raises(RecipeError, match="used twice"):
+        Recipe.from_yaml("rules:\n  - a: 'x > 1'\n  - a: 'x > 2'\n")
+    with pytest.raises(RecipeError, match="unknown keys \\['rule'\\]"):
+        Recipe.from_yaml("rule:\n  a: 'x > 1'\n")
+    with pytest.raises(RecipeError, match="rule 'a': condition must be a string"):
+        Recipe.from_yaml("rules:\n  a: 5\n")
+    with pytest.raises(RecipeError, match="no bundled recipe 'gopherr'; bundled: c4, fineweb-like, gopher, rpv2-gopher"):
+        load_recipe("gopherr")
+    p = tmp_path / "m.yaml"
+    p.write_text("models: {quality: q.json}\nrules:\n  ok: 'quality.predict > 0.5'\n")
+    assert load_recipe(str(p)).models == {"quality": str(tmp_path / "q.json")}
+
+
+def test_bundled_recipes_are_short_cited_and_valid():
+    from importlib import resources
+
+    names = bundled_recipes()
+    assert set(names) == {"rpv2-gopher", "gopher", "c4", "fineweb-like"}
+    for name in names:
+        text = (resources.files("textsieve.select") / "recipes" / f"{name}.yaml").read_text()
+        assert len(text.splitlines()) <= 20 and text.startswith("#")
+        load_recipe(name)  # parses
+    assert [r.name for r in load_recipe("c4").line_rules] == ["terminal_punctuation", "min_words_per_line",
+                                                              "no_javascript"]

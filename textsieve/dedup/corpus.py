@@ -1,0 +1,143 @@
+"""Access to an annotate output folder for the dedup stages: shard table, ids, texts, writing.
+
+Documents are addressed by a corpus *ordinal*: shards in sorted relative-path order, rows in
+file order. Ordinals are internal (they never reach an output); anything written is keyed by
+`id`, `shard`, `row` and RPv2's `id_int`, so outputs do not depend on shard names or order.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Iterable
+
+import fsspec
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from textsieve.dedup.sha1_kernel import sha1_digests
+from textsieve.exec.local import ordered_map
+from textsieve.io.atomic import AtomicParquetWriter
+from textsieve.io.attributes import META_KEY, attribute_shards, read_shard_meta, source_documents
+
+
+@dataclass
+class ShardTable:
+    """The annotate shards of a folder, their row counts and first ordinals."""
+
+    directory: str
+    fs: fsspec.AbstractFileSystem
+    root: str
+    paths: list[str]
+    rels: list[str]
+    n_rows: np.ndarray
+    base: np.ndarray  # base[i] = ordinal of shard i's row 0; base[-1] = total
+
+    @classmethod
+    def open(cls, directory: str) -> "ShardTable":
+        fs, paths = attribute_shards(directory)
+        root = fsspec.core.url_to_fs(directory)[1].rstrip("/")
+        n_rows = []
+        for path in paths:
+            with fs.open(path, "rb") as fh:
+                n_rows.append(pq.ParquetFile(fh).metadata.num_rows)
+        n = np.asarray(n_rows, dtype=np.int64)
+        return cls(directory, fs, root, paths, [p[len(root) + 1:] for p in paths], n,
+                   np.concatenate([[0], np.cumsum(n)]).astype(np.int64))
+
+    @property
+    def n_docs(self) -> int:
+        return int(self.base[-1])
+
+    def schema(self, i: int) -> pa.Schema:
+        with self.fs.open(self.paths[i], "rb") as fh:
+            return pq.ParquetFile(fh).schema_arrow
+
+    def split(self, ordinals: np.ndarray) -> list[tuple[int, np.ndarray]]:
+        """Group sorted ordinals by shard: [(shard index, local rows)], shards in order."""
+        ordinals = np.asarray(ordinals, dtype=np.int64)
+        cuts = np.searchsorted(ordinals, self.base)
+        return [(i, ordinals[cuts[i]:cuts[i + 1]] - self.base[i])
+                for i in range(len(self.paths)) if cuts[i + 1] > cuts[i]]
+
+    def read(self, i: int, columns: list[str]) -> pa.Table:
+        with self.fs.open(self.paths[i], "rb") as fh:
+            return pq.read_table(fh, columns=columns)
+
+
+def id_ints(ids: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """RPv2 `id_int` (§2.3: first 8 SHA-1 bytes of the UTF-8 id, little-endian) of a whole
+    string column at once, hashed from the Arrow buffers by the numba SHA-1 kernel."""
+    if isinstance(ids, pa.ChunkedArray):
+        ids = ids.combine_chunks() if ids.num_chunks != 1 else ids.chunk(0)
+    if ids.null_count:
+        raise ValueError("dedup: documents without an id; annotate with --id-field")
+    if len(ids) == 0:
+        return np.zeros(0, dtype=np.uint64)
+    ids = ids.cast(pa.large_string())
+    offsets = np.frombuffer(ids.buffers()[1], dtype=np.int64)[ids.offset: ids.offset + len(ids) + 1]
+    data = np.frombuffer(ids.buffers()[2], dtype=np.uint8) if ids.buffers()[2] is not None else np.zeros(0, np.uint8)
+    return np.ascontiguousarray(sha1_digests(data, offsets)[:, :8]).view("<u8").ravel().astype(np.uint64)
+
+
+def _texts_task(task: tuple[dict, list[int]]) -> list[str]:
+    meta, rows = task
+    want = {r: k for k, r in enumerate(rows)}
+    out: list[str | None] = [None] * len(rows)
+    for doc in source_documents(meta):
+        k = want.get(doc.row)
+        if k is not None:
+            out[k] = doc.text
+    missing = [rows[k] for k, t in enumerate(out) if t is None]
+    if missing:
+        raise FileNotFoundError(f"source {meta.get('source')!r} no longer has rows {missing[:5]}")
+    return out  # type: ignore[return-value]
+
+
+def gather_texts(table: ShardTable, ordinals: np.ndarray, workers: int = 1) -> dict[int, str]:
+    """Texts of the given documents, re-read from their source shards (one task per shard)."""
+    ordinals = np.unique(np.asarray(ordinals, dtype=np.int64))
+    tasks, keys = [], []
+    for i, local in table.split(ordinals):
+        rows = table.read(i, ["row"]).column("row").to_numpy()[local]
+        meta = read_shard_meta(table.fs, table.paths[i])
+        if "source_shard" not in meta:
+            raise ValueError(f"{table.paths[i]}: no source metadata; cannot re-read texts")
+        tasks.append((meta, [int(r) for r in rows]))
+        keys.append(local + table.base[i])
+    out: dict[int, str] = {}
+    for (task, texts), key in zip(ordered_map(_texts_task, tasks, workers=min(workers, max(1, len(tasks)))), keys):
+        out.update(zip((int(k) for k in key), texts))
+    return out
+
+
+def write_set(table: ShardTable, set_dir: str, i: int, columns: dict[str, pa.Array], info: dict,
+              base: pa.Table | None = None) -> str:
+    """Write shard i's attribute set file: id, shard, row (copied) + `columns`, atomically."""
+    base = base if base is not None else table.read(i, ["id", "shard", "row"])
+    out = base.select(["id", "shard", "row"])
+    for name, arr in columns.items():
+        out = out.append_column(name, arr)
+    fs, root = fsspec.core.url_to_fs(set_dir)
+    final = f"{root.rstrip('/')}/{table.rels[i]}"
+    writer = AtomicParquetWriter(fs, final, out.schema)
+    try:
+        writer.write(out)
+        writer.add_metadata({META_KEY: json.dumps(info, sort_keys=True).encode()})
+    except BaseException as exc:
+        writer.abort(exc)
+        raise
+    writer.close()
+    return final
+
+
+def first_lines(text: str, n: int = 2, width: int = 160) -> str:
+    """The first `n` non-blank lines, each cut to `width` characters (for show and summaries)."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()][:n]
+    return " | ".join(ln if len(ln) <= width else ln[: width - 1] + "…" for ln in lines)
+
+
+def iter_chunks(n: int, size: int) -> Iterable[tuple[int, int]]:
+    for s in range(0, n, size):
+        yield s, min(n, s + size)

@@ -1,0 +1,115 @@
+"""LSH banding over stored MinHash bands (spec §8 steps 1-3), without Python loops per document.
+
+A band column (`signature_sim0.8`, `list<binary>`) is read straight from its Arrow buffers into
+a uint32 array `[docs, bands, rows]`. Each (document, band index k, band bytes) becomes one
+row of the partition table (`partitions.ROW`) keyed by a 128-bit hash of (k, band values):
+two independent 64-bit chains of a splitmix64 finaliser. RPv2 groups by the exact bytes; two
+different bands get the same 128-bit key with probability about 2**-128 per pair, i.e. never
+in practice (for 10**10 band rows the chance of any false collision is below 10**-18).
+Band count and width are read from the data, so any banded signature column works (RPv2's
+`signature_sim*` or the fast mode's `ts_fastsig_sim*`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+from numba import njit
+
+from textsieve.dedup.partitions import ROW
+
+BAND_PREFIXES = {"rpv2": "signature_sim", "fast": "ts_fastsig_sim"}
+
+
+def band_column(prefix: str, threshold: float) -> str:
+    """Column name of the bands for `threshold`, e.g. `signature_sim0.8` (Python str(float))."""
+    return f"{prefix}{float(threshold)}"
+
+
+class BandError(ValueError):
+    """A band column that is missing or not a well-formed list<binary> of equal-width bands."""
+
+
+def band_values(arr: pa.Array | pa.ChunkedArray, where: str) -> tuple[np.ndarray, np.ndarray]:
+    """`(valid, values)`: bool per document and uint32 `[n_valid, bands, rows]` for the valid
+    (non-null) documents, decoded from big-endian band bytes (§7.3)."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
+    if not (pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type)) or not (
+            pa.types.is_binary(arr.type.value_type) or pa.types.is_large_binary(arr.type.value_type)):
+        raise BandError(f"{where}: expected list<binary> bands, found {arr.type}")
+    valid = np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    flat = arr.flatten()  # skips the children of null lists
+    n_valid = int(valid.sum())
+    if n_valid == 0 or len(flat) == 0:
+        return valid, np.zeros((0, 0, 0), dtype=np.uint32)
+    lengths = np.asarray(arr.value_lengths().to_numpy(zero_copy_only=False))[valid]
+    bands = int(lengths[0])
+    if bands == 0 or np.any(lengths != bands):
+        raise BandError(f"{where}: documents have different numbers of bands")
+    off_type = np.int64 if pa.types.is_large_binary(flat.type) else np.int32
+    offsets = np.frombuffer(flat.buffers()[1], dtype=off_type)[flat.offset: flat.offset + len(flat) + 1]
+    width = int(offsets[1] - offsets[0])
+    if width == 0 or width % 4 or np.any(np.diff(offsets) != width):
+        raise BandError(f"{where}: bands must all have the same width, a multiple of 4 bytes")
+    data = np.frombuffer(flat.buffers()[2], dtype=np.uint8)[offsets[0]:offsets[-1]]
+    values = data.view(">u4").astype(np.uint32).reshape(n_valid, bands, width // 4)
+    return valid, values
+
+
+@njit(cache=True, inline="always")
+def _mix(z):
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+@njit(cache=True, nogil=True)
+def _band_keys(values, docs, out_h1, out_h2, out_doc):
+    n, bands, rows = values.shape
+    i = 0
+    for d in range(n):
+        for k in range(bands):
+            h1 = _mix(np.uint64(0x9E3779B97F4A7C15) + np.uint64(k))
+            h2 = _mix(np.uint64(0xD1B54A32D192ED03) ^ np.uint64(k))
+            for j in range(rows):
+                v = np.uint64(values[d, k, j])
+                h1 = _mix(h1 ^ v)
+                h2 = _mix(h2 + v * np.uint64(0xC2B2AE3D27D4EB4F))
+            out_h1[i] = h1
+            out_h2[i] = h2
+            out_doc[i] = docs[d]
+            i += 1
+
+
+def band_rows(values: np.ndarray, docs: np.ndarray) -> np.ndarray:
+    """Partition-table rows (h1, h2, doc) for every band of every document in `values`."""
+    n, bands = values.shape[0], (values.shape[1] if values.ndim == 3 else 0)
+    rows = np.empty(n * bands, dtype=ROW)
+    if n * bands:
+        h1 = np.empty(n * bands, dtype=np.uint64)
+        h2 = np.empty(n * bands, dtype=np.uint64)
+        doc = np.empty(n * bands, dtype=np.uint64)
+        _band_keys(np.ascontiguousarray(values), np.ascontiguousarray(docs, dtype=np.uint64), h1, h2, doc)
+        rows["h1"], rows["h2"], rows["doc"] = h1, h2, doc
+    return rows
+
+
+def estimated_jaccard(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Fraction of equal MinHash values, row-wise (the MinHash estimate of Jaccard similarity)."""
+    a = np.asarray(a).reshape(a.shape[0], -1)
+    b = np.asarray(b).reshape(b.shape[0], -1)
+    return (a == b).mean(axis=1) if a.shape[1] else np.zeros(a.shape[0])
+
+
+def signature_column(names: list[str], prefix: str) -> str | None:
+    """The band column of `prefix` whose threshold is highest (RPv2's 1.0 column holds all 128
+    values); used for estimated Jaccard when verifying pairs and by `dedup show`."""
+    cols = [c for c in names if c.startswith(prefix)]
+    def thr(c: str) -> float:
+        try:
+            return float(c[len(prefix):])
+        except ValueError:
+            return -1.0
+    cols = [c for c in cols if thr(c) >= 0]
+    return max(cols, key=lambda c: (thr(c), c)) if cols else None

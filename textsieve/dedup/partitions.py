@@ -1,0 +1,207 @@
+"""Memory-bounded grouping of (128-bit key, document) rows on disk.
+
+LSH and exact dedup both reduce to one question: which documents share a key? A corpus's key
+table (documents x bands x 24 bytes) may not fit in memory, so rows are *scattered* by the top
+bits of the key into `n` partition files (raw little-endian NumPy records, appended in chunks),
+then each partition is loaded, sorted with `np.lexsort` and cut into runs of equal keys. A run
+of m >= 2 rows yields m - 1 edges from its first document to the others: the same connected
+components as RPv2's edges to the group minimum (spec §8).
+
+A partition that is still larger than the budget (skew: one key shared by very many
+documents, or a bad size estimate) is processed in budget-sized chunks: each chunk is sorted,
+emits its edges and is reduced to one row per distinct key (key, first document); the reduced
+rows are scattered again on the next key bits and grouped recursively. Every pass either
+shrinks the rows (duplicates collapse) or splits them (distinct keys spread over the next
+bits), so it terminates, and the edge set links exactly the documents that share a key.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+ROW = np.dtype([("h1", "<u8"), ("h2", "<u8"), ("doc", "<u8")])
+#: working bytes per row while grouping: the rows, the lexsort permutation, the sorted copy
+#: and boolean masks; used to turn a memory budget into rows per pass.
+WORK_BYTES_PER_ROW = 72
+MIN_ROWS = 1024
+FANOUT_BITS = 4  # sub-partitions of an oversized partition: 16
+
+
+def parse_memory(text: str | int) -> int:
+    """'2GB', '512MB', '64KiB', '1e6' or plain bytes -> bytes (decimal and binary units)."""
+    if isinstance(text, int):
+        return text
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e[0-9]+)?)\s*([kmgt]?)(i?)b?\s*", str(text).lower())
+    if not m:
+        raise ValueError(f"--memory: cannot read {text!r}; use e.g. 2GB, 512MB, 64KiB or bytes")
+    base = 1024 if m.group(3) else 1000
+    value = float(m.group(1)) * base ** " kmgt".index(m.group(2) or " ")
+    if value < 1:
+        raise ValueError(f"--memory: {text!r} is not a positive size")
+    return int(value)
+
+
+def rows_per_pass(memory: int) -> int:
+    """How many rows one in-memory sort may hold under a memory budget of `memory` bytes."""
+    return max(MIN_ROWS, int(memory) // WORK_BYTES_PER_ROW)
+
+
+@dataclass
+class GroupStats:
+    """What the grouping did: how many partitions were sorted and how many passes it took."""
+
+    rows: int = 0
+    partitions: int = 0
+    passes: int = 0  # in-memory sorts
+    max_level: int = 0
+    edges: int = 0
+    spilled_bytes: int = 0
+
+    def add(self, other: "GroupStats") -> None:
+        self.rows += other.rows
+        self.partitions += other.partitions
+        self.passes += other.passes
+        self.max_level = max(self.max_level, other.max_level)
+        self.edges += other.edges
+        self.spilled_bytes += other.spilled_bytes
+
+
+class PartitionWriter:
+    """Scatter rows into `2**bits` append-only files by key bits; buffers at most `buffer_rows`."""
+
+    def __init__(self, directory: str, bits: int, buffer_rows: int, level: int = 0):
+        os.makedirs(directory, exist_ok=True)
+        self.directory = directory
+        self.bits = int(bits)
+        self.level = level
+        # level 0 splits on the top bits of h1; deeper levels on successive low bits of h2,
+        # which is independent of h1, so a split always separates distinct keys
+        self.shift = np.uint64((level - 1) * FANOUT_BITS) if level else np.uint64(64 - self.bits)
+        self.buffer_rows = max(MIN_ROWS, int(buffer_rows))
+        self._pending: list[np.ndarray] = []
+        self._n_pending = 0
+        self.counts = np.zeros(1 << self.bits, dtype=np.int64)
+        self.bytes_written = 0
+
+    def path(self, part: int) -> str:
+        return os.path.join(self.directory, f"p{part:05d}.bin")
+
+    def part_of(self, h1: np.ndarray) -> np.ndarray:
+        if self.bits == 0:
+            return np.zeros(h1.shape[0], dtype=np.int64)
+        return ((h1 >> self.shift) & np.uint64((1 << self.bits) - 1)).astype(np.int64)
+
+    def part_of_rows(self, rows: np.ndarray) -> np.ndarray:
+        return self.part_of(rows["h2"] if self.level else rows["h1"])
+
+    def add(self, rows: np.ndarray) -> None:
+        if rows.shape[0]:
+            self._pending.append(rows)
+            self._n_pending += rows.shape[0]
+            if self._n_pending >= self.buffer_rows:
+                self.flush()
+
+    def flush(self) -> None:
+        if not self._pending:
+            return
+        rows = np.concatenate(self._pending)
+        self._pending, self._n_pending = [], 0
+        part = self.part_of_rows(rows)
+        order = np.argsort(part, kind="stable")
+        rows, part = rows[order], part[order]
+        bounds = np.searchsorted(part, np.arange((1 << self.bits) + 1))
+        for p in np.nonzero(np.diff(bounds))[0]:
+            chunk = rows[bounds[p]:bounds[p + 1]]
+            with open(self.path(int(p)), "ab") as fh:
+                chunk.tofile(fh)
+            self.counts[p] += chunk.shape[0]
+            self.bytes_written += chunk.nbytes
+
+    def close(self) -> list[tuple[str, int]]:
+        """Flush and return (path, rows) of the non-empty partitions, in partition order."""
+        self.flush()
+        return [(self.path(int(p)), int(self.counts[p])) for p in np.nonzero(self.counts)[0]]
+
+
+def sorted_runs(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sort rows by (key, doc); return (sorted rows, start index of every run of equal keys + end)."""
+    order = np.lexsort((rows["doc"], rows["h2"], rows["h1"]))  # doc last: runs start at their smallest doc
+    rows = rows[order]
+    if rows.shape[0] == 0:
+        return rows, np.zeros(1, dtype=np.int64)
+    new = np.empty(rows.shape[0], dtype=bool)
+    new[0] = True
+    new[1:] = (rows["h1"][1:] != rows["h1"][:-1]) | (rows["h2"][1:] != rows["h2"][:-1])
+    starts = np.flatnonzero(new)
+    return rows, np.append(starts, rows.shape[0]).astype(np.int64)
+
+
+def run_edges(rows: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """Edges (first doc of run, other doc) for every run of >= 2 equal keys; shape (e, 2)."""
+    sizes = np.diff(bounds)
+    run_of = np.repeat(np.arange(sizes.shape[0]), sizes)
+    first = rows["doc"][bounds[:-1]][run_of]
+    is_first = np.zeros(rows.shape[0], dtype=bool)
+    is_first[bounds[:-1]] = True
+    take = ~is_first
+    return np.stack([first[take], rows["doc"][take]], axis=1)
+
+
+@dataclass
+class Grouper:
+    """Group the rows of partition files under a row budget, writing edges to `edges`."""
+
+    work_dir: str
+    max_rows: int
+    edges: list[np.ndarray] = field(default_factory=list)
+    stats: GroupStats = field(default_factory=GroupStats)
+
+    def group_partitions(self, parts: list[tuple[str, int]], level: int = 0) -> None:
+        for path, n in parts:
+            self._group_file(path, n, level)
+
+    def _emit(self, e: np.ndarray) -> None:
+        if e.shape[0]:
+            self.edges.append(e)
+            self.stats.edges += e.shape[0]
+
+    def _group_file(self, path: str, n: int, level: int) -> None:
+        self.stats.partitions += 1
+        if level == 0:
+            self.stats.rows += n
+        self.stats.max_level = max(self.stats.max_level, level)
+        if n <= self.max_rows:
+            rows, bounds = sorted_runs(np.fromfile(path, dtype=ROW))
+            self.stats.passes += 1
+            self._emit(run_edges(rows, bounds))
+            os.remove(path)
+            return
+        # too large: reduce chunk by chunk, re-scatter the distinct keys on the next bits
+        sub = PartitionWriter(f"{path}.d", FANOUT_BITS, self.max_rows, level=level + 1)
+        if (level + 1) * FANOUT_BITS > 64:  # pragma: no cover - needs > 2**60 distinct keys
+            raise RuntimeError("dedup: key partitions cannot be split further; raise --memory")
+        for start in range(0, n, self.max_rows):
+            chunk = np.fromfile(path, dtype=ROW, count=self.max_rows, offset=start * ROW.itemsize)
+            rows, bounds = sorted_runs(chunk)
+            self.stats.passes += 1
+            self._emit(run_edges(rows, bounds))
+            sub.add(rows[bounds[:-1]])  # one (key, first doc) per distinct key of the chunk
+        os.remove(path)
+        subparts = sub.close()
+        self.stats.spilled_bytes += sub.bytes_written
+        self.group_partitions(subparts, level + 1)
+
+    def all_edges(self) -> np.ndarray:
+        if not self.edges:
+            return np.zeros((0, 2), dtype=np.uint64)
+        return np.concatenate(self.edges)
+
+
+def partition_bits(total_rows: int, max_rows: int) -> int:
+    """Key bits for the first scatter so that an average partition holds ~max_rows/2 rows."""
+    need = max(1, -(-2 * int(total_rows) // int(max_rows)))
+    return min(16, int(np.ceil(np.log2(need)))) if need > 1 else 0

@@ -1,0 +1,505 @@
+"""A word n-gram language model: interpolated modified Kneser-Ney training and fast backoff scoring.
+
+Why our own: the `kenlm` PyPI package builds here, but it only *queries* models; KenLM's trainer
+(`lmplz`) is a separate C++/Boost build that no wheel ships. So training is ours (Chen & Goodman's
+interpolated modified Kneser-Ney with three discounts per order, as `lmplz` does), written as
+NumPy group-bys over 64-bit n-gram keys; scoring is a numba loop over the same keys. The model is
+kept in ARPA's backoff form (log10 p of every seen n-gram, log10 backoff of every context), so
+one scorer serves both our models and a user's ARPA file, and our models export to ARPA.
+
+Tokens: the RPv2-normalized text (spec §3.2: ASCII punctuation removed, lower-cased, whitespace
+collapsed, NFD; already computed once per batch by annotate) split on spaces, with ASCII digits
+mapped to `0` as CCNet does. A document is one sentence `<s> w1 … wn </s>`, as CCNet scores it.
+A word is identified by a 64-bit hash of its UTF-8 bytes; an n-gram by chaining its words' hashes
+right to left, so the key of (w_{i-n+1} … w_i) extends the key of (w_{i-n+2} … w_i). With ~10^7
+n-grams the chance of any 64-bit collision is ~10^-5.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from numba import njit
+
+BOS, EOS, UNK = "<s>", "</s>", "<unk>"
+TOKENIZER = "rpv2-normalized-words+digits0"
+
+_FNV_OFFSET = np.uint64(0xCBF29CE484222325)
+_FNV_PRIME = np.uint64(0x100000001B3)
+_CHAIN = np.uint64(0x9E3779B97F4A7C15)
+
+
+@njit(cache=True, inline="always")
+def _fmix(k):
+    k ^= k >> np.uint64(33)
+    k *= np.uint64(0xFF51AFD7ED558CCD)
+    k ^= k >> np.uint64(33)
+    k *= np.uint64(0xC4CEB9FE1A85EC53)
+    k ^= k >> np.uint64(33)
+    return k
+
+
+@njit(cache=True, inline="always")
+def _extend(suffix_key, word_hash):
+    """Key of (w, *suffix) from the key of suffix and the hash of w."""
+    return _fmix(suffix_key * _CHAIN ^ word_hash)
+
+
+@njit(cache=True)
+def word_hashes(buf, off, sep):
+    """Hash every word of the UTF-8 buffer `buf` (documents at `off`), words separated by byte `sep`.
+
+    Returns (hashes uint64, tok_off int64[n_docs+1]). ASCII digits hash as '0'.
+    """
+    n_docs = off.shape[0] - 1
+    out = np.empty(buf.shape[0] // 2 + n_docs + 1, dtype=np.uint64)
+    tok_off = np.zeros(n_docs + 1, dtype=np.int64)
+    k = 0
+    for d in range(n_docs):
+        h = _FNV_OFFSET
+        in_word = False
+        for i in range(off[d], off[d + 1]):
+            b = buf[i]
+            if b == sep:
+                if in_word:
+                    out[k] = _fmix(h)
+                    k += 1
+                    in_word = False
+                    h = _FNV_OFFSET
+                continue
+            if 49 <= b <= 57:
+                b = 48
+            h = (h ^ np.uint64(b)) * _FNV_PRIME
+            in_word = True
+        if in_word:
+            out[k] = _fmix(h)
+            k += 1
+        tok_off[d + 1] = k
+    return out[:k], tok_off
+
+
+def hash_words(words: list[str]) -> np.ndarray:
+    """The hashes `word_hashes` gives these words (for vocabularies and ARPA files)."""
+    parts = [w.encode("utf-8", "surrogatepass") for w in words]
+    off = np.zeros(len(parts) + 1, dtype=np.int64)
+    if parts:
+        np.cumsum([len(p) for p in parts], out=off[1:])
+    buf = np.frombuffer(b"".join(parts), dtype=np.uint8)
+    h, tok_off = word_hashes(buf, off, 32)
+    if not np.array_equal(np.diff(tok_off), np.ones(len(words), dtype=np.int64)):
+        raise ValueError("a vocabulary word is empty or contains a space")
+    return h
+
+
+BOS_H, EOS_H, UNK_H = (int(x) for x in hash_words([BOS, EOS, UNK]))
+
+
+def digits0(text: str) -> str:
+    return text.translate(_DIGITS)
+
+
+_DIGITS = str.maketrans("123456789", "000000000")
+
+
+# ---------------------------------------------------------------------------------------------
+# the model in backoff (ARPA) form
+# ---------------------------------------------------------------------------------------------
+
+@dataclass
+class BackoffTables:
+    """Per order n = 1..N: sorted n-gram keys, log10 probabilities and log10 backoffs."""
+
+    keys: list[np.ndarray]
+    logprob: list[np.ndarray]
+    backoff: list[np.ndarray]
+    unk_logprob: float
+    meta: dict = field(default_factory=dict)
+    _probe: tuple | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def order(self) -> int:
+        return len(self.keys)
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        for n in range(self.order):
+            out[f"keys_{n + 1}"] = self.keys[n]
+            out[f"logprob_{n + 1}"] = self.logprob[n]
+            out[f"backoff_{n + 1}"] = self.backoff[n]
+        return out
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray], order: int, unk_logprob: float) -> "BackoffTables":
+        return cls([arrays[f"keys_{n}"] for n in range(1, order + 1)],
+                   [arrays[f"logprob_{n}"] for n in range(1, order + 1)],
+                   [arrays[f"backoff_{n}"] for n in range(1, order + 1)], unk_logprob)
+
+    def doc_log10(self, hashes: np.ndarray, tok_off: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(sum of log10 p over each document's words and </s>, number of predicted tokens)."""
+        if self._probe is None:
+            self._probe = _build_probe(self)
+        slot_keys, slot_val, slot_off, slot_mask, lp, bo = self._probe
+        return _score_docs(hashes, tok_off, self.order, np.uint64(BOS_H), np.uint64(EOS_H), np.uint64(UNK_H),
+                           self.unk_logprob, slot_keys, slot_val, slot_off, slot_mask, lp, bo)
+
+
+def _build_probe(t: BackoffTables) -> tuple:
+    """Open-addressing hash tables of all orders, concatenated: one probe per lookup instead of a
+    binary search (the keys are already mixed, so their low bits index the table)."""
+    sizes = []
+    for k in t.keys:
+        size = 16
+        while size < 2 * len(k):
+            size <<= 1
+        sizes.append(size)
+    slot_off = np.zeros(t.order + 1, dtype=np.int64)
+    np.cumsum(sizes, out=slot_off[1:])
+    slot_mask = np.array([s - 1 for s in sizes], dtype=np.uint64)
+    val_off = np.zeros(t.order + 1, dtype=np.int64)
+    np.cumsum([len(k) for k in t.keys], out=val_off[1:])
+    slot_keys = np.zeros(int(slot_off[-1]), dtype=np.uint64)
+    slot_val = np.full(int(slot_off[-1]), -1, dtype=np.int64)
+    for n, k in enumerate(t.keys):
+        _insert(slot_keys, slot_val, slot_off[n], slot_mask[n], np.ascontiguousarray(k, dtype=np.uint64),
+                val_off[n])
+    lp = np.concatenate([x.astype(np.float64) for x in t.logprob])
+    bo = np.concatenate([x.astype(np.float64) for x in t.backoff])
+    return slot_keys, slot_val, slot_off, slot_mask, lp, bo
+
+
+@njit(cache=True)
+def _insert(slot_keys, slot_val, base, mask, keys, val_base):
+    for i in range(keys.shape[0]):
+        j = keys[i] & mask
+        while slot_val[base + j] >= 0:
+            if slot_keys[base + j] == keys[i]:
+                break
+            j = (j + np.uint64(1)) & mask
+        slot_keys[base + j] = keys[i]
+        slot_val[base + j] = val_base + i
+
+
+@njit(cache=True, inline="always")
+def _probe(slot_keys, slot_val, base, mask, key):
+    """Value index of `key` in one order's table, or -1."""
+    j = key & mask
+    while True:
+        v = slot_val[base + j]
+        if v < 0:
+            return -1
+        if slot_keys[base + j] == key:
+            return v
+        j = (j + np.uint64(1)) & mask
+
+
+@njit(cache=True)
+def _score_docs(hashes, tok_off, order, bos, eos, unk, unk_lp, slot_keys, slot_val, slot_off, slot_mask, lp, bo):
+    n_docs = tok_off.shape[0] - 1
+    total = np.zeros(n_docs, dtype=np.float64)
+    count = np.zeros(n_docs, dtype=np.int64)
+    maxlen = 0
+    for d in range(n_docs):
+        if tok_off[d + 1] - tok_off[d] > maxlen:
+            maxlen = tok_off[d + 1] - tok_off[d]
+    seq = np.empty(maxlen + 2, dtype=np.uint64)
+    for d in range(n_docs):
+        m = tok_off[d + 1] - tok_off[d]
+        seq[0] = bos
+        for j in range(m):
+            w = hashes[tok_off[d] + j]
+            seq[j + 1] = w if _probe(slot_keys, slot_val, slot_off[0], slot_mask[0], w) >= 0 else unk
+        seq[m + 1] = eos
+        s = 0.0
+        for i in range(1, m + 2):
+            hist = min(order - 1, i)  # words of history available
+            # the longest n-gram ending at i that the model has (orders 1..hist+1)
+            key = seq[i]
+            best_lp = unk_lp
+            best = 0
+            for n in range(1, hist + 2):
+                if n > 1:
+                    key = _extend(key, seq[i - n + 1])
+                v = _probe(slot_keys, slot_val, slot_off[n - 1], slot_mask[n - 1], key)
+                if v < 0:
+                    break  # in a backoff model every suffix of a listed n-gram is listed
+                best = n
+                best_lp = lp[v]
+            # back off through the contexts (w_{i-n} .. w_{i-1}) with n >= the match's order
+            ctx = seq[i - 1]
+            for n in range(1, hist + 1):
+                if n > 1:
+                    ctx = _extend(ctx, seq[i - n])
+                if n >= best:
+                    v = _probe(slot_keys, slot_val, slot_off[n - 1], slot_mask[n - 1], ctx)
+                    if v >= 0:
+                        best_lp += bo[v]
+            s += best_lp
+        total[d] = s
+        count[d] = m + 1
+    return total, count
+
+
+# ---------------------------------------------------------------------------------------------
+# training: interpolated modified Kneser-Ney
+# ---------------------------------------------------------------------------------------------
+
+@njit(cache=True)
+def _ngram_rows(ids, seq_off, n):
+    """For every window of n ids inside a sequence: (start position) of the window."""
+    total = 0
+    for s in range(seq_off.shape[0] - 1):
+        L = seq_off[s + 1] - seq_off[s]
+        if L >= n:
+            total += L - n + 1
+    out = np.empty(total, dtype=np.int64)
+    k = 0
+    for s in range(seq_off.shape[0] - 1):
+        for p in range(seq_off[s], seq_off[s + 1] - n + 1):
+            out[k] = p
+            k += 1
+    return out
+
+
+@njit(cache=True)
+def _window_keys(word_h, ids, starts, n):
+    """Keys of the windows ids[p:p+n] (full), of their suffix ids[p+1:p+n], and of their
+    context ids[p:p+n-1]."""
+    full = np.empty(starts.shape[0], dtype=np.uint64)
+    suf = np.empty(starts.shape[0], dtype=np.uint64)
+    ctx = np.empty(starts.shape[0], dtype=np.uint64)
+    for r in range(starts.shape[0]):
+        p = starts[r]
+        k = word_h[ids[p + n - 1]]
+        for j in range(n - 2, 0, -1):
+            k = _extend(k, word_h[ids[p + j]])
+        suf[r] = k if n > 1 else np.uint64(0)
+        full[r] = _extend(k, word_h[ids[p]]) if n > 1 else k
+        c = word_h[ids[p + n - 2]] if n > 1 else np.uint64(0)
+        for j in range(n - 3, -1, -1):
+            c = _extend(c, word_h[ids[p + j]])
+        ctx[r] = c
+    return full, suf, ctx
+
+
+def _discounts(adj: np.ndarray) -> tuple[float, float, float]:
+    """Chen & Goodman's D1, D2, D3+ from the count-of-counts of the adjusted counts."""
+    n1, n2, n3, n4 = (int(np.count_nonzero(adj == c)) for c in (1, 2, 3, 4))
+    if min(n1, n2, n3, n4) == 0:
+        return 0.5, 1.0, 1.5  # too little data for the estimate: KenLM-like fallback
+    y = n1 / (n1 + 2 * n2)
+    d = (1 - 2 * y * n2 / n1, 2 - 3 * y * n3 / n2, 3 - 4 * y * n4 / n3)
+    return tuple(float(min(max(x, 0.05), i + 1)) for i, x in enumerate(d))  # type: ignore[return-value]
+
+
+@dataclass
+class TrainedLM:
+    """A freshly trained model: its backoff tables, plus the n-grams as word-id tuples (for ARPA)."""
+
+    tables: BackoffTables
+    vocab: list[str]
+    ngram_ids: list[np.ndarray]  # per order, rows aligned with tables.keys[n] (sorted order)
+    discounts: list[tuple[float, float, float]]
+    tokens: int
+
+
+def train_kn(docs_words: list[list[str]], order: int = 3) -> TrainedLM:
+    """Train an interpolated modified Kneser-Ney model on tokenized documents (each a sentence)."""
+    if not 1 <= order <= 6:
+        raise ValueError(f"n-gram order must be 1..6, got {order}")
+    vocab: dict[str, int] = {BOS: 0, EOS: 1, UNK: 2}
+    seqs: list[int] = []
+    seq_off = [0]
+    for words in docs_words:
+        seqs.append(0)
+        for w in words:
+            i = vocab.get(w)
+            if i is None:
+                i = vocab[w] = len(vocab)
+            seqs.append(i)
+        seqs.append(1)
+        seq_off.append(len(seqs))
+    if len(seq_off) == 1:
+        raise ValueError("no training documents")
+    words = list(vocab)
+    word_h = hash_words(words)
+    ids = np.asarray(seqs, dtype=np.int64)
+    off = np.asarray(seq_off, dtype=np.int64)
+    V = len(words) - 1  # predictable words: all but <s>
+
+    # raw counts of the highest order and continuation counts below it
+    uniq_keys: list[np.ndarray] = []
+    first_pos: list[np.ndarray] = []
+    adjusted: list[np.ndarray] = []
+    suffix_of: list[np.ndarray] = []
+    context_of: list[np.ndarray] = []
+    for n in range(1, order + 1):
+        starts = _ngram_rows(ids, off, n)
+        full, suf, ctx = _window_keys(word_h, ids, starts, n)
+        keys, first, inv, cnt = np.unique(full, return_index=True, return_inverse=True, return_counts=True)
+        uniq_keys.append(keys)
+        first_pos.append(starts[first])
+        adjusted.append(cnt.astype(np.float64))
+        suffix_of.append(suf[first])
+        context_of.append(ctx[first])
+    for n in range(1, order):  # n-grams of order n (index n-1) get continuation counts
+        keys = uniq_keys[n - 1]
+        higher_suffix = suffix_of[n]  # suffixes of the unique (n+1)-grams
+        pos = np.searchsorted(keys, higher_suffix)
+        cont = np.bincount(pos, minlength=len(keys)).astype(np.float64)
+        starts_bos = ids[first_pos[n - 1]] == 0  # n-grams beginning with <s> keep raw counts
+        adjusted[n - 1] = np.where(starts_bos, adjusted[n - 1], cont)
+    adjusted[0][ids[first_pos[0]] == 0] = 0.0  # <s> is never predicted
+
+    logprob: list[np.ndarray] = []
+    backoff: list[np.ndarray] = [np.zeros(len(k), dtype=np.float32) for k in uniq_keys]
+    discounts: list[tuple[float, float, float]] = []
+    prob_lower: np.ndarray | None = None
+    for n in range(1, order + 1):
+        a = adjusted[n - 1]
+        D = _discounts(a[a > 0])
+        discounts.append(D)
+        dvec = np.where(a >= 3, D[2], np.where(a == 2, D[1], np.where(a == 1, D[0], 0.0)))
+        ctx_keys, ctx_inv = np.unique(context_of[n - 1], return_inverse=True)
+        tot = np.bincount(ctx_inv, weights=a)
+        mass = np.bincount(ctx_inv, weights=dvec)
+        gamma = np.divide(mass, tot, out=np.ones_like(mass), where=tot > 0)
+        disc = np.maximum(a - dvec, 0.0) / np.maximum(tot[ctx_inv], 1e-300)
+        if n == 1:
+            lower = np.full(len(a), 1.0 / V)
+        else:
+            lower = prob_lower[np.searchsorted(uniq_keys[n - 2], suffix_of[n - 1])]  # type: ignore[index]
+        p = disc + gamma[ctx_inv] * lower
+        if n > 1:  # the context's backoff weight lives on its (n-1)-gram entry
+            where = np.searchsorted(uniq_keys[n - 2], ctx_keys)
+            backoff[n - 2][where] = np.log10(gamma).astype(np.float32)
+        if n == 1:
+            unk_p = gamma[0] / V  # <unk> is never seen: only the uniform share
+            bos_rows = ids[first_pos[0]] == 0
+            p = np.where(bos_rows, 0.0, p)
+        prob_lower = p
+        with np.errstate(divide="ignore"):
+            logprob.append(np.where(p > 0, np.log10(np.maximum(p, 1e-300)), -99.0).astype(np.float32))
+    # <unk> becomes a real unigram entry with the uniform share
+    unk_row = int(np.searchsorted(uniq_keys[0], np.uint64(UNK_H)))
+    keys1 = uniq_keys[0]
+    if unk_row < len(keys1) and keys1[unk_row] == np.uint64(UNK_H):
+        logprob[0][unk_row] = np.float32(math.log10(unk_p))
+    else:
+        uniq_keys[0] = np.insert(keys1, unk_row, np.uint64(UNK_H))
+        logprob[0] = np.insert(logprob[0], unk_row, np.float32(math.log10(unk_p)))
+        backoff[0] = np.insert(backoff[0], unk_row, np.float32(0.0))
+        first_pos[0] = np.insert(first_pos[0], unk_row, -1)
+    ngram_ids = []
+    for n in range(1, order + 1):
+        fp = first_pos[n - 1]
+        rows = np.stack([np.where(fp >= 0, ids[np.maximum(fp, 0) + j], 2) for j in range(n)], axis=1)
+        ngram_ids.append(rows)
+    tables = BackoffTables(uniq_keys, logprob, backoff, float(math.log10(unk_p)))
+    return TrainedLM(tables, words, ngram_ids, discounts, int(len(ids) - len(seq_off) + 1))
+
+
+# ---------------------------------------------------------------------------------------------
+# ARPA
+# ---------------------------------------------------------------------------------------------
+
+def write_arpa(lm: TrainedLM, fh) -> None:
+    """Write the model as an ARPA text file (log10 probabilities and backoffs)."""
+    t = lm.tables
+    fh.write("\n\\data\\\n")  # 9 significant digits: float32 values round-trip exactly
+    for n in range(t.order):
+        fh.write(f"ngram {n + 1}={len(t.keys[n])}\n")
+    for n in range(t.order):
+        fh.write(f"\n\\{n + 1}-grams:\n")
+        rows = lm.ngram_ids[n]
+        lp = t.logprob[n]
+        bo = t.backoff[n]
+        for r in range(len(rows)):
+            words = " ".join(lm.vocab[i] for i in rows[r])
+            if n + 1 < t.order:
+                fh.write(f"{lp[r]:.9g}\t{words}\t{bo[r]:.9g}\n")
+            else:
+                fh.write(f"{lp[r]:.9g}\t{words}\n")
+    fh.write("\n\\end\\\n")
+
+
+def read_arpa(fh, source: str = "ARPA file") -> BackoffTables:
+    """Read an ARPA n-gram model (text) into backoff tables keyed like our models."""
+    counts: dict[int, int] = {}
+    section = 0
+    grams: dict[int, tuple[list[str], list[float], list[float]]] = {}
+    line_no = 0
+    for raw in fh:
+        line_no += 1
+        line = raw.strip()
+        if not line:
+            continue
+        if line == "\\data\\":
+            section = -1
+            continue
+        if line == "\\end\\":
+            break
+        if line.startswith("\\") and line.endswith("-grams:"):
+            try:
+                section = int(line[1:-7])
+            except ValueError:
+                raise ValueError(f"{source}:{line_no}: bad section header {line!r}") from None
+            grams[section] = ([], [], [])
+            continue
+        if section == -1:
+            if line.startswith("ngram "):
+                k, _, v = line[6:].partition("=")
+                counts[int(k)] = int(v)
+            continue
+        if section <= 0:
+            raise ValueError(f"{source}:{line_no}: n-gram line outside a section (not an ARPA file?)")
+        parts = line.split("\t") if "\t" in line else line.split()
+        if "\t" in line:
+            if len(parts) not in (2, 3):
+                raise ValueError(f"{source}:{line_no}: expected 'logprob<TAB>words[<TAB>backoff]'")
+            lp, words, bo = float(parts[0]), parts[1].split(), float(parts[2]) if len(parts) == 3 else 0.0
+        else:
+            lp = float(parts[0])
+            words = parts[1:1 + section]
+            bo = float(parts[1 + section]) if len(parts) > 1 + section else 0.0
+        if len(words) != section:
+            raise ValueError(f"{source}:{line_no}: expected a {section}-gram, got {len(words)} words")
+        g = grams[section]
+        g[0].append(" ".join(words))
+        g[1].append(lp)
+        g[2].append(bo)
+    if not grams:
+        raise ValueError(f"{source}: no n-gram sections (not an ARPA file)")
+    order = max(grams)
+    if order > 6:
+        raise ValueError(f"{source}: order {order} > 6 is not supported")
+    for n, c in counts.items():
+        if n in grams and len(grams[n][0]) != c:
+            raise ValueError(f"{source}: header says {c} {n}-grams, found {len(grams[n][0])}")
+    keys, lps, bos = [], [], []
+    unk_lp = -100.0
+    for n in range(1, order + 1):
+        texts, lp, bo = grams.get(n, ([], [], []))
+        flat = [digits0(w) for t in texts for w in t.split(" ")]
+        h = hash_words(flat).reshape(-1, n) if flat else np.zeros((0, n), dtype=np.uint64)
+        k = _chain_rows(h)
+        order_idx = np.argsort(k, kind="stable")
+        keys.append(k[order_idx])
+        lps.append(np.asarray(lp, dtype=np.float32)[order_idx])
+        bos.append(np.asarray(bo, dtype=np.float32)[order_idx])
+        if n == 1 and UNK in texts:
+            unk_lp = lp[texts.index(UNK)]
+    return BackoffTables(keys, lps, bos, unk_lp)
+
+
+@njit(cache=True)
+def _chain_rows(h):
+    out = np.empty(h.shape[0], dtype=np.uint64)
+    n = h.shape[1]
+    for r in range(h.shape[0]):
+        k = h[r, n - 1]
+        for j in range(n - 2, -1, -1):
+            k = _extend(k, h[r, j])
+        out[r] = k
+    return out

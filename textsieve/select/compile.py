@@ -1,0 +1,398 @@
+"""Compile a recipe into DuckDB SQL over the attribute Parquet of one annotate folder.
+
+Why one query: DuckDB reads only the columns the rules mention (projection pushdown on
+Parquet), evaluates every rule in one vectorised pass on all cores, and never touches text.
+The main attribute shards are the `a` relation; every attribute set `DIR/_<name>/` whose
+columns a rule uses is LEFT JOINed on (shard, row), so a document missing from a set sees
+nulls there (and fails rules on it, see `recipe` on nulls).
+
+Column kinds:
+  doc   RPv2 doc-level span list: its value is the score of the single span (`col[1].score`)
+  line  RPv2 line-level span list: reduce it (sum/mean/...), or use it in a `line:` rule
+  scalar any plain column of an attribute set (dedup flags, DSIR weights, ...)
+  other list/binary columns such as MinHash bands: only `is null` / `is not null`
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import fsspec
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from textsieve.io.attributes import attribute_sets, attribute_shards
+from textsieve.select.recipe import (REDUCTIONS, Between, Binary, Call, Col, In, IsNull, Lit, Node, Recipe,
+                                     RecipeError, Rule, Unary, columns_of)
+
+KEY_COLUMNS = ("id", "shard", "row")
+MODEL_ATTRS = ("predict",)
+
+
+def q(name: str) -> str:
+    """A quoted SQL identifier."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def lit(value: object) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return f"CAST({value!r} AS DOUBLE)"
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    kind: str  # doc | line | scalar | other
+    alias: str  # SQL relation alias
+    type: pa.DataType
+    source: str  # "" for annotate's shards, else the attribute set name
+
+    def numeric(self) -> bool:
+        t = self.type
+        if self.kind in ("doc", "line"):
+            t = t.value_type.field("score").type
+        return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
+
+
+def _span_kind(name: str, typ: pa.DataType) -> str | None:
+    if not (pa.types.is_list(typ) or pa.types.is_large_list(typ)):
+        return None
+    v = typ.value_type
+    if not (pa.types.is_struct(v) and {v.field(i).name for i in range(v.num_fields)} >= {"start", "end", "score"}):
+        return None
+    try:
+        from textsieve.signals.registry import REGISTRY
+        if name in REGISTRY:
+            return REGISTRY[name].level
+    except ImportError:  # pragma: no cover
+        pass
+    return "line" if "_lines_" in name else "doc"
+
+
+@dataclass
+class Schema:
+    """Every column usable in rules, and the Parquet files of each relation."""
+
+    directory: str
+    files: dict[str, list[str]]  # relation alias -> files ("a" = annotate shards)
+    sets: dict[str, str]  # alias -> attribute set name
+    columns: dict[str, Column] = field(default_factory=dict)
+    ambiguous: dict[str, list[str]] = field(default_factory=dict)
+
+    def valid_names(self) -> list[str]:
+        return sorted(self.columns)
+
+    @property
+    def length_sql(self) -> str:
+        """Document length in characters: the `end` of a doc-level span (no text read)."""
+        doc = [c for c in self.columns.values() if c.kind == "doc" and c.alias == "a"]
+        if doc:
+            pref = next((c for c in doc if c.name == "rps_doc_word_count"), doc[0])
+            return f"coalesce(a.{q(pref.name)}[1].\"end\", 0)"
+        line = [c for c in self.columns.values() if c.kind == "line" and c.alias == "a"]
+        if line:
+            return f"coalesce(a.{q(line[0].name)}[-1].\"end\", 0)"
+        raise RecipeError(f"{self.directory}: no span column to take document lengths from")
+
+
+def _local(path: str, fs: fsspec.AbstractFileSystem) -> str:
+    protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+    return path if protocol in ("file", "local") else f"{protocol}://{path}"
+
+
+def read_schema(directory: str) -> Schema:
+    """Columns of annotate's shards and of every attribute set under `directory`."""
+    fs, files = attribute_shards(directory)
+    schema = Schema(directory, {"a": [_local(p, fs) for p in files]}, {})
+    owners: dict[str, list[str]] = {}
+
+    def add(alias: str, set_name: str, path: str) -> None:
+        with fs.open(path, "rb") as fh:
+            arrow = pq.ParquetFile(fh).schema_arrow
+        for f in arrow:
+            if f.name in KEY_COLUMNS:
+                continue
+            kind = _span_kind(f.name, f.type)
+            if kind is None:
+                nested = pa.types.is_nested(f.type) or pa.types.is_binary(f.type) or pa.types.is_large_binary(f.type)
+                kind = "other" if nested else "scalar"
+            owners.setdefault(f.name, []).append(set_name or "(annotate)")
+            schema.columns.setdefault(f.name, Column(f.name, kind, alias, f.type, set_name))
+
+    add("a", "", files[0])
+    for i, name in enumerate(attribute_sets(directory)):
+        try:
+            sfs, sfiles = attribute_shards(directory, name)
+        except FileNotFoundError:
+            continue
+        alias = f"s{i}"
+        schema.files[alias] = [_local(p, sfs) for p in sfiles]
+        schema.sets[alias] = name
+        add(alias, name, sfiles[0])
+    schema.ambiguous = {k: v for k, v in owners.items() if len(v) > 1}
+    return schema
+
+
+class _Compiler:
+    """AST -> SQL for one rule. `line` (column -> SQL of its element) set: inside a per-line
+    context, i.e. the body of a list comprehension over the line spans."""
+
+    def __init__(self, schema: Schema, rule: Rule, models: dict[str, object]):
+        self.schema, self.rule, self.models = schema, rule, models
+        self.used: set[str] = set()  # relation aliases needed
+
+    def fail(self, msg: str) -> RecipeError:
+        return RecipeError(f"rule {self.rule.name!r} ({self.rule.source()!r}): {msg}")
+
+    def column(self, name: str) -> Column:
+        if name in self.schema.ambiguous:
+            raise self.fail(f"column {name!r} exists in several attribute sets: {self.schema.ambiguous[name]}")
+        col = self.schema.columns.get(name)
+        if col is None:
+            models = [f"{m}.predict" for m in self.models]
+            raise self.fail(f"unknown column {name!r}; valid names: {', '.join(self.schema.valid_names() + models)}")
+        self.used.add(col.alias)
+        return col
+
+    def iterate(self, names: list[str]) -> tuple[str, dict[str, str]]:
+        """What to iterate for line columns `names` and each column's element SQL. Iterating
+        elements (not indexes: `col[i]` copies per access) keeps this linear in the lines."""
+        cols = [self.column(n) for n in names]
+        if len(cols) == 1:
+            return f"{cols[0].alias}.{q(cols[0].name)}", {names[0]: "_x"}
+        zipped = ", ".join(f"{c.alias}.{q(c.name)}" for c in cols)
+        return f"list_zip({zipped})", {n: f"_x[{k + 1}]" for k, n in enumerate(names)}
+
+    def span(self, col: Column, idx: str) -> str:
+        return f"{col.alias}.{q(col.name)}[{idx}]"
+
+    # Returns (sql, type) with type in {"bool", "num", "str", "null", "any"}.
+    def expr(self, n: Node, line: dict[str, str] | None) -> tuple[str, str]:
+        if isinstance(n, Lit):
+            t = "null" if n.value is None else "bool" if isinstance(n.value, bool) else \
+                "str" if isinstance(n.value, str) else "num"
+            return lit(n.value), t
+        if isinstance(n, Col):
+            return self.col_expr(n.name, line)
+        if isinstance(n, Unary):
+            sql, t = self.expr(n.arg, line)
+            if n.op == "not":
+                self.want(t, "bool", "not")
+                return f"(NOT {sql})", "bool"
+            self.want(t, "num", "-")
+            return f"(-{sql})", "num"
+        if isinstance(n, Binary):
+            ls, lt = self.expr(n.left, line)
+            rs, rt = self.expr(n.right, line)
+            if n.op in ("and", "or"):
+                self.want(lt, "bool", n.op)
+                self.want(rt, "bool", n.op)
+                return f"({ls} {n.op.upper()} {rs})", "bool"
+            if n.op in ("+", "-", "*", "/"):
+                self.want(lt, "num", n.op)
+                self.want(rt, "num", n.op)
+                if n.op == "/":  # division by zero is unknown, not an error
+                    return f"(CAST({ls} AS DOUBLE) / NULLIF({rs}, 0))", "num"
+                return f"({ls} {n.op} {rs})", "num"
+            self.comparable(lt, rt, n.op)
+            op = {"==": "="}.get(n.op, n.op)
+            return f"({ls} {op} {rs})", "bool"
+        if isinstance(n, Between):
+            s, t = self.expr(n.arg, line)
+            lo, lt = self.expr(n.low, line)
+            hi, ht = self.expr(n.high, line)
+            self.comparable(t, lt, "between")
+            self.comparable(t, ht, "between")
+            return f"({s} {'NOT ' if n.negated else ''}BETWEEN {lo} AND {hi})", "bool"
+        if isinstance(n, In):
+            s, t = self.expr(n.arg, line)
+            for v in n.values:
+                self.comparable(t, self.expr(v, line)[1], "in")
+            vals = ", ".join(lit(v.value) for v in n.values)
+            return f"({s} {'NOT ' if n.negated else ''}IN ({vals}))", "bool"
+        if isinstance(n, IsNull):
+            if isinstance(n.arg, Col):
+                s, _ = self.col_expr(n.arg.name, line, any_kind=True)
+            else:
+                s, _ = self.expr(n.arg, line)
+            return f"({s} IS {'NOT ' if n.negated else ''}NULL)", "bool"
+        if isinstance(n, Call):
+            return self.call(n, line)
+        raise self.fail(f"cannot compile {n!r}")  # pragma: no cover
+
+    def want(self, got: str, want: str, op: str) -> None:
+        if got not in (want, "null", "any"):
+            raise self.fail(f"operator {op!r} needs a {'condition' if want == 'bool' else 'number'}, got a "
+                            f"{ {'bool': 'condition', 'num': 'number', 'str': 'string'}[got] }")
+
+    def comparable(self, a: str, b: str, op: str) -> None:
+        kinds = {a, b} - {"null", "any"}
+        if len(kinds) > 1 or kinds & {"bool"} and op not in ("==", "!="):
+            raise self.fail(f"operator {op!r} cannot compare a {a} with a {b}")
+
+    def col_expr(self, name: str, line: dict[str, str] | None, any_kind: bool = False) -> tuple[str, str]:
+        alias, _, attr = name.partition(".")
+        if attr and alias in self.models and name not in self.schema.columns:
+            if attr not in MODEL_ATTRS:
+                raise self.fail(f"model {alias!r} has no attribute {attr!r}; valid: {', '.join(MODEL_ATTRS)}")
+            return self.model_sql(alias), "num"
+        col = self.column(name)
+        if col.kind == "doc":
+            return f"{self.span(col, '1')}.score", "num" if col.numeric() else "any"
+        if col.kind == "line":
+            if line is None:
+                if any_kind:
+                    return f"{col.alias}.{q(col.name)}", "any"
+                raise self.fail(f"{name!r} is a line-level signal (one score per line); reduce it with "
+                                f"{', '.join(f'{r}(...)' for r in REDUCTIONS)}, e.g. 'mean({name}) > 0.5', "
+                                f"or cut lines with a 'line: ...' rule")
+            return f"{line[name]}.score", "num" if col.numeric() else "any"
+        if col.kind == "other" and not any_kind:
+            raise self.fail(f"column {name!r} ({col.type}) can only be tested with 'is null' / 'is not null'")
+        t = col.type
+        typ = "bool" if pa.types.is_boolean(t) else "num" if col.numeric() else \
+            "str" if pa.types.is_string(t) or pa.types.is_large_string(t) else "any"
+        return f"{col.alias}.{q(col.name)}", typ
+
+    def model_sql(self, alias: str) -> str:
+        from textsieve.select.features import feature_sql
+
+        model = self.models[alias]
+
+        def column_sql(col_name: str) -> str:
+            col = self.column(col_name)
+            return f"{col.alias}.{q(col.name)}"
+
+        try:
+            return "(" + model.predict_sql(lambda feat: feature_sql(feat, column_sql)) + ")"
+        except RecipeError:
+            raise
+        except Exception as exc:
+            raise self.fail(f"model {alias!r} cannot be applied here: {exc}") from None
+
+    def call(self, n: Call, line: dict[str, str] | None) -> tuple[str, str]:
+        f, args = n.func, n.args
+        if f in ("min", "max") and len(args) > 1 or f in ("abs", "ln", "log1p", "coalesce"):
+            parts = [self.expr(a, line) for a in args]
+            for _, t in parts:
+                self.want(t, "num", f)
+            sqls = [s for s, _ in parts]
+            if f == "abs" or f == "ln" or f == "log1p":
+                if len(sqls) != 1:
+                    raise self.fail(f"{f}() takes one argument")
+                return {"abs": f"abs({sqls[0]})", "ln": f"ln(NULLIF(greatest({sqls[0]}, 0), 0))",
+                        "log1p": f"ln(1 + {sqls[0]})"}[f], "num"
+            fn = {"min": "least", "max": "greatest", "coalesce": "coalesce"}[f]
+            return f"{fn}({', '.join(sqls)})", "num"
+        if len(args) != 1:
+            raise self.fail(f"{f}() takes one argument")
+        line_cols = [c for c in columns_of(args[0]) if self.schema.columns.get(c) and self.schema.columns[c].kind == "line"]
+        if not line_cols:
+            raise self.fail(f"{f}() reduces a line-level signal, but {args[0]!r} uses none; line-level "
+                            f"columns: {', '.join(c for c, v in sorted(self.schema.columns.items()) if v.kind == 'line')}")
+        if line is not None:
+            raise self.fail(f"{f}() cannot be nested inside a line context")
+        rng, env = self.iterate(line_cols)
+        body, t = self.expr(args[0], env)
+        if f in ("count", "frac"):
+            if t not in ("bool", "any", "null"):
+                # count(col): lines with a known score
+                body, t = f"({body} IS NOT NULL)", "bool"
+            ints = f"[CAST({body} AS INTEGER) for _x in {rng}]"  # NULL stays NULL (ignored)
+            if f == "count":
+                return f"coalesce(list_sum({ints}), 0)", "num"
+            return f"list_avg({ints})", "num"
+        self.want(t, "num", f)
+        vals = f"[{body} for _x in {rng}]"
+        if f == "sum":
+            return f"coalesce(list_sum({vals}), 0)", "num"
+        return {"mean": f"list_avg({vals})", "min": f"list_min({vals})", "max": f"list_max({vals})"}[f], "num"
+
+
+@dataclass
+class Compiled:
+    """SQL pieces of a recipe: one boolean per document rule, one per-line mask for line rules."""
+
+    schema: Schema
+    doc_rules: dict[str, str]  # name -> SQL condition (NULL-safe: coalesced to FALSE)
+    line_rules: dict[str, str]  # name -> per-line condition over the element `_x` of line_source
+    order: list[str]  # rule names in recipe order
+    line_source: str | None  # SQL of the list iterated (as `_x`) for line rules
+    line_anchor: str | None  # SQL of the element (inside that iteration) whose span is cut
+    relations: set[str]
+
+    def from_sql(self) -> str:
+        """FROM clause: annotate shards plus the attribute sets the rules use."""
+        def rel(alias: str) -> str:
+            files = ", ".join(lit(f) for f in self.schema.files[alias])
+            return f"read_parquet([{files}])"
+
+        sql = f"{rel('a')} AS a"
+        for alias in sorted(self.relations - {"a"}):
+            sql += f" LEFT JOIN {rel(alias)} AS {alias} ON a.shard = {alias}.shard AND a.\"row\" = {alias}.\"row\""
+        return sql
+
+    def line_mask_sql(self, names: list[str]) -> str:
+        """Per-document list of line-kept flags for the line rules `names` (all TRUE)."""
+        cond = " AND ".join(f"coalesce({self.line_rules[n]}, FALSE)" for n in names)
+        return f"[{cond} for _x in {self.line_source}]"
+
+    def line_lengths_sql(self) -> str:
+        return f"[{self.line_anchor}.\"end\" - {self.line_anchor}.start for _x in {self.line_source}]"
+
+
+def compile_recipe(recipe: Recipe, schema: Schema, models: dict[str, object] | None = None) -> Compiled:
+    """Check every rule against `schema` and translate it. Raises RecipeError naming the rule."""
+    models = models if models is not None else load_models(recipe)
+    doc, line, relations = {}, {}, {"a"}
+    line_cols: list[str] = []  # every line column of every line rule: iterated together
+    for rule in recipe.line_rules:
+        used = [n for n in columns_of(rule.node) if schema.columns.get(n) and schema.columns[n].kind == "line"]
+        if not used:
+            raise _Compiler(schema, rule, models).fail(
+                "a 'line:' rule must use a line-level column; line-level columns: "
+                + ", ".join(n for n, v in sorted(schema.columns.items()) if v.kind == "line"))
+        line_cols += [n for n in used if n not in line_cols]
+    source, env = (None, {})
+    for rule in recipe.rules:
+        c = _Compiler(schema, rule, models)
+        node = rule.node
+        if rule.line:
+            if source is None:
+                source, env = c.iterate(line_cols)
+            sql, t = c.expr(node, env)
+        else:
+            sql, t = c.expr(node, None)
+        if t not in ("bool", "null"):
+            raise c.fail("the rule is a value, not a condition; compare it, e.g. "
+                         f"'{rule.text} > 0'" + (" (boolean columns can be used bare)" if t != "bool" else ""))
+        (line if rule.line else doc)[rule.name] = sql
+        relations |= c.used
+    anchor = env.get(line_cols[0]) if line_cols else None
+    return Compiled(schema, doc, line, [r.name for r in recipe.rules], source, anchor, relations)
+
+
+def load_models(recipe: Recipe) -> dict[str, object]:
+    """The learned models a recipe declares (`models: {alias: path}`)."""
+    if not recipe.models:
+        return {}
+    from textsieve.select.learned import load_model
+
+    out = {}
+    for alias, path in recipe.models.items():
+        try:
+            out[alias] = load_model(path)
+        except (OSError, ValueError) as exc:
+            raise RecipeError(f"recipe {recipe.name!r}: model {alias!r} ({path}): {exc}") from None
+    return out
+
+
+FeatureSql = Callable[[str], str]

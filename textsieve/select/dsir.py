@@ -1,0 +1,246 @@
+"""DSIR (Xie et al. 2023): importance resampling of a pool toward one or more targets.
+
+Workflow: `textsieve dsir fit` (textsieve.select.dsir_fit) stores per-document log importance
+weights as the attribute set ``_dsir_<name>``; `resample` here draws a selection from them and
+`textsieve select --dsir NAME[:W],... --k N` writes it out. **Deduplicate before DSIR**: identical
+texts get identical weights, so every copy of a well-scoring duplicate competes on its own.
+
+Weights. The reference uses the sum of per-n-gram log ratios. On whole web documents that sum
+scales with length (about -140,000 to +1,700 on the dev pool): one long document outweighs all
+others by thousands of nats, the effective sample size (ESS) is ~1, and "importance resampling"
+is deterministic top-k. `weight="normalized"` (default) uses the mean log ratio per n-gram,
+divided by `temperature`: ``w(x) ∝ exp(mean_lr(x) / T)``. T → 0 approaches top-k on the
+normalised score, large T approaches uniform sampling; T ≈ 1/255 matches the paper's scale
+(sums over 128-word chunks, i.e. 255 uni+bigrams). `weight="raw"` is the reference's sum
+(divided by T as well). Every result carries the ESS of the weights it drew from,
+``(Σw)² / Σw²`` over the eligible documents, so a user sees when sampling has become top-k.
+
+Sampling. Without replacement: Gumbel-top-k, i.e. add i.i.d. Gumbel noise to the log weights
+and keep the k largest, which is exactly k sequential draws without replacement; a token budget
+takes the prefix of that order until the budget is reached. With replacement: i.i.d. categorical
+draws. Noise comes from ``numpy.random.default_rng(seed)`` in document order (shards sorted,
+rows in order), so a seed always gives the same selection.
+
+Several targets (``[("wiki", 0.7), ("code", 0.3)]``): each gets a quota of the k (or tokens) in
+proportion to its weight and fills it in turn from the documents not yet chosen, with its own
+weights (the reference's ``separate_targets``). The reported ESS is that of the mixture of the
+targets' normalised weights.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from textsieve.io.attributes import attribute_shards
+from textsieve.select.dsir_fit import check_name, column_names, set_name
+
+WEIGHTS = ("normalized", "raw")
+#: Defaults chosen on the dev corpora (benchmarks/dsir.py): at T = 0.05 the normalised weights
+#: reach ~90-95% of top-k's KL reduction while keeping an ESS of hundreds of documents; T = 1
+#: is close to uniform sampling. Documents under 20 tokens have too few n-grams for a stable mean.
+DEFAULT_TEMPERATURE = 0.05
+DEFAULT_MIN_TOKENS = 20
+
+
+@dataclass
+class Resample:
+    shard: np.ndarray  # object: source shard rel name of each selected document
+    row: np.ndarray  # int64: record index in that shard
+    count: np.ndarray  # int64: times drawn (1 without replacement)
+    ess: float  # effective sample size of the (mixture) weights drawn from
+    id: np.ndarray = field(default_factory=lambda: np.zeros(0, object))
+    log_weight: np.ndarray = field(default_factory=lambda: np.zeros(0))  # the score each doc was drawn with
+    target: np.ndarray = field(default_factory=lambda: np.zeros(0, object))  # which target's quota drew it
+    tokens: int = 0  # tokens selected (with multiplicity)
+    eligible: int = 0  # documents that could be drawn
+    pool: int = 0  # documents in the pool
+    ess_per_target: dict = field(default_factory=dict)
+    shortfall: int = 0  # requested documents that could not be drawn (k > eligible without replacement)
+
+    @property
+    def documents(self) -> int:
+        """Number of draws (documents with multiplicity)."""
+        return int(self.count.sum())
+
+    def summary(self) -> dict:
+        return {"documents": self.documents, "distinct": int(len(self.row)), "tokens": self.tokens,
+                "ess": self.ess, "ess_fraction": self.ess / self.eligible if self.eligible else 0.0,
+                "ess_per_target": self.ess_per_target, "eligible": self.eligible, "pool": self.pool,
+                "shortfall": self.shortfall}
+
+
+def effective_sample_size(log_w: np.ndarray) -> float:
+    """Kish's ESS, (Σw)²/Σw², of weights given by their logs (stable for any scale)."""
+    lw = log_w[np.isfinite(log_w)]
+    if lw.size == 0:
+        return 0.0
+    w = np.exp(lw - lw.max())
+    return float(w.sum() ** 2 / np.dot(w, w))
+
+
+@dataclass
+class _Scores:
+    shard: np.ndarray
+    row: np.ndarray
+    id: np.ndarray
+    tokens: np.ndarray
+    scores: dict  # target name -> (raw sum, normalised mean)
+
+
+def load_scores(directory: str, names: list[str]) -> _Scores:
+    """The DSIR columns of targets `names` over the whole pool, in document order."""
+    base = None
+    for name in names:
+        check_name(name)
+        try:
+            fs, paths = attribute_shards(directory, set_name(name))
+        except FileNotFoundError:
+            raise FileNotFoundError(f"no DSIR weights for target {name!r} in {directory} "
+                                    f"(run `textsieve dsir fit --raw {directory} --name {name}` first)") from None
+        raw_col, norm_col, tok_col = column_names(name)
+        tables = [pq.read_table(fs.open(p, "rb"), columns=["id", "shard", "row", raw_col, norm_col, tok_col])
+                  for p in paths]
+        t = pa.concat_tables(tables)
+        keys = (t.column("shard").to_numpy(zero_copy_only=False).astype(object), t.column("row").to_numpy())
+        if base is None:
+            base = _Scores(keys[0], keys[1].astype(np.int64), t.column("id").to_numpy(zero_copy_only=False).astype(object),
+                           t.column(tok_col).to_numpy().astype(np.int64), {})
+        elif len(keys[1]) != len(base.row) or not (np.array_equal(keys[1], base.row) and np.array_equal(keys[0], base.shard)):
+            raise ValueError(f"DSIR target {name!r} was fit on other documents than {names[0]!r} "
+                             f"in {directory}; refit both on the same annotated folder")
+        norm = t.column(norm_col).to_numpy(zero_copy_only=False)
+        base.scores[name] = (t.column(raw_col).to_numpy().astype(np.float64),
+                        np.asarray(norm, dtype=np.float64))  # nulls become NaN
+    return base
+
+
+def _quotas(total: int, props: np.ndarray) -> np.ndarray:
+    """Integer split of `total` proportional to `props` (largest remainder, ties by order)."""
+    raw = props * total
+    q = np.floor(raw).astype(np.int64)
+    rem = total - int(q.sum())
+    order = np.argsort(-(raw - q), kind="stable")
+    q[order[:rem]] += 1
+    return q
+
+
+def resample(directory: str, targets: list[tuple[str, float]], k: int | None = None, tokens: int | None = None,
+             replace: bool = False, seed: int = 0, temperature: float = DEFAULT_TEMPERATURE,
+             weight: str = "normalized", min_tokens: int = DEFAULT_MIN_TOKENS) -> Resample:
+    """Draw documents of the annotated pool `directory` toward the DSIR targets (see module doc).
+
+    Exactly one of `k` (documents) and `tokens` (token budget) is given. Documents with fewer
+    than `min_tokens` tokens (at least 1: a document without n-grams has no weight) are not
+    eligible; the reference uses 100. Asking for more documents than are eligible (without
+    replacement) returns all eligible ones and reports the difference as `shortfall`.
+    """
+    if (k is None) == (tokens is None):
+        raise ValueError("give exactly one of k (documents) or tokens (token budget)")
+    if (k is not None and k < 0) or (tokens is not None and tokens < 0):
+        raise ValueError("k and tokens must be >= 0")
+    if weight not in WEIGHTS:
+        raise ValueError(f"weight must be one of {WEIGHTS}, not {weight!r}")
+    if not temperature > 0:
+        raise ValueError(f"temperature must be > 0, not {temperature}")
+    if not targets:
+        raise ValueError("no DSIR target given")
+    names = [n for n, _ in targets]
+    if len(set(names)) != len(names):
+        raise ValueError(f"a DSIR target is listed twice: {names}")
+    props = np.array([float(w) for _, w in targets])
+    if not (np.all(props >= 0) and props.sum() > 0):
+        raise ValueError(f"DSIR target weights must be >= 0 and not all 0: {targets}")
+    props = props / props.sum()
+
+    sc = load_scores(directory, names)
+    n = len(sc.row)
+    eligible = sc.tokens >= max(1, min_tokens)
+    logw = {}
+    ess_t = {}
+    for name in names:
+        raw_sum, norm = sc.scores[name]
+        s = (norm if weight == "normalized" else raw_sum) / temperature
+        s = np.where(eligible & np.isfinite(s), s, -np.inf)
+        logw[name] = s
+        ess_t[name] = effective_sample_size(s)
+    # ESS of the mixture sum_i props_i * w_i / sum(w_i)
+    mix = np.zeros(n)
+    for name, p in zip(names, props):
+        s = logw[name]
+        fin = np.isfinite(s)
+        if fin.any():
+            w = np.where(fin, np.exp(s - s[fin].max()), 0.0)
+            mix += p * w / w.sum()
+    ess = float(mix.sum() ** 2 / np.dot(mix, mix)) if mix.any() else 0.0
+
+    rng = np.random.default_rng(seed)
+    counts = np.zeros(n, dtype=np.int64)
+    drawn_by = np.full(n, -1, dtype=np.int64)
+    drawn_w = np.full(n, np.nan)
+    quota = _quotas(k, props) if k is not None else props * tokens
+    shortfall = 0
+    for ti, (name, q) in enumerate(zip(names, quota)):
+        s = logw[name]
+        if replace:
+            idx = _draw_with_replacement(rng, s, sc.tokens, q, by_tokens=tokens is not None)
+            if idx is None:
+                shortfall += int(q) if k is not None else 0
+                continue
+            np.add.at(counts, idx, 1)
+        else:
+            keys = s + rng.gumbel(size=n)
+            keys[counts > 0] = -np.inf
+            avail = int(np.isfinite(keys).sum())
+            if k is not None:
+                m = min(int(q), avail)
+                shortfall += int(q) - m
+                idx = np.argpartition(-keys, m - 1)[:m] if 0 < m < n else np.flatnonzero(np.isfinite(keys))[:m]
+            else:
+                order = np.argsort(-keys, kind="stable")[:avail]
+                cum = np.cumsum(sc.tokens[order])
+                idx = order[:int(np.searchsorted(cum, q, side="left")) + 1] if q > 0 else order[:0]
+            counts[idx] = 1
+        fresh = drawn_by[idx] < 0
+        drawn_by[idx[fresh]] = ti
+        drawn_w[idx[fresh]] = s[idx[fresh]]
+    sel = np.flatnonzero(counts)
+    return Resample(shard=sc.shard[sel], row=sc.row[sel], count=counts[sel], ess=ess, id=sc.id[sel],
+                    log_weight=drawn_w[sel], target=np.array(names, dtype=object)[drawn_by[sel]],
+                    tokens=int((sc.tokens[sel] * counts[sel]).sum()), eligible=int(eligible.sum()), pool=n,
+                    ess_per_target=ess_t, shortfall=shortfall)
+
+
+def _draw_with_replacement(rng: np.random.Generator, logw: np.ndarray, tokens: np.ndarray, quota: float,
+                           by_tokens: bool) -> np.ndarray | None:
+    """Indices of i.i.d. draws ∝ exp(logw): `quota` draws, or draws until `quota` tokens."""
+    fin = np.isfinite(logw)
+    if not fin.any():
+        return None
+    w = np.where(fin, np.exp(logw - logw[fin].max()), 0.0)
+    cdf = np.cumsum(w)
+    cdf /= cdf[-1]
+
+    def draw(m: int) -> np.ndarray:
+        return np.minimum(np.searchsorted(cdf, rng.random(m), side="right"), len(cdf) - 1)
+
+    if not by_tokens:
+        return draw(int(quota))
+    if quota <= 0:
+        return np.zeros(0, dtype=np.int64)
+    mean_tok = float(np.dot(w, tokens) / w.sum())
+    out: list[np.ndarray] = []
+    have = 0.0
+    while have < quota:
+        chunk = draw(max(16, int(1.2 * (quota - have) / max(mean_tok, 1.0)) + 1))
+        cum = have + np.cumsum(tokens[chunk])
+        stop = int(np.searchsorted(cum, quota, side="left"))
+        if stop < len(chunk):
+            out.append(chunk[:stop + 1])
+            break
+        out.append(chunk)
+        have = float(cum[-1])
+    return np.concatenate(out)

@@ -1,0 +1,379 @@
+"""The fuzzy `dedup` stage: MinHash-LSH clusters over an annotate folder (spec §8), on disk.
+
+Pipeline per threshold T (all thresholds share one read of the shards):
+  1. scan: each document's bands `{prefix}{T}` -> rows (128-bit band key, id_int), scattered
+     into partition files by key bits (`dedup.partitions`), under the `--memory` budget;
+  2. group: each partition is sorted and cut into runs of equal keys -> edges to the run's
+     smallest id_int (the same star edges as RPv2's `run_lsh.py`);
+  3. optional verification of each edge by estimated (MinHash) or exact (13-word shingle)
+     Jaccard >= T;
+  4. connected components (`dedup.components`); cluster id = smallest id_int (§8);
+  5. one attribute shard per annotate shard in `DIR/_dedup_fuzzy/` with, per threshold,
+     `dup_fuzzy_t{P}_cluster` (uint64, null when alone), `_size` (int64) and `_keep` (bool),
+     and `summary.json`.
+Documents are keyed by id_int, never by shard position, so the output does not depend on
+shard names, shard order, worker count or executor.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+
+import fsspec
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from textsieve import __version__
+from textsieve.dedup.components import cluster_ids, components
+from textsieve.dedup.corpus import ShardTable, first_lines, gather_texts, id_ints, write_set
+from textsieve.dedup.lsh import (BAND_PREFIXES, band_column, band_rows, band_values, estimated_jaccard,
+                                 signature_column)
+from textsieve.dedup.partitions import (ROW, Grouper, GroupStats, PartitionWriter, parse_memory,
+                                        partition_bits, rows_per_pass)
+from textsieve.dedup.verify import exact_jaccard_pairs
+from textsieve.io.atomic import atomic_open
+from textsieve.io.attributes import attribute_set_dir
+from textsieve.stages.progress import Progress
+
+FUZZY_SET = "dedup_fuzzy"
+KEEP_POLICIES = ("first", "longest", "none")
+VERIFY_MODES = ("none", "estimated", "exact")
+TOP_CLUSTERS = 20
+
+
+def tkey(threshold: float) -> str:
+    """Column stem of a threshold: 0.8 -> `dup_fuzzy_t80`."""
+    return f"dup_fuzzy_t{int(round(float(threshold) * 100))}"
+
+
+@dataclass
+class FuzzyConfig:
+    """Everything `textsieve dedup fuzzy` takes."""
+
+    directory: str
+    thresholds: list[float]
+    bands: str = "rpv2"  # rpv2: signature_sim{T}; fast: ts_fastsig_sim{T}
+    verify: str = "none"  # none (RPv2 §8), estimated, exact
+    keep: str = "first"  # first (smallest id_int), longest, none
+    memory: int | str = "2GB"
+    workers: int = 1
+    tmp_dir: str | None = None
+    overwrite: bool = False
+    progress: bool = True
+
+
+@dataclass
+class FuzzyResult:
+    output: str
+    skipped: bool = False
+    seconds: float = 0.0
+    stats: dict = field(default_factory=dict)
+    summary: dict = field(default_factory=dict)
+
+
+class _Nodes:
+    """Per-threshold cluster members, sorted by id_int."""
+
+    def __init__(self, ids: np.ndarray, cid: np.ndarray, size: np.ndarray, keep: np.ndarray):
+        self.ids, self.cid, self.size, self.keep = ids, cid, size, keep
+
+
+def _check(cfg: FuzzyConfig) -> tuple[list[float], str]:
+    if cfg.keep not in KEEP_POLICIES:
+        raise ValueError(f"--keep must be one of {', '.join(KEEP_POLICIES)}, not {cfg.keep!r}")
+    if cfg.verify not in VERIFY_MODES:
+        raise ValueError(f"--verify must be one of {', '.join(VERIFY_MODES)}, not {cfg.verify!r}")
+    if cfg.bands not in BAND_PREFIXES:
+        raise ValueError(f"--bands must be one of {', '.join(BAND_PREFIXES)}, not {cfg.bands!r}")
+    if not cfg.thresholds:
+        raise ValueError("dedup fuzzy: give at least one --threshold")
+    ts = sorted({float(t) for t in cfg.thresholds}, reverse=True)
+    for t in ts:
+        if not 0.0 < t <= 1.0:
+            raise ValueError(f"--threshold {t}: must be in (0, 1]")
+    if len({tkey(t) for t in ts}) != len(ts):
+        raise ValueError("--threshold values must differ in their first two decimals")
+    return ts, BAND_PREFIXES[cfg.bands]
+
+
+def _fingerprint(cfg: FuzzyConfig, ts: list[float], table: ShardTable) -> str:
+    key = {"version": __version__, "thresholds": ts, "bands": cfg.bands, "verify": cfg.verify, "keep": cfg.keep,
+           "shards": [[r, int(n), table.fs.size(p)] for r, n, p in zip(table.rels, table.n_rows, table.paths)]}
+    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _bands_per_doc(table: ShardTable, cols: list[str]) -> dict[str, int]:
+    """Bands per document of each column, from the first documents that have them."""
+    out = {c: 0 for c in cols}
+    for i in range(len(table.paths)):
+        with table.fs.open(table.paths[i], "rb") as fh:
+            for batch in pq.ParquetFile(fh).iter_batches(batch_size=2048, columns=cols):
+                for c in cols:
+                    if not out[c]:
+                        _, vals = band_values(batch.column(c), f"{table.rels[i]}: column {c}")
+                        out[c] = vals.shape[1] if vals.shape[0] else 0
+                if all(out.values()):
+                    return out
+    return out
+
+
+def _human(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if n < 1000 or unit == "TB":
+            return f"{n:,.1f} {unit}"
+        n /= 1000
+    return f"{n} B"  # pragma: no cover
+
+
+def _scan(cfg: FuzzyConfig, table: ShardTable, cols: dict[float, str], writers: dict[float, PartitionWriter],
+          budget: int) -> dict[float, int]:
+    """Read every shard once, in batches, and scatter each threshold's band rows."""
+    per_doc = 24 * sum(1 for _ in cols) * 16 + 4096  # generous bytes per document while decoding
+    batch = max(256, min(65536, budget // (4 * per_doc)))
+    with_bands = {t: 0 for t in cols}
+    sizes = [table.fs.size(p) for p in table.paths]
+    progress = Progress("dedup fuzzy", sum(sizes), enabled=cfg.progress)
+    done = 0
+    try:
+        for i, path in enumerate(table.paths):
+            with table.fs.open(path, "rb") as fh:
+                pf = pq.ParquetFile(fh)
+                seen = 0
+                for rb in pf.iter_batches(batch_size=batch, columns=["id", *cols.values()]):
+                    ii = id_ints(rb.column("id"))
+                    for t, col in cols.items():
+                        valid, values = band_values(rb.column(col), f"{table.rels[i]}: column {col}")
+                        with_bands[t] += int(valid.sum())
+                        writers[t].add(band_rows(values, ii[valid]))
+                    seen += rb.num_rows
+                    progress.update(rb.num_rows, done + int(sizes[i] * seen / max(1, table.n_rows[i])))
+            done += sizes[i]
+    finally:
+        progress.close()
+    return with_bands
+
+
+def _locate(table: ShardTable, want: np.ndarray, extra: list[str] = ()) -> tuple[np.ndarray, np.ndarray, dict]:
+    """For sorted unique id_ints `want`: (ids found, their ordinals, {col: values}) sorted by id_int.
+    An id_int present twice in the corpus maps to its first occurrence."""
+    found_ii, found_ord, found_cols = [], [], {c: [] for c in extra}
+    for i in range(len(table.paths)):
+        t = table.read(i, ["id", *extra])
+        ii = id_ints(t.column("id"))
+        hit = np.flatnonzero(np.isin(ii, want))
+        found_ii.append(ii[hit])
+        found_ord.append(hit + table.base[i])
+        for c in extra:
+            found_cols[c].append(t.column(c).take(pa.array(hit)))
+    ii = np.concatenate(found_ii) if found_ii else np.zeros(0, np.uint64)
+    ords = np.concatenate(found_ord) if found_ord else np.zeros(0, np.int64)
+    order = np.lexsort((ords, ii))
+    ii, ords = ii[order], ords[order]
+    first = np.ones(ii.shape[0], dtype=bool)
+    first[1:] = ii[1:] != ii[:-1]
+    cols = {c: pa.concat_arrays([a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a for a in v])
+            .take(pa.array(order[first])) for c, v in found_cols.items()} if ii.shape[0] else {}
+    return ii[first], ords[first], cols
+
+
+def _verify(cfg: FuzzyConfig, table: ShardTable, prefix: str, edges: dict[float, np.ndarray]) -> dict[float, np.ndarray]:
+    ends = np.unique(np.concatenate([e.ravel() for e in edges.values()] or [np.zeros(0, np.uint64)]))
+    if ends.shape[0] == 0:
+        return edges
+    if cfg.verify == "estimated":
+        sig_col = signature_column(table.schema(0).names, prefix)
+        if sig_col is None:
+            raise ValueError(f"--verify estimated: no {prefix}* column in {table.paths[0]}")
+        ii, _, cols = _locate(table, ends, [sig_col])
+        _, sig = band_values(cols[sig_col], f"column {sig_col}")
+        sig = sig.reshape(sig.shape[0], -1)
+        out = {}
+        for t, e in edges.items():
+            a, b = np.searchsorted(ii, e[:, 0]), np.searchsorted(ii, e[:, 1])
+            out[t] = e[estimated_jaccard(sig[a], sig[b]) >= t]
+        return out
+    ii, ords, _ = _locate(table, ends)
+    texts = gather_texts(table, ords, workers=cfg.workers)
+    by_ii = {int(k): texts[int(o)] for k, o in zip(ii, ords)}
+    out = {}
+    for t, e in edges.items():
+        j = exact_jaccard_pairs([(by_ii[int(a)], by_ii[int(b)]) for a, b in e])
+        out[t] = e[np.asarray(j, dtype=np.float64) >= t] if len(j) else e
+    return out
+
+
+def _nodes(cfg: FuzzyConfig, table: ShardTable, edges: dict[float, np.ndarray]) -> dict[float, _Nodes]:
+    comps = {t: components(e) for t, e in edges.items()}
+    lengths = None
+    if cfg.keep == "longest":
+        allnodes = np.unique(np.concatenate([n for n, _ in comps.values()] or [np.zeros(0, np.uint64)]))
+        ii, ords, _ = _locate(table, allnodes)
+        texts = gather_texts(table, ords, workers=cfg.workers)
+        lengths = (ii, np.asarray([len(texts[int(o)]) for o in ords], dtype=np.int64))
+    out = {}
+    for t, (nodes, label) in comps.items():
+        cid, size = cluster_ids(label, nodes)
+        if cfg.keep == "first":
+            keep = nodes == cid
+        elif cfg.keep == "none":
+            keep = np.zeros(nodes.shape[0], dtype=bool)
+        else:
+            ln = lengths[1][np.searchsorted(lengths[0], nodes)]
+            order = np.lexsort((nodes, -ln, label))  # per component: longest, then smallest id_int
+            keep = np.zeros(nodes.shape[0], dtype=bool)
+            lab = label[order]
+            head = np.ones(lab.shape[0], dtype=bool)
+            head[1:] = lab[1:] != lab[:-1]
+            keep[order[head]] = True
+        out[t] = _Nodes(nodes, cid, size, keep)
+    return out
+
+
+def _columns(nodes: dict[float, _Nodes], ii: np.ndarray) -> dict[str, pa.Array]:
+    cols = {}
+    for t, nd in nodes.items():
+        pos = np.minimum(np.searchsorted(nd.ids, ii), max(0, nd.ids.shape[0] - 1))
+        hit = (nd.ids[pos] == ii) if nd.ids.shape[0] else np.zeros(ii.shape[0], dtype=bool)
+        cid = np.where(hit, nd.cid[pos] if nd.ids.shape[0] else 0, 0).astype(np.uint64)
+        cols[f"{tkey(t)}_cluster"] = pa.array(cid, type=pa.uint64(), mask=~hit)
+        cols[f"{tkey(t)}_size"] = pa.array(np.where(hit, nd.size[pos] if nd.ids.shape[0] else 1, 1), type=pa.int64())
+        cols[f"{tkey(t)}_keep"] = pa.array(np.where(hit, nd.keep[pos] if nd.ids.shape[0] else True, True),
+                                           type=pa.bool_())
+    return cols
+
+
+def _top_clusters(nd: _Nodes) -> list[tuple[int, int]]:
+    if nd.ids.shape[0] == 0:
+        return []
+    cids, first = np.unique(nd.cid, return_index=True)
+    sizes = nd.size[first]
+    order = np.lexsort((cids, -sizes))[:TOP_CLUSTERS]
+    return [(int(cids[k]), int(sizes[k])) for k in order]
+
+
+def run_fuzzy(cfg: FuzzyConfig) -> FuzzyResult:
+    """Cluster near-duplicates for every threshold and write the `_dedup_fuzzy` set."""
+    start = time.perf_counter()
+    ts, prefix = _check(cfg)
+    budget = parse_memory(cfg.memory)
+    table = ShardTable.open(cfg.directory)
+    cols = {t: band_column(prefix, t) for t in ts}
+    for i in range(len(table.paths)):
+        names = table.schema(i).names
+        missing = [c for c in cols.values() if c not in names]
+        if missing:
+            hint = ("annotate with --signals minhash" if cfg.bands == "rpv2"
+                    else "compute fast signatures first, or use --bands rpv2")
+            raise ValueError(f"{table.paths[i]}: no column(s) {', '.join(missing)}; {hint}")
+    out_dir = attribute_set_dir(cfg.directory, FUZZY_SET)
+    fs, out_root = fsspec.core.url_to_fs(out_dir)
+    out_root = out_root.rstrip("/")
+    fingerprint = _fingerprint(cfg, ts, table)
+    result = FuzzyResult(output=out_dir)
+    state = f"{out_root}/.state.json"  # the resume key; kept out of summary.json, which must not
+    # depend on shard names
+    if not cfg.overwrite and fs.exists(state) and fs.exists(f"{out_root}/summary.json"):
+        with fs.open(state, "r") as fh:
+            old = json.load(fh)
+        if old.get("fingerprint") == fingerprint and all(fs.exists(f"{out_root}/{r}") for r in table.rels):
+            with fs.open(f"{out_root}/summary.json", "r") as fh:
+                result.skipped, result.summary = True, json.load(fh)
+            return result
+
+    max_rows = rows_per_pass(budget)
+    bands = _bands_per_doc(table, list(cols.values()))
+    bits = {t: partition_bits(table.n_docs * bands[cols[t]], max_rows) for t in ts}
+    total = sum(table.n_docs * bands[c] for c in cols.values())
+    if cfg.progress:
+        print(f"dedup fuzzy: {table.n_docs:,} docs in {len(table.paths)} shard(s); thresholds "
+              f"{', '.join(map(str, ts))}; at most {total:,} band rows -> disk ~{_human(total * ROW.itemsize)} "
+              f"of partitions; memory budget {_human(budget)} ({max_rows:,} rows per sort) -> "
+              f"{', '.join(f'{t}: {1 << bits[t]}' for t in ts)} partition(s); plus ~16 B per candidate doc "
+              f"for clustering", file=sys.stderr)
+    work = tempfile.mkdtemp(prefix="textsieve-dedup-", dir=cfg.tmp_dir)
+    try:
+        writers = {t: PartitionWriter(f"{work}/{tkey(t)}", bits[t], max(1, max_rows // (2 * len(ts))))
+                   for t in ts}
+        with_bands = _scan(cfg, table, cols, writers, budget)
+        edges, stats = {}, {}
+        for t in ts:
+            grouper = Grouper(f"{work}/{tkey(t)}", max_rows)
+            parts = writers[t].close()
+            grouper.stats.spilled_bytes = writers[t].bytes_written
+            grouper.group_partitions(parts)
+            edges[t] = grouper.all_edges()
+            stats[t] = asdict(grouper.stats)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    if cfg.verify != "none":
+        before = {t: int(e.shape[0]) for t, e in edges.items()}
+        edges = _verify(cfg, table, prefix, edges)
+        for t in ts:
+            stats[t]["edges_verified"] = int(edges[t].shape[0])
+            stats[t]["edges_rejected"] = before[t] - int(edges[t].shape[0])
+    nodes = _nodes(cfg, table, edges)
+
+    info = {"stage": FUZZY_SET, "version": __version__, "thresholds": ts, "bands": cfg.bands,
+            "band_columns": list(cols.values()), "verify": cfg.verify, "keep": cfg.keep}
+    tops = {t: _top_clusters(nd) for t, nd in nodes.items()}
+    want = {cid for t in ts for cid, _ in tops[t]}
+    members: dict[int, list[dict]] = {}
+    for i in range(len(table.paths)):
+        base = table.read(i, ["id", "shard", "row"])
+        ii = id_ints(base.column("id"))
+        write_set(table, out_dir, i, _columns(nodes, ii), info, base)
+        for t in ts:  # member records of the largest clusters, for the summary
+            nd = nodes[t]
+            if not nd.ids.shape[0]:
+                continue
+            pos = np.minimum(np.searchsorted(nd.ids, ii), nd.ids.shape[0] - 1)
+            for k in np.flatnonzero((nd.ids[pos] == ii) & np.isin(nd.cid[pos], list(want))):
+                members.setdefault(int(nd.cid[pos[k]]), []).append(
+                    {"id": base.column("id")[int(k)].as_py(), "id_int": int(ii[k]),
+                     "shard": base.column("shard")[int(k)].as_py(), "row": int(base.column("row")[int(k)].as_py()),
+                     "ordinal": int(table.base[i] + k)})
+    summary = _summary(cfg, table, ts, nodes, tops, members, with_bands, stats, fingerprint)
+    with atomic_open(fs, f"{out_root}/summary.json", "w") as fh:
+        json.dump(summary, fh, indent=1, ensure_ascii=False, sort_keys=False)
+        fh.write("\n")
+    with atomic_open(fs, state, "w") as fh:
+        json.dump({"fingerprint": fingerprint}, fh)
+    result.summary, result.stats = summary, stats
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+def _summary(cfg, table, ts, nodes, tops, members, with_bands, stats, fingerprint) -> dict:
+    for m in members.values():  # dedupe (a doc is listed once per threshold) and order by id_int
+        uniq = {x["id_int"]: x for x in m}
+        m[:] = [uniq[k] for k in sorted(uniq)]
+    sample_ords = [x["ordinal"] for cid, _ in {c for t in ts for c in tops[t]} for x in members.get(cid, [])[:3]]
+    texts = gather_texts(table, np.asarray(sample_ords, dtype=np.int64), workers=cfg.workers) if sample_ords else {}
+    per = {}
+    for t in ts:
+        nd = nodes[t]
+        removed = int((~nd.keep).sum())
+        per[str(t)] = {
+            "columns": [f"{tkey(t)}_cluster", f"{tkey(t)}_size", f"{tkey(t)}_keep"],
+            "docs_with_signature": with_bands[t],
+            "n_clusters": int(np.unique(nd.cid).shape[0]),
+            "n_docs_in_clusters": int(nd.ids.shape[0]),
+            "n_removed": removed,
+            "duplicate_fraction": removed / table.n_docs if table.n_docs else 0.0,
+            "lsh": stats[t],
+            "largest_clusters": [
+                {"cluster_id": cid, "size": size,
+                 "members": [{k: x[k] for k in ("id", "id_int", "shard", "row")} for x in members.get(cid, [])[:10]],
+                 "samples": [first_lines(texts[x["ordinal"]], 3) for x in members.get(cid, [])[:3]]}
+                for cid, size in tops[t]],
+        }
+    return {"stage": FUZZY_SET, "version": __version__, "n_docs": table.n_docs,
+            "n_shards": len(table.paths), "bands": cfg.bands, "verify": cfg.verify, "keep": cfg.keep,
+            "thresholds": per}

@@ -1,0 +1,287 @@
+"""The exact `dedup` stage: documents with identical (normalized) text form duplicate groups.
+
+Input is an annotate output folder (texts are re-read from its sources) or raw input shards.
+Corpus order is shards sorted by relative path, then record order; the first occurrence of a
+text in that order is kept. Two modes:
+
+* exact (default): content keys (`dedup.exact`) go through the same memory-bounded on-disk
+  partitions as LSH (`dedup.partitions`); per document `dup_exact_group` is the RPv2 `id_int`
+  of the group's first document (null when the text is unique), `dup_exact_size` the group
+  size and `dup_exact_keep` true for the first occurrence;
+* Bloom (`--bloom-fp RATE`): one streaming pass through a Bloom filter sized for the corpus;
+  a document whose key was (probably) seen before gets `dup_exact_keep = false`. Unique
+  documents are wrongly flagged with probability <= RATE; group and size are null (unknown in
+  one pass).
+Output: `OUT/_dedup_exact/<rel>.parquet` (OUT = --output, else the annotate folder) and
+`OUT/_dedup_exact/summary.json`.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Iterator
+
+import fsspec
+import numpy as np
+import pyarrow as pa
+
+from textsieve import __version__
+from textsieve.dedup.bloom import BloomFilter
+from textsieve.dedup.components import components
+from textsieve.dedup.corpus import first_lines, id_ints
+from textsieve.dedup.exact import check_normalize, content_keys
+from textsieve.dedup.partitions import ROW, Grouper, PartitionWriter, parse_memory, rows_per_pass
+from textsieve.io.atomic import AtomicParquetWriter, atomic_open
+from textsieve.io.attributes import META_KEY, attribute_set_dir, attribute_shards, read_shard_meta, source_documents
+from textsieve.io.paths import expand_inputs
+from textsieve.io.readers import ReadOptions, ShardReader
+from textsieve.stages.progress import Progress
+
+EXACT_SET = "dedup_exact"
+BATCH = 4096
+
+
+@dataclass
+class ExactConfig:
+    """Everything `textsieve dedup exact` takes."""
+
+    inputs: list[str]
+    output: str | None = None  # required for raw inputs; default: the annotate folder
+    normalize: str = "none"  # none | rpv2 (see textsieve.dedup.exact)
+    bloom_fp: float | None = None  # Bloom mode when set
+    bloom_capacity: int | None = None  # default: the number of documents, when known
+    memory: int | str = "2GB"
+    text_field: str = "text"
+    id_field: str = "id"
+    tmp_dir: str | None = None
+    progress: bool = True
+
+
+@dataclass
+class ExactResult:
+    output: str
+    documents: int = 0
+    removed: int = 0
+    seconds: float = 0.0
+    summary: dict = field(default_factory=dict)
+
+
+@dataclass
+class _Source:
+    """One shard of the corpus: where its output goes and how to read (id, shard, row, text)."""
+
+    rel: str  # output rel (`.parquet`)
+    size: int
+    annotate_path: str | None = None
+    fs: fsspec.AbstractFileSystem | None = None
+    shard: object = None  # raw Shard
+    options: ReadOptions | None = None
+
+    def docs(self) -> Iterator[tuple[str, str, int, str]]:
+        if self.annotate_path is None:
+            for d in ShardReader(self.shard, self.options):
+                yield d.id, self.shard.rel, d.row, d.text
+            return
+        import pyarrow.parquet as pq
+        with self.fs.open(self.annotate_path, "rb") as fh:
+            base = pq.read_table(fh, columns=["id", "shard", "row"])
+        ids, shards, rows = (base.column(c).to_pylist() for c in ("id", "shard", "row"))
+        meta = read_shard_meta(self.fs, self.annotate_path)
+        if "source_shard" not in meta:
+            raise ValueError(f"{self.annotate_path}: no source metadata; cannot re-read texts")
+        k = 0
+        for d in source_documents(meta):
+            if k < len(rows) and d.row == rows[k]:
+                yield ids[k], shards[k], rows[k], d.text
+                k += 1
+        if k != len(rows):
+            raise ValueError(f"{self.annotate_path}: its source {meta.get('source')!r} changed since annotate")
+
+
+def _sources(cfg: ExactConfig) -> tuple[list[_Source], str, bool]:
+    """The corpus shards in corpus order, the output folder and whether sizes are doc counts."""
+    if len(cfg.inputs) == 1:
+        fs, root = fsspec.core.url_to_fs(cfg.inputs[0])
+        if fs.isdir(root) and fs.exists(f"{root.rstrip('/')}/annotate.json"):
+            fs, paths = attribute_shards(cfg.inputs[0])
+            root = root.rstrip("/")
+            import pyarrow.parquet as pq
+            out = []
+            for p in paths:
+                with fs.open(p, "rb") as fh:
+                    n = pq.ParquetFile(fh).metadata.num_rows
+                out.append(_Source(p[len(root) + 1:], n, annotate_path=p, fs=fs))
+            return out, cfg.output or cfg.inputs[0], True
+    if not cfg.output:
+        raise ValueError("dedup exact: --output DIR is required unless the input is one annotate output folder")
+    from textsieve.stages.annotate import output_rel
+    opts = ReadOptions(text_field=cfg.text_field, id_field=cfg.id_field)
+    shards = sorted(expand_inputs(cfg.inputs), key=lambda s: s.rel)
+    return [_Source(output_rel(s.rel), s.size, shard=s, options=opts) for s in shards], cfg.output, False
+
+
+def _batches(src: _Source) -> Iterator[tuple[list, list, list, list]]:
+    cols: tuple[list, list, list, list] = ([], [], [], [])
+    for rec in src.docs():
+        for c, v in zip(cols, rec):
+            c.append(v)
+        if len(cols[0]) >= BATCH:
+            yield cols
+            cols = ([], [], [], [])
+    yield cols
+
+
+def _write(set_root: str, fs, rel: str, ids: list, shards: list, rows: list, cols: dict, info: dict) -> None:
+    table = pa.table({"id": pa.array(ids, pa.string()), "shard": pa.array(shards, pa.string()),
+                      "row": pa.array(rows, pa.int64()), **cols})
+    writer = AtomicParquetWriter(fs, f"{set_root}/{rel}", table.schema)
+    try:
+        writer.write(table)
+        writer.add_metadata({META_KEY: json.dumps(info, sort_keys=True).encode()})
+    except BaseException as exc:
+        writer.abort(exc)
+        raise
+    writer.close()
+
+
+def run_exact(cfg: ExactConfig) -> ExactResult:
+    """Flag exact duplicates; write the `_dedup_exact` set and its summary."""
+    start = time.perf_counter()
+    check_normalize(cfg.normalize)
+    budget = parse_memory(cfg.memory)
+    sources, out, counted = _sources(cfg)
+    set_dir = attribute_set_dir(out, EXACT_SET)
+    fs, set_root = fsspec.core.url_to_fs(set_dir)
+    set_root = set_root.rstrip("/")
+    n_known = sum(s.size for s in sources) if counted else None
+    info = {"stage": EXACT_SET, "version": __version__, "normalize": cfg.normalize,
+            "mode": "bloom" if cfg.bloom_fp else "exact"}
+    bloom = None
+    if cfg.bloom_fp is not None:
+        cap = cfg.bloom_capacity or n_known
+        if not cap:
+            raise ValueError("--bloom-fp with raw inputs needs --bloom-capacity N (at least the number of documents)")
+        bloom = BloomFilter(cap, cfg.bloom_fp)
+        info.update(bloom_fp=cfg.bloom_fp, bloom_capacity=cap, bloom_bits=bloom.m, bloom_hashes=bloom.k)
+    if cfg.progress:
+        docs = f"{n_known:,} docs" if n_known is not None else "documents"
+        disk = (f"~{n_known * ROW.itemsize / 1e6:,.1f} MB" if counted else "24 MB per million docs")
+        need = (f"Bloom filter {bloom.m / 8e6:,.1f} MB in memory, no disk" if bloom else
+                f"disk {disk} of key partitions + ids; memory budget {budget / 1e6:,.1f} MB")
+        print(f"dedup exact: {docs} in {len(sources)} shard(s), normalize={cfg.normalize}; {need}", file=sys.stderr)
+
+    progress = Progress("dedup exact", sum(s.size for s in sources) if not counted else n_known or 1,
+                        enabled=cfg.progress)
+    work = tempfile.mkdtemp(prefix="textsieve-dedup-exact-", dir=cfg.tmp_dir)
+    result = ExactResult(output=set_dir)
+    try:
+        max_rows = rows_per_pass(budget)
+        bits = 0 if not counted else max(0, int(np.ceil(np.log2(max(1, 2 * (n_known or 0) // max_rows)))))
+        writer = PartitionWriter(f"{work}/keys", min(bits, 16), max_rows // 2) if bloom is None else None
+        ordinal, removed = 0, 0
+        for si, src in enumerate(sources):
+            ids_all, shards_all, rows_all, keep_all = [], [], [], []
+            for ids, shards, rows, texts in _batches(src):
+                h1, h2 = content_keys(texts, cfg.normalize)
+                n = len(ids)
+                if bloom is not None:
+                    keep_all.append(~bloom.test_add(h1, h2))
+                elif n:
+                    rec = np.empty(n, dtype=ROW)
+                    rec["h1"], rec["h2"], rec["doc"] = h1, h2, np.arange(ordinal, ordinal + n, dtype=np.uint64)
+                    writer.add(rec)
+                ids_all += ids
+                shards_all += shards
+                rows_all += rows
+                ordinal += n
+                progress.update(n, ordinal if counted else 0)
+            if bloom is not None:
+                keep = np.concatenate(keep_all) if keep_all else np.zeros(0, bool)
+                removed += int((~keep).sum())
+                null_u64 = pa.nulls(len(ids_all), pa.uint64())
+                _write(set_root, fs, src.rel, ids_all, shards_all, rows_all,
+                       {"dup_exact_group": null_u64, "dup_exact_size": pa.nulls(len(ids_all), pa.int64()),
+                        "dup_exact_keep": pa.array(keep, pa.bool_())}, info)
+            else:  # keep (id, shard, row) on local disk until the groups are known
+                _write(work, fsspec.filesystem("file"), f"base/{si}.parquet", ids_all, shards_all, rows_all, {}, {})
+        progress.close()
+        summary = {"stage": EXACT_SET, "version": __version__, "n_docs": ordinal, "n_shards": len(sources), **{
+            k: v for k, v in info.items() if k not in ("stage", "version")}}
+        if bloom is not None:
+            if bloom.count > bloom.capacity:
+                print(f"dedup exact: warning: {bloom.count:,} documents exceed --bloom-capacity {bloom.capacity:,}; "
+                      f"the false-positive rate is above {cfg.bloom_fp}", file=sys.stderr)
+            summary.update(n_removed=removed, duplicate_fraction=removed / ordinal if ordinal else 0.0)
+        else:
+            removed = _finish_exact(cfg, sources, work, writer, max_rows, set_root, fs, info, ordinal, summary)
+    finally:
+        progress.close()
+        shutil.rmtree(work, ignore_errors=True)
+    with atomic_open(fs, f"{set_root}/summary.json", "w") as fh:
+        json.dump(summary, fh, indent=1, ensure_ascii=False)
+        fh.write("\n")
+    result.documents, result.removed, result.summary = ordinal, removed, summary
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+def _finish_exact(cfg, sources, work, writer, max_rows, set_root, fs, info, n_docs, summary) -> int:
+    import pyarrow.parquet as pq
+    grouper = Grouper(f"{work}/keys", max_rows)
+    grouper.group_partitions(writer.close())
+    nodes, label = components(grouper.all_edges())
+    nodes = nodes.astype(np.int64)
+    rep = nodes[label]  # union by smaller index: the label is the group's first (smallest) ordinal
+    size = np.bincount(label, minlength=nodes.shape[0])[label].astype(np.int64)
+    bases = [pq.read_table(f"{work}/base/{i}.parquet") for i in range(len(sources))]
+    starts = np.concatenate([[0], np.cumsum([b.num_rows for b in bases])]).astype(np.int64)
+    reps = np.unique(rep)
+    rep_ii = np.zeros(reps.shape[0], dtype=np.uint64)
+    for i, b in enumerate(bases):  # id_int of every group's first document
+        lo, hi = np.searchsorted(reps, [starts[i], starts[i + 1]])
+        if hi > lo:
+            rep_ii[lo:hi] = id_ints(b.column("id").take(pa.array(reps[lo:hi] - starts[i])))
+    group = rep_ii[np.searchsorted(reps, rep)]
+    for i, b in enumerate(bases):
+        lo, hi = np.searchsorted(nodes, [starts[i], starts[i + 1]])
+        n = b.num_rows
+        g = np.zeros(n, dtype=np.uint64)
+        s = np.ones(n, dtype=np.int64)
+        hit = np.zeros(n, dtype=bool)
+        local = nodes[lo:hi] - starts[i]
+        g[local], s[local], hit[local] = group[lo:hi], size[lo:hi], True
+        keep = np.ones(n, dtype=bool)
+        keep[local] = nodes[lo:hi] == rep[lo:hi]
+        _write(set_root, fs, sources[i].rel, b.column("id"), b.column("shard"), b.column("row"),
+               {"dup_exact_group": pa.array(g, pa.uint64(), mask=~hit), "dup_exact_size": pa.array(s, pa.int64()),
+                "dup_exact_keep": pa.array(keep, pa.bool_())}, info)
+    removed = int((nodes != rep).sum())
+    summary.update(n_groups=int(reps.shape[0]), n_docs_in_groups=int(nodes.shape[0]), n_removed=removed,
+                   duplicate_fraction=removed / n_docs if n_docs else 0.0)
+    # the 20 largest groups, with the first document's id and text
+    gsize = np.bincount(np.searchsorted(reps, rep), minlength=reps.shape[0])
+    top = np.lexsort((rep_ii, -gsize))[:20]
+    largest, want = [], {}
+    for k in top:
+        r = int(reps[k])
+        i = int(np.searchsorted(starts, r, side="right") - 1)
+        want.setdefault(i, {})[int(r - starts[i])] = len(largest)
+        recs = []
+        for m in nodes[rep == r][:10]:
+            j = int(np.searchsorted(starts, m, side="right") - 1)
+            row = bases[j].slice(int(m - starts[j]), 1).to_pylist()[0]
+            recs.append({"id": row["id"], "shard": row["shard"], "row": row["row"]})
+        largest.append({"group": int(rep_ii[k]), "size": int(gsize[k]), "members": recs, "sample": ""})
+    for i, wanted in want.items():  # one re-read per shard that holds a sample
+        for k, (_, _, _, text) in enumerate(sources[i].docs()):
+            if k in wanted:
+                largest[wanted[k]]["sample"] = first_lines(text, 3)
+    summary["largest_groups"] = largest
+    return removed
+
+
