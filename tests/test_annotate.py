@@ -81,6 +81,11 @@ def test_attribute_shard_layout(tmp_path, resources_dir):
     assert score_type("rps_doc_word_count") == pa.int64() and score_type("rps_lines_num_words") == pa.int64()
     assert score_type("rps_doc_mean_word_length") == pa.float64()
     assert "signature_sim0.8" in table.column_names
+    for name in table.column_names:  # scalar twins hold the doc-level span's score
+        if name.endswith("__score"):
+            spans = table.column(name[: -len("__score")]).to_pylist()
+            assert table.column(name).to_pylist() == [s[0]["score"] for s in spans]
+    assert table.column("ts_length").to_pylist() == [len(r["text"]) for r in python_docs(30)]
     meta = json.loads(pq.read_metadata(tmp_path / "out" / "docs.parquet").metadata[b"textsieve"])
     assert meta["documents"] == 30 and meta["skipped_records"] == 0
     # values equal the pure-Python reference, spans tile each text
@@ -102,8 +107,11 @@ def test_signal_selection_and_unknown_names(tmp_path, resources_dir, capsys):
     run_annotate(AnnotateConfig([str(src)], str(tmp_path / "o"), signals="repetition,rps_doc_word_count",
                                 workers=1, resources=str(resources_dir), progress=False))
     cols = pq.read_schema(tmp_path / "o" / "docs.parquet").names
-    assert cols[3:] == ["rps_doc_word_count"] + [c for c in cols[4:]]
-    assert len(cols) == 3 + 1 + 9 and not any(c.startswith("signature") for c in cols)
+    assert cols[:4] == ["id", "shard", "row", "ts_length"]
+    span_cols = [c for c in cols[4:] if not c.endswith("__score")]
+    assert span_cols[0] == "rps_doc_word_count" and len(span_cols) == 1 + 9
+    assert [c for c in cols if c.endswith("__score")] == [c + "__score" for c in span_cols]
+    assert not any(c.startswith("signature") for c in cols)
     assert main(["annotate", str(src), "-o", str(tmp_path / "o2"), "--signals", "rps_doc_nope", "-q"]) == 2
     err = capsys.readouterr().err
     assert "rps_doc_nope" in err and "rps_doc_word_count" in err and "repetition" in err

@@ -3,6 +3,8 @@ report held-out accuracy, and score through `annotate --model` with RPv2's conve
 
 from __future__ import annotations
 
+from textsieve.io.attributes import without_conveniences
+
 import gzip
 import json
 import os
@@ -54,7 +56,7 @@ def test_annotate_scores_wiki_higher(linear_model, shared_dir, tmp_path):
     run_annotate(AnnotateConfig(inputs=[str(dev / "target_wiki.jsonl.gz")], output=str(out / "wiki"),
                                 signals="rps_doc_word_count", workers=1, progress=False, models={"wikiref": path}))
     table = pq.read_table(out / "wiki" / "target_wiki.parquet")
-    assert table.column_names[-1] == "rps_doc_ml_wikiref_score"
+    assert without_conveniences(table.column_names)[-1] == "rps_doc_ml_wikiref_score"
     wiki = np.array([r[0]["score"] for r in table.column("rps_doc_ml_wikiref_score").to_pylist()])
     # web documents of the kinds least like Wikipedia (chat, usenet), read from a small slice
     src = tmp_path / "web.jsonl"
@@ -115,6 +117,6 @@ def test_fasttext_backend_and_user_bin(shared_dir, tmp_path):
     run_annotate(AnnotateConfig(inputs=[str(src)], output=str(tmp_path / "o"), signals="rps_doc_word_count",
                                 workers=1, progress=False, models={"palm": str(user_bin)}))
     table = pq.read_table(tmp_path / "o" / "d.parquet")
-    assert table.column_names[-1] == "rps_doc_ml_palm_score"
+    assert without_conveniences(table.column_names)[-1] == "rps_doc_ml_palm_score"
     meta = json.loads(pq.read_metadata(tmp_path / "o" / "d.parquet").metadata[b"textsieve"])
     assert meta["models"]["palm"]["kind"] == "classifier" and meta["models"]["palm"]["header"]["foreign"]

@@ -3,6 +3,8 @@ plumbing (metadata, fingerprints, signal selection), using the UT1 test list as 
 
 from __future__ import annotations
 
+from textsieve.io.attributes import without_conveniences
+
 import json
 import zipfile
 from pathlib import Path
@@ -95,7 +97,7 @@ def test_annotate_model_metadata_and_fingerprint(tmp_path, capsys):
     run_annotate(cfg)
     shard = f"{out}/docs.parquet"
     table = pq.read_table(shard)
-    assert table.column_names == ["id", "shard", "row", "rps_doc_word_count", "rps_doc_ut1_blacklist"]
+    assert without_conveniences(table.column_names) == ["id", "shard", "row", "rps_doc_word_count", "rps_doc_ut1_blacklist"]
     meta = read_shard_meta(fsspec.filesystem("file"), shard)
     assert meta["models"]["ut1"]["fingerprint"] == file_fingerprint(model)
     assert meta["models"]["ut1"]["header"]["kind"] == "ut1"
@@ -114,7 +116,7 @@ def test_model_signal_selection(tmp_path):
     run_annotate(AnnotateConfig(inputs=[str(docs)], output=out, signals="rps_doc_ut1_blacklist", workers=1,
                                 progress=False, models={"ut1": str(UT1_DIR)}))
     table = pq.read_table(f"{out}/docs.parquet")
-    assert table.column_names == ["id", "shard", "row", "rps_doc_ut1_blacklist"]
+    assert without_conveniences(table.column_names) == ["id", "shard", "row", "rps_doc_ut1_blacklist"]
     values = [row[0]["score"] if row else None for row in table.column("rps_doc_ut1_blacklist").to_pylist()]
     assert values == [0, 148, None, 8]  # {adult}; {adult, gambling, phishing}; no URL; {gambling}
 

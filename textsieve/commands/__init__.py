@@ -3,4 +3,5 @@
 
 from __future__ import annotations
 
-COMMAND_MODULES = ("annotate", "signals", "resources", "export", "sample", "learn", "train", "models", "dsir", "eval", "select", "dedup")
+COMMAND_MODULES = ("annotate", "dedup", "select", "dsir", "learn", "eval", "train", "models", "export", "signals",
+                   "resources", "sample")

@@ -10,8 +10,9 @@ def run(args: argparse.Namespace) -> int:
     from textsieve.sample import build_sample
 
     info = build_sample(args.output, max_docs=args.max_docs)
-    print(f"wrote {info.n_docs} documents ({info.n_chars:,} characters) to {info.path}: "
-          + ", ".join(f"{k} {v}" for k, v in info.counts.items()), file=sys.stderr)
+    if not args.quiet:
+        print(f"wrote {info.n_docs} documents ({info.n_chars:,} characters) to {info.path}: "
+              + ", ".join(f"{k} {v}" for k, v in info.counts.items()), file=sys.stderr)
     return 0
 
 

@@ -12,12 +12,20 @@ import gzip
 import json
 
 import fsspec
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from textsieve.io.atomic import atomic_open
 from textsieve.io.attributes import attribute_shards
 
-BASE_COLUMNS = ("id", "shard", "row")
+
+
+def _is_span_column(typ: pa.DataType) -> bool:
+    """RPv2 span columns are list<struct<start, end, score>>; scalar twins, lengths, language
+    codes and MinHash bands are textsieve conveniences that RPv2's records do not have."""
+    if not pa.types.is_list(typ) or not pa.types.is_struct(typ.value_type):
+        return False
+    return {typ.value_type.field(i).name for i in range(typ.value_type.num_fields)} == {"start", "end", "score"}
 
 
 def export_rpv2(directory: str, output: str) -> int:
@@ -30,9 +38,9 @@ def export_rpv2(directory: str, output: str) -> int:
         for path in paths:
             with fs.open(path, "rb") as src:
                 pf = pq.ParquetFile(src)
-                names = pf.schema_arrow.names
-                signal_cols = [c for c in names if c not in BASE_COLUMNS and not c.startswith("signature_sim")]
-                minhash_cols = [c for c in names if c.startswith("signature_sim")]
+                schema = pf.schema_arrow
+                signal_cols = [f.name for f in schema if _is_span_column(f.type)]
+                minhash_cols = [f.name for f in schema if f.name.startswith("signature_sim")]
                 for batch in pf.iter_batches(batch_size=2000):
                     cols = batch.to_pydict()
                     for i, doc_id in enumerate(cols["id"]):

@@ -5,6 +5,9 @@ Layout of an annotate output folder `DIR`:
   DIR/_<name>/<same rel>                 attribute sets added later by other stages, e.g.
                                          `_dedup_fuzzy`, `_dedup_exact`, `_dsir_wiki`
   DIR/annotate.json                      run summary
+Annotate shards also hold `ts_length` and, for every doc-level signal `X`, a plain column
+`X__score` equal to the score of X's single span: the span columns keep RPv2's representation,
+the scalar twins make rule queries fast (no list<struct> decoding).
 Every attribute shard has the columns `id`, `shard`, `row` (the source shard's rel name and
 the record index in it) in document order, then its attributes, so sets join on (shard, row).
 Every shard's footer carries a JSON document under the key `textsieve`; for annotate shards it
@@ -23,6 +26,8 @@ from textsieve.document import Document
 
 META_KEY = b"textsieve"
 SET_PREFIX = "_"
+LENGTH_COLUMN = "ts_length"  # annotate: len(text) in code points (= end of a doc-level span)
+SCORE_SUFFIX = "__score"  # annotate: plain scalar twin `<signal>__score` of each doc-level span column
 
 
 def _is_shard(rel: str) -> bool:
@@ -80,3 +85,11 @@ def source_documents(meta: dict, on_error: str = "skip") -> Iterator[Document]:
     src["members"] = tuple(src.get("members") or ())
     options = dict(meta["read_options"], on_error=on_error)
     yield from ShardReader(Shard(**src), ReadOptions(**options))
+
+
+def without_conveniences(names: list[str]) -> list[str]:
+    """Column names minus annotate's scalar conveniences (`ts_length`, `X__score` twins): the
+    columns that carry distinct information."""
+    present = set(names)
+    return [n for n in names if n != LENGTH_COLUMN
+            and not (n.endswith(SCORE_SUFFIX) and n[: -len(SCORE_SUFFIX)] in present)]

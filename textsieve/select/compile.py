@@ -22,7 +22,7 @@ import fsspec
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from textsieve.io.attributes import attribute_sets, attribute_shards
+from textsieve.io.attributes import LENGTH_COLUMN, SCORE_SUFFIX, attribute_sets, attribute_shards
 from textsieve.select.recipe import (REDUCTIONS, Between, Binary, Call, Col, In, IsNull, Lit, Node, Recipe,
                                      RecipeError, Rule, Unary, columns_of)
 
@@ -54,6 +54,7 @@ class Column:
     alias: str  # SQL relation alias
     type: pa.DataType
     source: str  # "" for annotate's shards, else the attribute set name
+    scalar: str | None = None  # a plain `<name>__score` twin of a doc-level span column, if stored
 
     def numeric(self) -> bool:
         t = self.type
@@ -93,6 +94,9 @@ class Schema:
     @property
     def length_sql(self) -> str:
         """Document length in characters: the `end` of a doc-level span (no text read)."""
+        length = self.columns.get(LENGTH_COLUMN)
+        if length is not None and length.alias == "a":
+            return f"coalesce(a.{q(LENGTH_COLUMN)}, 0)"
         doc = [c for c in self.columns.values() if c.kind == "doc" and c.alias == "a"]
         if doc:
             pref = next((c for c in doc if c.name == "rps_doc_word_count"), doc[0])
@@ -117,15 +121,18 @@ def read_schema(directory: str) -> Schema:
     def add(alias: str, set_name: str, path: str) -> None:
         with fs.open(path, "rb") as fh:
             arrow = pq.ParquetFile(fh).schema_arrow
+        names = set(arrow.names)
         for f in arrow:
-            if f.name in KEY_COLUMNS:
-                continue
+            if f.name in KEY_COLUMNS or (f.name.endswith(SCORE_SUFFIX) and f.name[: -len(SCORE_SUFFIX)] in names):
+                continue  # scalar twins are used transparently (see Column.scalar), not listed
             kind = _span_kind(f.name, f.type)
             if kind is None:
                 nested = pa.types.is_nested(f.type) or pa.types.is_binary(f.type) or pa.types.is_large_binary(f.type)
                 kind = "other" if nested else "scalar"
             owners.setdefault(f.name, []).append(set_name or "(annotate)")
-            schema.columns.setdefault(f.name, Column(f.name, kind, alias, f.type, set_name))
+            twin = f.name + SCORE_SUFFIX
+            schema.columns.setdefault(f.name, Column(f.name, kind, alias, f.type, set_name,
+                                                     twin if kind == "doc" and twin in names else None))
 
     add("a", "", files[0])
     for i, name in enumerate(attribute_sets(directory)):
@@ -246,6 +253,8 @@ class _Compiler:
             return self.model_sql(alias), "num"
         col = self.column(name)
         if col.kind == "doc":
+            if col.scalar:
+                return f"{col.alias}.{q(col.scalar)}", "num" if col.numeric() else "any"
             return f"{self.span(col, '1')}.score", "num" if col.numeric() else "any"
         if col.kind == "line":
             if line is None:

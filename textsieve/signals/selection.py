@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from textsieve.signals.registry import REGISTRY
 
-MINHASH = "minhash"
+MINHASH = "minhash"  # RPv2-compatible signatures (SHA-1, spec §7)
+MINHASH_FAST = "minhash_fast"  # textsieve's fast signatures, NOT comparable with RPv2 bands
+MINHASH_MODES = {MINHASH: "rpv2", MINHASH_FAST: "fast"}
 ALL = "all"
 
 
@@ -17,11 +19,12 @@ def groups() -> dict[str, list[str]]:
     return out
 
 
-def select_signals(spec: str | list[str] | None) -> tuple[tuple[str, ...], bool]:
-    """(signal names in registry order, whether MinHash is selected) for a comma list or list.
+def select_signals(spec: str | list[str] | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(signal names in registry order, MinHash modes ("rpv2", "fast") selected) for a comma
+    list or list.
 
-    None or "all" selects every rule signal plus MinHash. Unknown names fail with the list of
-    valid names and groups.
+    None or "all" selects every rule signal plus RPv2 MinHash. Unknown names fail with the list
+    of valid names and groups.
     """
     items = [ALL] if spec is None else (spec.split(",") if isinstance(spec, str) else list(spec))
     items = [item.strip() for item in items if item.strip()]
@@ -29,19 +32,19 @@ def select_signals(spec: str | list[str] | None) -> tuple[tuple[str, ...], bool]
         raise ValueError("--signals is empty")
     grp = groups()
     chosen: set[str] = set()
-    with_minhash = False
+    modes: set[str] = set()
     for item in items:
         if item == ALL:
             chosen.update(REGISTRY)
-            with_minhash = True
-        elif item == MINHASH:
-            with_minhash = True
+            modes.add("rpv2")
+        elif item in MINHASH_MODES:
+            modes.add(MINHASH_MODES[item])
         elif item in grp:
             chosen.update(grp[item])
         elif item in REGISTRY:
             chosen.add(item)
         else:
-            valid_groups = ", ".join(sorted([*grp, MINHASH, ALL]))
+            valid_groups = ", ".join(sorted([*grp, *MINHASH_MODES, ALL]))
             raise ValueError(f"unknown signal or group {item!r}. Groups: {valid_groups}. "
                              f"Signals: {', '.join(REGISTRY)} (see `textsieve signals`).")
-    return tuple(name for name in REGISTRY if name in chosen), with_minhash
+    return tuple(name for name in REGISTRY if name in chosen), tuple(m for m in ("rpv2", "fast") if m in modes)

@@ -148,7 +148,7 @@ def _plan_models(cfg: AnnotateConfig) -> tuple[str | list[str] | None, ModelPlan
     return spec, ModelPlan(pairs, chosen, lang_model, records)
 
 
-def _fingerprint(cfg: AnnotateConfig, signals: tuple[str, ...], with_minhash: bool, lists: WordLists,
+def _fingerprint(cfg: AnnotateConfig, signals: tuple[str, ...], with_minhash: tuple[str, ...], lists: WordLists,
                  plan: ModelPlan | None = None) -> str:
     """What determines a shard's content; a finished shard is reused only if this matches."""
     h = hashlib.sha256()
@@ -199,7 +199,7 @@ def run_annotate(cfg: AnnotateConfig) -> AnnotateResult:
     if cfg.on_error not in ("fail", "skip"):
         raise AnnotateError(f"--on-error must be 'fail' or 'skip', not {cfg.on_error!r}")
     spec, plan = _plan_models(cfg)
-    signals, with_minhash = ((), False) if spec == "none" else select_signals(spec)
+    signals, with_minhash = ((), ()) if spec == "none" else select_signals(spec)
     signals, lists = _word_lists(cfg, signals)
     shards = expand_inputs(cfg.inputs)
     fs, root = fsspec.core.url_to_fs(cfg.output)
@@ -265,7 +265,7 @@ def run_annotate(cfg: AnnotateConfig) -> AnnotateResult:
                 meta = {"version": __version__, "fingerprint": fingerprint, "source": shard_by_rel[current].path,
                         "source_shard": asdict(shard_by_rel[current]), "read_options": asdict(options),
                         "shard": current, "documents": n_docs, "skipped_records": len(skipped),
-                        "skipped": skipped[:1000], "signals": list(signals), "minhash": with_minhash,
+                        "skipped": skipped[:1000], "signals": list(signals), "minhash": list(with_minhash),
                         "lang": cfg.lang, "lang_field": cfg.lang_field}
                 if plan.models:
                     meta["model_signals"] = list(plan.signals)
