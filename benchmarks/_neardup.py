@@ -1,4 +1,4 @@
-"""Near-duplicate sets with known true Jaccard, pairwise scoring, and the textsieve runners
+"""Near-duplicate sets with known true Jaccard, pairwise scoring, and the textsieve CLI runner
 shared by ``dedup_quality.py`` and ``dedup_speed.py``.
 
 Why a generator: the dev corpus has only ~70 natural near-duplicates, too few to measure
@@ -19,7 +19,6 @@ Nothing generated here is written into the repository: sets go to temporary fold
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import json
 import os
@@ -264,152 +263,42 @@ def write_jsonl(docs: list[Doc], path: Path) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# textsieve: the real CLI when it exists, else an in-process stand-in
+# textsieve through its real CLI
 # --------------------------------------------------------------------------------------------
-
-
-def real_cli_available(mode: str = "rpv2") -> bool:
-    """Whether ``textsieve dedup fuzzy`` is registered (and, for the fast mode, whether
-    ``annotate`` knows the ``minhash_fast`` signal group and ``dedup fuzzy`` has ``--bands``)."""
-    from textsieve.commands import COMMAND_MODULES
-
-    if "dedup" not in COMMAND_MODULES:
-        return False
-    if mode == "fast":
-        from textsieve.signals.selection import select_signals
-
-        try:
-            select_signals("minhash_fast")
-        except ValueError:
-            return False
-        helptext = subprocess.run([sys.executable, "-m", "textsieve.cli", "dedup", "fuzzy", "--help"],
-                                  capture_output=True, text=True).stdout
-        return "--bands" in helptext
-    return True
 
 
 def tcol(threshold: float) -> str:
     return f"dup_fuzzy_t{round(threshold * 100)}"
 
 
-def standin_clusters(ids: list[str], texts: list[str], thresholds: list[float], mode: str,
-                     verify: bool = False) -> dict[float, np.ndarray]:
-    """Stand-in for ``textsieve dedup fuzzy`` while it is being built: the same signatures and
-    bands; candidate pairs from equal bytes in the same band index; connected components.
-    ``verify``: keep only candidate pairs whose estimated Jaccard (equal signature values / 128)
-    is >= t (what ``dedup fuzzy --verify`` offers)."""
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
-
-    from textsieve.dedup import fast_minhash, minhash
-
-    enc = [normalize(t).encode("utf-8", "surrogatepass") for t in texts]
-    off = np.zeros(len(enc) + 1, dtype=np.int64)
-    off[1:] = np.cumsum([len(x) for x in enc])
-    fn = fast_minhash.signatures if mode == "fast" else minhash.signatures
-    sig, valid = fn(np.frombuffer(b"".join(enc), dtype=np.uint8), off)
-    out = {}
-    n = len(texts)
-    for t in thresholds:
-        bands, rows = minhash.optimal_param(t)
-        src, dst = [], []
-        docs = np.flatnonzero(valid)
-        for b in range(bands):
-            block = np.ascontiguousarray(sig[docs, b * rows : (b + 1) * rows])
-            _, first, inv = np.unique(block.view(np.dtype((np.void, 4 * rows))).ravel(), return_index=True,
-                                      return_inverse=True)
-            src.append(docs)
-            dst.append(docs[first[inv.ravel()]])
-        s, d = np.concatenate(src), np.concatenate(dst)
-        if verify:  # every pair inside a band group, kept when the estimated Jaccard >= t
-            order = np.lexsort((s, d))
-            s, d = s[order], d[order]
-            starts = np.flatnonzero(np.r_[True, d[1:] != d[:-1]])
-            pa_, pb_ = [], []
-            for lo, hi in zip(starts, np.r_[starts[1:], len(d)]):
-                members = np.unique(s[lo:hi])
-                if len(members) > 1:
-                    x, y = np.triu_indices(len(members), k=1)
-                    pa_.append(members[x])
-                    pb_.append(members[y])
-            s = np.concatenate(pa_) if pa_ else np.zeros(0, np.int64)
-            d = np.concatenate(pb_) if pb_ else np.zeros(0, np.int64)
-            keep = (sig[s] == sig[d]).mean(axis=1) >= t
-            s, d = s[keep], d[keep]
-        g = coo_matrix((np.ones(len(s)), (s, d)), shape=(n, n))
-        _, comp = connected_components(g, directed=False)
-        sizes = np.bincount(comp)
-        out[t] = np.where(sizes[comp] >= 2, comp, -1)
-    return out
-
-
 def textsieve_clusters(jsonl: Path, workdir: Path, thresholds: list[float], mode: str,
                        workers: int = 1, verify: str | None = None) -> tuple[dict[str, dict[float, int]], str]:
-    """Run textsieve on ``jsonl`` in subprocesses; returns ({id: {t: cluster or -1}}, path used).
+    """Run textsieve on ``jsonl`` in subprocesses; returns ({id: {t: cluster or -1}}, how).
 
-    With the real CLI: ``textsieve annotate --signals minhash|minhash_fast`` then
-    ``textsieve dedup fuzzy DIR --threshold ... [--bands fast]``. Otherwise this module's
-    ``standin`` command (same signatures and banding, scipy connected components).
+    ``textsieve annotate --signals minhash|minhash_fast`` then
+    ``textsieve dedup fuzzy DIR --threshold ... [--bands fast] [--verify V]``.
     """
     import pyarrow.parquet as pq
 
     exe = [sys.executable, "-m", "textsieve.cli"]
     out: dict[str, dict[float, int]] = {}
-    if real_cli_available(mode):
-        ann = workdir / f"ann_{mode}_{verify or 'none'}"
-        group = "minhash_fast" if mode == "fast" else "minhash"
+    ann = workdir / f"ann_{mode}"
+    group = "minhash_fast" if mode == "fast" else "minhash"
+    if not (ann / "annotate.json").exists():  # one annotate per mode; dedup reruns per --verify
         subprocess.run(exe + ["annotate", str(jsonl), "-o", str(ann), "--signals", group, "-q",
                               "--workers", str(workers), "--overwrite"], check=True)
-        cmd = exe + ["dedup", "fuzzy", str(ann), "-q"]
-        for t in thresholds:
-            cmd += ["--threshold", str(t)]
-        if mode == "fast":
-            cmd += ["--bands", "fast"]
-        if verify:
-            cmd += ["--verify", verify]
-        subprocess.run(cmd, check=True)
-        for f in sorted((ann / "_dedup_fuzzy").rglob("*.parquet")):
-            tab = pq.read_table(f).to_pydict()
-            for r, doc_id in enumerate(tab["id"]):
-                out[doc_id] = {t: (-1 if tab[tcol(t) + "_cluster"][r] is None else int(tab[tcol(t) + "_cluster"][r]))
-                               for t in thresholds}
-        return out, "textsieve CLI (annotate + dedup fuzzy)"
-    if verify not in (None, "estimated"):
-        raise ValueError(f"the stand-in only verifies by estimated Jaccard, not {verify!r}")
-    res = workdir / f"standin_{mode}{'_verify' if verify else ''}.json"
-    cmd = [sys.executable, str(Path(__file__)), "standin", str(jsonl), str(res), "--mode", mode]
-    if verify:
-        cmd.append("--verify")
+    cmd = exe + ["dedup", "fuzzy", str(ann), "-q", "--overwrite"]
     for t in thresholds:
         cmd += ["--threshold", str(t)]
+    if mode == "fast":
+        cmd += ["--bands", "fast"]
+    if verify:
+        cmd += ["--verify", verify]
     subprocess.run(cmd, check=True)
-    data = json.loads(res.read_text())
-    for doc_id, labels in zip(data["ids"], zip(*[data[str(t)] for t in thresholds])):
-        out[doc_id] = dict(zip(thresholds, labels))
-    return out, "stand-in (benchmarks/_neardup.py standin: same signatures/bands, scipy components)"
-
-
-def _main() -> None:
-    ap = argparse.ArgumentParser(description="textsieve fuzzy-dedup stand-in (benchmark helper)")
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    s = sub.add_parser("standin")
-    s.add_argument("jsonl", type=Path)
-    s.add_argument("out", type=Path)
-    s.add_argument("--threshold", type=float, action="append", required=True)
-    s.add_argument("--mode", choices=("rpv2", "fast"), default="rpv2")
-    s.add_argument("--verify", action="store_true")
-    args = ap.parse_args()
-    ids, texts = [], []
-    files = sorted(args.jsonl.glob("*.jsonl*")) if args.jsonl.is_dir() else [args.jsonl]
-    for f in files:
-        with (gzip.open if f.suffix == ".gz" else open)(f, "rt", encoding="utf-8") as fh:
-            for line in fh:
-                rec = json.loads(line)
-                ids.append(rec["id"])
-                texts.append(rec["text"])
-    res = standin_clusters(ids, texts, args.threshold, args.mode, args.verify)
-    args.out.write_text(json.dumps({"ids": ids, **{str(t): v.tolist() for t, v in res.items()}}))
-
-
-if __name__ == "__main__":
-    _main()
+    for f in sorted((ann / "_dedup_fuzzy").rglob("*.parquet")):
+        tab = pq.read_table(f).to_pydict()
+        for r, doc_id in enumerate(tab["id"]):
+            out[doc_id] = {t: (-1 if tab[tcol(t) + "_cluster"][r] is None else int(tab[tcol(t) + "_cluster"][r]))
+                           for t in thresholds}
+    return out, ("textsieve CLI: annotate --signals minhash|minhash_fast, then dedup fuzzy "
+                 "[--bands fast] [--verify estimated|exact]")

@@ -8,8 +8,9 @@ against target documents held out of the fit: the target's articles alternate be
 half and the held-out half, so no article is on both sides. A random selection of k is the floor.
 
 Then textsieve's weight choices on the same fit: raw (the reference's sum of log ratios) vs
-length-normalised at several temperatures, with their KL reduction, effective sample size (ESS)
-and source diversity (distinct id prefixes among the selected documents).
+length-normalised ((sum + n0 * pool mean) / (n-grams + n0), n0 = 0 the plain mean) at several temperatures, with
+their KL reduction, effective sample size (ESS) and source diversity (distinct id prefixes among
+the selected documents).
 
 textsieve's time is end to end from the raw JSONL: `annotate` (all 28 signals + MinHash, which a
 curation pipeline computes anyway), `dsir fit`, resampling and writing the selected documents;
@@ -224,14 +225,22 @@ def main() -> int:
                   f"({ref['wall'] / parts['dsir_s']:.1f}x DSIR part alone), CPU {ref['cpu'] / ts['cpu']:.1f}x; "
                   f"KL reduction {rows[0][3]:.4f} vs {rows[1][3]:.4f}")
 
-        print("\nweight choices (same fit; min_tokens 20 for normalised, 1 for raw; without replacement, seed 0):")
-        print(f"{'weight':<12}{'T':>7}{'KL red.':>9}{'ESS':>10}{'sources':>9}{'tokens':>10}")
-        for weight, temp, mt in [("raw", 1.0, 1), ("raw", 1.0, 100)] + [("normalized", t, 20) for t in
-                                                                         (1.0, 0.2, 0.1, 0.05, 0.03, 0.02)]:
-            r = resample(str(ann), [("wiki", 1.0)], k=args.k, weight=weight, temperature=temp, min_tokens=mt)
+        print("\nweight choices (same fit; without replacement, seed 0; n0 = prior n-grams of the normalised "
+              "score (sum + n0 mu)/(n + n0), mu the pool mean, n0 = 0 the plain mean; * = default):")
+        print(f"{'weight':<12}{'n0':>5}{'T':>7}{'min tok':>8}{'KL red.':>9}{'ESS':>10}{'sources':>9}{'tokens':>10}")
+        from textsieve.select.dsir import DEFAULT_MIN_TOKENS, DEFAULT_PRIOR_NGRAMS, DEFAULT_TEMPERATURE
+
+        settings = [("raw", 0, 1.0, 1), ("raw", 0, 1.0, 100)]
+        settings += [("normalized", 0, t, 20) for t in (1.0, 0.1, 0.05, 0.03, 0.02, 0.015)]
+        settings += [("normalized", n0, t, 20) for n0 in (25, 50, 200) for t in (0.05, 0.02, 0.015)]
+        for weight, n0, temp, mt in settings:
+            r = resample(str(ann), [("wiki", 1.0)], k=args.k, weight=weight, temperature=temp, min_tokens=mt,
+                         prior_ngrams=n0)
             texts = [by_id[i] for i, c in zip(r.id, r.count) for _ in range(int(c))]
-            label = weight if mt in (1, 20) else f"{weight}>={mt}"
-            print(f"{label:<12}{temp:>7.3g}{kl_red(texts):>9.4f}{r.ess:>10.1f}{prefixes(r.id):>9}{r.tokens:>10,}")
+            star = "*" if (weight, n0, temp, mt) == ("normalized", DEFAULT_PRIOR_NGRAMS, DEFAULT_TEMPERATURE,
+                                                     DEFAULT_MIN_TOKENS) else ""
+            print(f"{weight + star:<12}{n0 if weight == 'normalized' else '':>5}{temp:>7.3g}{mt:>8}"
+                  f"{kl_red(texts):>9.4f}{r.ess:>10.1f}{prefixes(r.id):>9}{r.tokens:>10,}")
     return 0
 
 

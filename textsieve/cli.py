@@ -33,13 +33,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     _setup_logging(getattr(args, "verbose", 0), getattr(args, "quiet", False))
-    from textsieve.io.errors import InputError
-    from textsieve.signals.resources import ResourceError
-    from textsieve.stages.annotate import AnnotateError
+    from textsieve.errors import TextsieveError
 
     try:
         return args.func(args)
-    except (InputError, ResourceError, AnnotateError, ValueError, FileNotFoundError) as exc:
+    except (TextsieveError, ValueError, FileNotFoundError) as exc:
         print(f"textsieve: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -4,4 +4,4 @@
 from __future__ import annotations
 
 COMMAND_MODULES = ("annotate", "dedup", "select", "dsir", "learn", "eval", "train", "models", "export", "signals",
-                   "resources", "sample")
+                   "resources", "sample", "run", "report")

@@ -28,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
                          lang_field=args.lang_field, text_field=args.text_field, id_field=args.id_field,
                          on_error=args.on_error, workers=args.workers, resources=args.resources,
                          batch_size=args.batch_size, overwrite=args.overwrite, progress=not args.quiet,
-                         models=parse_models(args.model))
+                         models=parse_models(args.model), executor=args.executor, address=args.address)
     res = run_annotate(cfg)
     if not args.quiet:
         rate = res.documents / res.seconds if res.seconds else 0.0
@@ -66,4 +66,10 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    help="word-list folder (else $TEXTSIEVE_RESOURCES, else the one `textsieve resources add` filled)")
     a.add_argument("--batch-size", type=int, default=500, help="documents per work unit")
     a.add_argument("--overwrite", action="store_true", help="recompute shards that already exist")
+    a.add_argument("--executor", choices=("local", "ray"), default="local",
+                   help="local process pool (default), or Ray actors (pip install 'textsieve[ray]'); "
+                        "same output either way")
+    a.add_argument("--address", default=None, metavar="ADDR",
+                   help="with --executor ray: the Ray cluster to join ('auto', or host:port); default: start "
+                        "a local Ray with all cores (or --workers)")
     a.set_defaults(func=run)

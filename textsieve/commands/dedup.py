@@ -23,7 +23,8 @@ def run_fuzzy(args: argparse.Namespace) -> int:
 
     res = run(FuzzyConfig(directory=args.dir, thresholds=args.threshold or [0.8], bands=args.bands,
                           verify=args.verify, keep=args.keep, memory=args.memory, workers=args.workers or 1,
-                          tmp_dir=args.tmp_dir, overwrite=args.overwrite, progress=not args.quiet))
+                          tmp_dir=args.tmp_dir, overwrite=args.overwrite, progress=not args.quiet,
+                          executor=args.executor, address=args.address))
     if not args.quiet:
         if res.skipped:
             print(f"dedup fuzzy: already done with this configuration ({res.output}); --overwrite to redo",
@@ -89,6 +90,10 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     f.add_argument("--memory", **mem)
     f.add_argument("--workers", type=int, default=1, help="processes for re-reading texts (default 1)")
     f.add_argument("--tmp-dir", default=None, metavar="DIR", help="local folder for partition files")
+    f.add_argument("--executor", choices=("local", "ray"), default="local",
+                   help="local, or Ray: banding + grouping as a distributed shuffle (same output)")
+    f.add_argument("--address", default=None, metavar="ADDR",
+                   help="with --executor ray: Ray cluster to join; default: start a local Ray")
     f.add_argument("--overwrite", action="store_true", help="recompute even if the output is up to date")
     f.set_defaults(func=run_fuzzy)
 

@@ -57,7 +57,8 @@ def run_resample_cmd(args: argparse.Namespace) -> int:
     from textsieve.select.dsir import resample
 
     r = resample(args.directory, parse_targets(args.dsir), k=args.k, tokens=args.tokens, replace=args.replace,
-                 seed=args.seed, temperature=args.temperature, weight=args.weight, min_tokens=args.min_tokens)
+                 seed=args.seed, temperature=args.temperature, weight=args.weight, min_tokens=args.min_tokens,
+                 prior_ngrams=args.prior_ngrams)
     out = r.summary()
     sources = Counter(str(i).split("/", 1)[0] for i in r.id)
     out["sources"] = len(sources)
@@ -77,7 +78,7 @@ def run_resample_cmd(args: argparse.Namespace) -> int:
 
 def add_resample_options(p: argparse.ArgumentParser) -> None:
     """Sampling options shared with `textsieve select --dsir` (call it to keep them identical)."""
-    from textsieve.select.dsir import DEFAULT_MIN_TOKENS, DEFAULT_TEMPERATURE, WEIGHTS
+    from textsieve.select.dsir import DEFAULT_MIN_TOKENS, DEFAULT_PRIOR_NGRAMS, DEFAULT_TEMPERATURE, WEIGHTS
 
     g = p.add_mutually_exclusive_group(required=True)
     g.add_argument("--k", type=int, help="number of documents to draw")
@@ -88,8 +89,11 @@ def add_resample_options(p: argparse.ArgumentParser) -> None:
                    help=f"divides the log weights: lower -> closer to top-k, higher -> closer to uniform "
                         f"(default {DEFAULT_TEMPERATURE})")
     p.add_argument("--weight", choices=WEIGHTS, default="normalized",
-                   help="normalized: mean log ratio per n-gram (default); raw: the reference's sum, which "
-                        "grows with length and makes sampling top-k")
+                   help="normalized: log ratio per n-gram, shrunk by --prior-ngrams (default); raw: the "
+                        "reference's sum, which grows with length and makes sampling top-k")
+    p.add_argument("--prior-ngrams", type=float, default=DEFAULT_PRIOR_NGRAMS,
+                   help=f"normalized weight = sum of log ratios / (n-grams + this): short documents need "
+                        f"stronger evidence; 0 = plain mean (default {DEFAULT_PRIOR_NGRAMS})")
     p.add_argument("--min-tokens", type=int, default=DEFAULT_MIN_TOKENS,
                    help=f"documents with fewer tokens are never drawn (default {DEFAULT_MIN_TOKENS}; reference 100)")
 

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from textsieve.select.dsir import DEFAULT_MIN_TOKENS, DEFAULT_TEMPERATURE
+from textsieve.select.dsir import DEFAULT_MIN_TOKENS, DEFAULT_PRIOR_NGRAMS, DEFAULT_TEMPERATURE
 
 
 def _parse_dsir(spec: str) -> list[tuple[str, float]]:
@@ -49,7 +49,7 @@ def run_select_cmd(args: argparse.Namespace) -> int:
 
             res = resample(args.directory, dsir, k=args.k, tokens=args.tokens, replace=args.replace,
                            seed=args.seed, temperature=args.temperature, weight=args.dsir_weight,
-                           min_tokens=args.min_tokens)
+                           min_tokens=args.min_tokens, prior_ngrams=args.prior_ngrams)
             summary = res.summary()
             print(json.dumps(summary, indent=2, default=float) if args.json else
                   "\n".join(f"{k}: {v}" for k, v in summary.items()))
@@ -58,7 +58,7 @@ def run_select_cmd(args: argparse.Namespace) -> int:
         raise ValueError("--output DIR is required unless --dry-run")
     cfg = SelectConfig(directory=args.directory, output=args.output, recipe=recipe, dsir=dsir, k=args.k,
                        tokens=args.tokens, replace=args.replace, seed=args.seed, temperature=args.temperature,
-                       min_tokens=args.min_tokens,
+                       min_tokens=args.min_tokens, prior_ngrams=args.prior_ngrams,
                        dsir_weight=args.dsir_weight, format=args.format, overwrite=args.overwrite,
                        workers=args.workers, threads=args.threads, progress=not args.quiet)
     res = run_select(cfg)
@@ -109,13 +109,17 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     d.add_argument("--tokens", type=int, default=None, help="token budget to draw instead of --k")
     d.add_argument("--replace", action="store_true", help="draw with replacement (a document may repeat)")
     d.add_argument("--seed", type=int, default=0)
-    d.add_argument("--temperature", type=float, default=DEFAULT_TEMPERATURE,
-                   help=f"divides the log weights: lower is closer to top-k, higher to uniform "
-                        f"(default {DEFAULT_TEMPERATURE})")
-    d.add_argument("--min-tokens", type=int, default=DEFAULT_MIN_TOKENS,
-                   help=f"documents with fewer tokens are never drawn (default {DEFAULT_MIN_TOKENS})")
+    d.add_argument("--temperature", type=float, default=None,
+                   help="divides the log weights: lower is closer to top-k, higher to uniform "
+                        "(default: DSIR's, as in `textsieve dsir resample --help`)")
+    d.add_argument("--min-tokens", type=int, default=None,
+                   help="documents with fewer tokens are never drawn (default: DSIR's)")
     d.add_argument("--dsir-weight", default="normalized", choices=("normalized", "raw"),
-                   help="per-n-gram mean log ratio (default) or the reference's length-scaled sum")
+                   help="per-n-gram log ratio, shrunk by --prior-ngrams (default), or the reference's "
+                        "length-scaled sum")
+    d.add_argument("--prior-ngrams", type=float, default=DEFAULT_PRIOR_NGRAMS,
+                   help=f"normalized weight = sum of log ratios / (n-grams + this); 0 = plain mean "
+                        f"(default {DEFAULT_PRIOR_NGRAMS})")
     s.set_defaults(func=run_select_cmd)
 
     r = sub.add_parser("recipes", parents=[common], help="list bundled selection recipes (rule language in --help)",

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-from numba import njit
 
 from textsieve.dedup.partitions import ROW
 
@@ -57,41 +56,42 @@ def band_values(arr: pa.Array | pa.ChunkedArray, where: str) -> tuple[np.ndarray
     return valid, values
 
 
-@njit(cache=True, inline="always")
-def _mix(z):
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
+_M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
+_S30, _S27, _S31 = np.uint64(30), np.uint64(27), np.uint64(31)
+_C1, _C2, _C3 = np.uint64(0x9E3779B97F4A7C15), np.uint64(0xD1B54A32D192ED03), np.uint64(0xC2B2AE3D27D4EB4F)
 
 
-@njit(cache=True, nogil=True)
-def _band_keys(values, docs, out_h1, out_h2, out_doc):
-    n, bands, rows = values.shape
-    i = 0
-    for d in range(n):
-        for k in range(bands):
-            h1 = _mix(np.uint64(0x9E3779B97F4A7C15) + np.uint64(k))
-            h2 = _mix(np.uint64(0xD1B54A32D192ED03) ^ np.uint64(k))
-            for j in range(rows):
-                v = np.uint64(values[d, k, j])
-                h1 = _mix(h1 ^ v)
-                h2 = _mix(h2 + v * np.uint64(0xC2B2AE3D27D4EB4F))
-            out_h1[i] = h1
-            out_h2[i] = h2
-            out_doc[i] = docs[d]
-            i += 1
+def _mix(z: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser on a uint64 array, in place (uint64 arithmetic wraps)."""
+    z ^= z >> _S30
+    z *= _M1
+    z ^= z >> _S27
+    z *= _M2
+    z ^= z >> _S31
+    return z
 
 
 def band_rows(values: np.ndarray, docs: np.ndarray) -> np.ndarray:
-    """Partition-table rows (h1, h2, doc) for every band of every document in `values`."""
+    """Partition-table rows (h1, h2, doc) for every band of every document in `values`,
+    document-major (row d * bands + k). Vectorised over documents and bands, one pass per band
+    row: no numba, so a `dedup` process does not pay for loading a JIT."""
     n, bands = values.shape[0], (values.shape[1] if values.ndim == 3 else 0)
     rows = np.empty(n * bands, dtype=ROW)
-    if n * bands:
-        h1 = np.empty(n * bands, dtype=np.uint64)
-        h2 = np.empty(n * bands, dtype=np.uint64)
-        doc = np.empty(n * bands, dtype=np.uint64)
-        _band_keys(np.ascontiguousarray(values), np.ascontiguousarray(docs, dtype=np.uint64), h1, h2, doc)
-        rows["h1"], rows["h2"], rows["doc"] = h1, h2, doc
+    if n * bands == 0:
+        return rows
+    k = np.arange(bands, dtype=np.uint64)
+    h1 = np.broadcast_to(_mix(_C1 + k), (n, bands)).copy()
+    h2 = np.broadcast_to(_mix(_C2 ^ k), (n, bands)).copy()
+    v = np.empty((n, bands), dtype=np.uint64)
+    for j in range(values.shape[2]):
+        v[...] = values[:, :, j]
+        h1 ^= v
+        _mix(h1)
+        v *= _C3
+        h2 += v
+        _mix(h2)
+    rows["h1"], rows["h2"] = h1.ravel(), h2.ravel()
+    rows["doc"] = np.repeat(np.asarray(docs, dtype=np.uint64), bands)
     return rows
 
 

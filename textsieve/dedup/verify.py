@@ -7,8 +7,9 @@ true Jaccard of the shingle sets MinHash was defined on (normalized words §3.3,
 
 from __future__ import annotations
 
-from textsieve.dedup.minhash import NGRAM
 from textsieve.text.normalize import normalize
+
+NGRAM = 13  # = textsieve.dedup.minhash.NGRAM (§7.1); not imported from there, which loads numba
 
 
 def shingles(text: str, ngram: int = NGRAM) -> frozenset[str]:

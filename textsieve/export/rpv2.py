@@ -34,7 +34,7 @@ def export_rpv2(directory: str, output: str) -> int:
     out_fs, out_path = fsspec.core.url_to_fs(output)
     n = 0
     with atomic_open(out_fs, out_path, "wb") as raw:
-        fh = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) if out_path.endswith(".gz") else raw
+        fh = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") if out_path.endswith(".gz") else raw
         for path in paths:
             with fs.open(path, "rb") as src:
                 pf = pq.ParquetFile(src)

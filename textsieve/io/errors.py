@@ -15,10 +15,12 @@ Location conventions:
 
 from __future__ import annotations
 
+from textsieve.errors import TextsieveError
+
 from dataclasses import dataclass
 
 
-class InputError(Exception):
+class InputError(TextsieveError):
     """Bad input; the message always names the file and the line/record.
 
     `location` and `reason` hold the two halves of the message when the error was raised by the

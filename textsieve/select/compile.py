@@ -27,6 +27,7 @@ from textsieve.select.recipe import (REDUCTIONS, Between, Binary, Call, Col, In,
                                      RecipeError, Rule, Unary, columns_of)
 
 KEY_COLUMNS = ("id", "shard", "row")
+END = '"end"'  # the span field `end` is an SQL keyword
 MODEL_ATTRS = ("predict",)
 
 
@@ -45,6 +46,15 @@ def lit(value: object) -> str:
     if isinstance(value, float):
         return f"CAST({value!r} AS DOUBLE)"
     return "'" + str(value).replace("'", "''") + "'"
+
+
+def element_field(element: str, name: str) -> str:
+    """SQL of field `name` (already quoted if needed) of a line element. A zipped element
+    (`_x[k]`) is NULL where list_zip padded a shorter list, and DuckDB 2.0 extracts stale values
+    from such a NULL struct inside a list lambda, so the NULL is tested explicitly."""
+    if element == "_x":
+        return f"{element}.{name}"
+    return f"(CASE WHEN {element} IS NULL THEN NULL ELSE {element}.{name} END)"
 
 
 @dataclass(frozen=True)
@@ -152,8 +162,10 @@ class _Compiler:
     """AST -> SQL for one rule. `line` (column -> SQL of its element) set: inside a per-line
     context, i.e. the body of a list comprehension over the line spans."""
 
-    def __init__(self, schema: Schema, rule: Rule, models: dict[str, object]):
+    def __init__(self, schema: Schema, rule: Rule, models: dict[str, object],
+                 reduce: Callable[[Call], str | None] | None = None):
         self.schema, self.rule, self.models = schema, rule, models
+        self.reduce = reduce  # see compile_recipe
         self.used: set[str] = set()  # relation aliases needed
 
     def fail(self, msg: str) -> RecipeError:
@@ -263,7 +275,7 @@ class _Compiler:
                 raise self.fail(f"{name!r} is a line-level signal (one score per line); reduce it with "
                                 f"{', '.join(f'{r}(...)' for r in REDUCTIONS)}, e.g. 'mean({name}) > 0.5', "
                                 f"or cut lines with a 'line: ...' rule")
-            return f"{line[name]}.score", "num" if col.numeric() else "any"
+            return element_field(line[name], "score"), "num" if col.numeric() else "any"
         if col.kind == "other" and not any_kind:
             raise self.fail(f"column {name!r} ({col.type}) can only be tested with 'is null' / 'is not null'")
         t = col.type
@@ -311,6 +323,12 @@ class _Compiler:
             raise self.fail(f"{f}() cannot be nested inside a line context")
         rng, env = self.iterate(line_cols)
         body, t = self.expr(args[0], env)
+        if f not in ("count", "frac"):
+            self.want(t, "num", f)
+        if self.reduce is not None:
+            name = self.reduce(n)
+            if name is not None:
+                return f"a.{q(name)}", "num"
         if f in ("count", "frac"):
             if t not in ("bool", "any", "null"):
                 # count(col): lines with a known score
@@ -355,11 +373,17 @@ class Compiled:
         return f"[{cond} for _x in {self.line_source}]"
 
     def line_lengths_sql(self) -> str:
-        return f"[{self.line_anchor}.\"end\" - {self.line_anchor}.start for _x in {self.line_source}]"
+        a = self.line_anchor
+        return f"[{element_field(a, END)} - {element_field(a, 'start')} for _x in {self.line_source}]"
 
 
-def compile_recipe(recipe: Recipe, schema: Schema, models: dict[str, object] | None = None) -> Compiled:
-    """Check every rule against `schema` and translate it. Raises RecipeError naming the rule."""
+def compile_recipe(recipe: Recipe, schema: Schema, models: dict[str, object] | None = None,
+                   reduce: Callable[[Call], str | None] | None = None) -> Compiled:
+    """Check every rule against `schema` and translate it. Raises RecipeError naming the rule.
+
+    `reduce`, if given, is asked for every (checked) line reduction such as `frac(...)`; when it
+    returns a column name, the reduction compiles to that column of `a` instead of a DuckDB
+    list comprehension (the funnel precomputes such columns in NumPy, see `linefast`)."""
     models = models if models is not None else load_models(recipe)
     doc, line, relations = {}, {}, {"a"}
     line_cols: list[str] = []  # every line column of every line rule: iterated together
@@ -372,7 +396,7 @@ def compile_recipe(recipe: Recipe, schema: Schema, models: dict[str, object] | N
         line_cols += [n for n in used if n not in line_cols]
     source, env = (None, {})
     for rule in recipe.rules:
-        c = _Compiler(schema, rule, models)
+        c = _Compiler(schema, rule, models, reduce)
         node = rule.node
         if rule.line:
             if source is None:

@@ -1,12 +1,16 @@
 """The dry-run funnel: what each rule removes, alone and cumulatively in recipe order.
 
-All figures come from one aggregate DuckDB query over the attribute columns; no text is read.
-Characters are document lengths (the `end` of a doc-level span). For a line rule, "removed
-documents" are documents left without any line, and "removed characters" are the characters of
-the lines it cuts (plus those of documents dropped earlier, for the cumulative figure).
+All figures are counts and sums of one aggregate query over the attribute columns; no text is
+read. Characters are document lengths (`ts_length`, or the `end` of a doc-level span). For a
+line rule, "removed documents" are documents left without any line, and "removed characters"
+are the characters of the lines it cuts (plus those of documents dropped earlier, for the
+cumulative figure).
 
 Line rules are evaluated once per line into a small bit mask (bit j = line rule j passes);
-each alone/cumulative figure is then a cheap masked sum over the line lengths.
+each alone/cumulative figure is then a cheap masked sum over the line lengths. When every rule
+reads annotate's own shards, line rules and line reductions are computed in NumPy from the
+Arrow buffers (`funnel_fast`, `linefast`) and the same query runs per batch over the results:
+decoding span lists in DuckDB list comprehensions costs 3-5x more.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 
 import duckdb
 
-from textsieve.select.compile import Compiled, compile_recipe, read_schema
+from textsieve.select.compile import Compiled, compile_recipe, q, read_schema
 from textsieve.select.recipe import Recipe
 
 
@@ -69,27 +73,39 @@ class Funnel:
         return "\n".join(lines)
 
 
-def funnel_sql(c: Compiled) -> tuple[str, list[tuple[str, str]]]:
-    """The aggregate query and the (figure, rule) order of its output columns."""
+def line_masks(c: Compiled) -> tuple[dict[str, int], list[int]]:
+    """Bit of each line rule (recipe order) and the bit sets whose kept characters the funnel
+    needs: each rule alone and every prefix of the line rules."""
+    line_bit = {n: 1 << j for j, n in enumerate(n for n in c.order if n in c.line_rules)}
+    masks: set[int] = set()
+    acc = 0
+    for n in c.order:
+        if n in line_bit:
+            masks.add(line_bit[n])
+            acc |= line_bit[n]
+            masks.add(acc)
+    return line_bit, sorted(masks)
+
+
+def funnel_sql(c: Compiled, source: str | None = None, precomputed: bool = False) -> tuple[str, list[tuple[str, str]]]:
+    """The aggregate query and the (figure, rule) order of its output columns. `source` replaces
+    the FROM clause (it must be aliased `a`); with `precomputed`, the kept characters of each
+    line mask come from columns `__ts_k<mask>` of `a` (see `linefast`) instead of SQL."""
     names = c.order
     doc_idx = {n: i for i, n in enumerate(n for n in names if n in c.doc_rules)}
-    line_bit = {n: 1 << j for j, n in enumerate(n for n in names if n in c.line_rules)}
+    line_bit, masks = line_masks(c)
     base = [f"{c.schema.length_sql} AS _len"]
     base += [f"coalesce({c.doc_rules[n]}, FALSE) AS _d{i}" for n, i in doc_idx.items()]
-    masks: set[int] = set()
-    if line_bit:
+    mid = ["_len"] + [f"_d{i}" for i in doc_idx.values()]
+    if line_bit and precomputed:
+        base += [f'a."__ts_k{b}" AS _k{b}' for b in masks]
+        mid += [f"_k{b}" for b in masks]
+    elif line_bit:
         bits = " + ".join(f"(CASE WHEN coalesce({c.line_rules[n]}, FALSE) THEN {b} ELSE 0 END)"
                           for n, b in line_bit.items())
         base.append(f"[{bits} for _x in {c.line_source}] AS _lm")
         base.append(f"{c.line_lengths_sql()} AS _ll")
-        acc = 0
-        for n in names:
-            if n in line_bit:
-                masks.add(line_bit[n])
-                acc |= line_bit[n]
-                masks.add(acc)
-    mid = ["_len"] + [f"_d{i}" for i in doc_idx.values()]
-    mid += [f"coalesce(list_sum(list_where(_ll, [(_m & {b}) = {b} for _m in _lm])), 0) AS _k{b}" for b in sorted(masks)]
+        mid += [f"coalesce(list_sum(list_where(_ll, [(_m & {b}) = {b} for _m in _lm])), 0) AS _k{b}" for b in masks]
 
     aggs, cols = ["count(*)", "coalesce(sum(_len), 0)"], [("total", ""), ("total_chars", "")]
     doc_acc: list[str] = []
@@ -108,7 +124,7 @@ def funnel_sql(c: Compiled) -> tuple[str, list[tuple[str, str]]]:
         aggs += [f"count(*) - count_if({survive})",
                  f"coalesce(sum(_len), 0) - coalesce(sum({kept}) FILTER (WHERE {survive}), 0)"]
         cols += [("alone", n), ("chars_alone", n), ("cum", n), ("chars_cum", n)]
-    sql = (f"WITH base AS (SELECT {', '.join(base)} FROM {c.from_sql()}), "
+    sql = (f"WITH base AS (SELECT {', '.join(base)} FROM {source or c.from_sql()}), "
            f"mid AS (SELECT {', '.join(mid)} FROM base) SELECT {', '.join(aggs)} FROM mid")
     return sql, cols
 
@@ -123,10 +139,16 @@ def connect(threads: int | None = None) -> duckdb.DuckDBPyConnection:
 def compute_funnel(directory: str, recipe: Recipe, threads: int | None = None) -> Funnel:
     """Dry-run `recipe` over the annotate folder `directory` (attribute columns only)."""
     t0 = time.perf_counter()
-    compiled = compile_recipe(recipe, read_schema(directory))
-    sql, cols = funnel_sql(compiled)
-    row = connect(threads).execute(sql).fetchone()
-    vals = dict(zip(cols, (int(v or 0) for v in row)))
+    schema = read_schema(directory)
+    compiled = compile_recipe(recipe, schema)
+    if compiled.relations == {"a"} and uses_lines(compiled):
+        from textsieve.select.funnel_fast import fast_funnel_values
+
+        vals = fast_funnel_values(recipe, schema, threads)
+    else:
+        sql, cols = funnel_sql(compiled)
+        row = connect(threads).execute(sql).fetchone()
+        vals = dict(zip(cols, (int(v or 0) for v in row)))
     total, total_chars = vals[("total", "")], vals[("total_chars", "")]
     rules = []
     by_name = {r.name: r for r in recipe.rules}
@@ -136,3 +158,9 @@ def compute_funnel(directory: str, recipe: Recipe, threads: int | None = None) -
     last = rules[-1]
     return Funnel(recipe.name, total, total_chars, total - last.removed_cumulative,
                   total_chars - last.chars_removed_cumulative, rules, time.perf_counter() - t0)
+
+
+def uses_lines(c: Compiled) -> bool:
+    """Whether a recipe touches line-level span lists (what the NumPy path speeds up)."""
+    return bool(c.line_rules) or any(col.kind == "line" and f"a.{q(col.name)}" in sql
+                                     for sql in c.doc_rules.values() for col in c.schema.columns.values())

@@ -33,10 +33,10 @@ import pyarrow as pa
 
 from textsieve.io.atomic import AtomicParquetWriter, atomic_open
 from textsieve.io.attributes import attribute_shards, read_shard_meta, source_documents
-from textsieve.select.compile import Compiled, compile_recipe, lit, read_schema
+from textsieve.select.compile import END, Compiled, compile_recipe, element_field, lit, read_schema
 from textsieve.select.funnel import connect
 from textsieve.select.recipe import Recipe
-from textsieve.select.dsir import DEFAULT_MIN_TOKENS, DEFAULT_TEMPERATURE
+from textsieve.select.dsir import DEFAULT_MIN_TOKENS, DEFAULT_PRIOR_NGRAMS, DEFAULT_TEMPERATURE
 
 FORMATS = ("jsonl.gz", "parquet")
 SUMMARY = "selection.json"
@@ -62,6 +62,7 @@ class SelectConfig:
     seed: int = 0
     temperature: float = DEFAULT_TEMPERATURE
     min_tokens: int = DEFAULT_MIN_TOKENS
+    prior_ngrams: float = DEFAULT_PRIOR_NGRAMS
     dsir_weight: str = "normalized"
     format: str = "jsonl.gz"
     overwrite: bool = False
@@ -103,8 +104,8 @@ def selection_sql(c: Compiled) -> str:
     cols = ["a.shard AS shard", 'a."row" AS "row"', "a.id AS id", f"{c.schema.length_sql} AS _len"]
     if not c.line_rules:
         return f"SELECT {', '.join(cols)} FROM {c.from_sql()} WHERE {' AND '.join(conds)} ORDER BY 1, 2"
-    cols += [f"[{c.line_anchor}.start for _x in {c.line_source}] AS _st",
-             f"[{c.line_anchor}.\"end\" for _x in {c.line_source}] AS _en",
+    cols += [f"[{element_field(c.line_anchor, 'start')} for _x in {c.line_source}] AS _st",
+             f"[{element_field(c.line_anchor, END)} for _x in {c.line_source}] AS _en",
              f"{c.line_mask_sql(list(c.line_rules))} AS _keep"]
     inner = f"SELECT {', '.join(cols)} FROM {c.from_sql()} WHERE {' AND '.join(conds)}"
     return (f"SELECT shard, \"row\", id, _len, list_where(_st, _keep) AS starts, list_where(_en, _keep) AS ends "
@@ -187,7 +188,7 @@ def write_shard(task: _Task) -> tuple[str, int, int]:
             raise
         writer.close()
     else:
-        with atomic_open(fs, task.final) as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
+        with atomic_open(fs, task.final) as raw, gzip.GzipFile(filename="", fileobj=raw, mode="wb", mtime=0) as gz:
             for rec in docs():
                 gz.write(json.dumps(rec, ensure_ascii=False).encode("utf-8") + b"\n")
                 records += 1
@@ -208,7 +209,7 @@ def _table(batch: list[dict[str, Any]]) -> pa.Table:
 def _fingerprint(cfg: SelectConfig, inputs: list[dict]) -> str:
     what = {"recipe": cfg.recipe.fingerprint() if cfg.recipe else None, "format": cfg.format,
             "dsir": [cfg.dsir, cfg.k, cfg.tokens, cfg.replace, cfg.seed, cfg.temperature, cfg.dsir_weight,
-                     cfg.min_tokens]
+                     cfg.min_tokens, cfg.prior_ngrams]
             if cfg.dsir else None, "inputs": inputs}
     return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
@@ -243,7 +244,8 @@ def _selected(cfg: SelectConfig) -> tuple[dict[str, dict], dict | None, list[str
     from textsieve.select.dsir import resample
 
     res = resample(cfg.directory, cfg.dsir, k=cfg.k, tokens=cfg.tokens, replace=cfg.replace, seed=cfg.seed,
-                   temperature=cfg.temperature, weight=cfg.dsir_weight, min_tokens=cfg.min_tokens)
+                   temperature=cfg.temperature, weight=cfg.dsir_weight, min_tokens=cfg.min_tokens,
+                   prior_ngrams=cfg.prior_ngrams)
     out = {}
     order = np.lexsort((res.row.astype(np.int64), res.shard.astype(str)))
     for s in dict.fromkeys(res.shard[order].tolist()):
@@ -253,7 +255,7 @@ def _selected(cfg: SelectConfig) -> tuple[dict[str, dict], dict | None, list[str
                   "counts": res.count[idx].astype(np.int64)}
     summary = res.summary() | {"targets": cfg.dsir, "k": cfg.k, "tokens_requested": cfg.tokens, "replace": cfg.replace,
                                "seed": cfg.seed, "temperature": cfg.temperature, "weight": cfg.dsir_weight,
-                               "min_tokens": cfg.min_tokens}
+                               "min_tokens": cfg.min_tokens, "prior_ngrams": cfg.prior_ngrams}
     return out, summary, [f"dsir_{n}" for n, _ in cfg.dsir]
 
 

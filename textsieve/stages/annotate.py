@@ -9,6 +9,8 @@ only when complete, and a re-run skips shards whose output exists with the same 
 
 from __future__ import annotations
 
+from textsieve.errors import TextsieveError
+
 import hashlib
 import json
 import logging
@@ -57,6 +59,8 @@ class AnnotateConfig:
     overwrite: bool = False
     progress: bool = True
     models: dict[str, str] = field(default_factory=dict)  # --model NAME=PATH, in order
+    executor: str = "local"  # "local" process pool, or "ray" (actors on a Ray cluster)
+    address: str | None = None  # Ray cluster address; None = start a local Ray with all cores
 
 
 @dataclass
@@ -69,7 +73,7 @@ class AnnotateResult:
     seconds: float = 0.0
 
 
-class AnnotateError(RuntimeError):
+class AnnotateError(TextsieveError, RuntimeError):
     """A problem with the run itself (not with one input record)."""
 
 
@@ -231,8 +235,8 @@ def run_annotate(cfg: AnnotateConfig) -> AnnotateResult:
     setup = WorkerSetup(signals, with_minhash, dict(lists.stop_words), dict(lists.bad_words), plan.models,
                         plan.signals, plan.lang_model)
     schema = output_schema(signals, with_minhash, load_models(plan.models)[1], plan.signals)
-    workers = cfg.workers or default_workers()
-    if workers > 1 and todo:
+    mapper, workers = _executor(cfg)
+    if (workers > 1 or cfg.executor == "ray") and todo:
         warm_up(setup)
     progress = Progress("annotate", total_bytes=sum(s.size for s in todo), enabled=cfg.progress)
     readers: dict[str, ShardReader] = {}
@@ -249,7 +253,7 @@ def run_annotate(cfg: AnnotateConfig) -> AnnotateResult:
     done_bytes = 0
     shard_by_rel = {s.rel: s for s in todo}
     try:
-        for task, batch in ordered_map(annotate_batch, tasks(), workers=workers, initializer=init_worker,
+        for task, batch in mapper(annotate_batch, tasks(), workers=workers, initializer=init_worker,
                                        initargs=(setup,)):
             if task.shard != current:
                 current = task.shard
@@ -275,6 +279,7 @@ def run_annotate(cfg: AnnotateConfig) -> AnnotateResult:
                 writer = None
                 done_bytes += shard_by_rel[current].size
                 result.shards_written.append(current)
+                log.info("%s: done, %d document(s)", current, n_docs)
                 result.documents += n_docs
                 result.skipped_records += len(skipped)
                 if skipped:
@@ -290,6 +295,23 @@ def run_annotate(cfg: AnnotateConfig) -> AnnotateResult:
     result.seconds = time.perf_counter() - start
     _write_summary(fs, root, cfg, result, fingerprint)
     return result
+
+
+def _executor(cfg: AnnotateConfig):
+    """(ordered map function, workers) for `cfg.executor`; both keep the same ordered contract,
+    so the output does not depend on the executor."""
+    if cfg.executor not in ("local", "ray"):
+        raise AnnotateError(f"--executor must be 'local' or 'ray', not {cfg.executor!r}")
+    if cfg.executor == "local":
+        if cfg.address:
+            raise AnnotateError("--address is for --executor ray")
+        return ordered_map, cfg.workers or default_workers()
+    from functools import partial
+
+    from textsieve.exec.ray_exec import cluster_cpus, ray_ordered_map
+
+    workers = cfg.workers or cluster_cpus(cfg.address)
+    return partial(ray_ordered_map, address=cfg.address), workers
 
 
 def output_rel(shard_rel: str) -> str:

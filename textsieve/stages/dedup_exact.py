@@ -175,7 +175,7 @@ def run_exact(cfg: ExactConfig) -> ExactResult:
                 f"disk {disk} of key partitions + ids; memory budget {budget / 1e6:,.1f} MB")
         print(f"dedup exact: {docs} in {len(sources)} shard(s), normalize={cfg.normalize}; {need}", file=sys.stderr)
 
-    progress = Progress("dedup exact", sum(s.size for s in sources) if not counted else n_known or 1,
+    progress = Progress("dedup exact [hash]", sum(s.size for s in sources) if not counted else n_known or 1,
                         enabled=cfg.progress)
     work = tempfile.mkdtemp(prefix="textsieve-dedup-exact-", dir=cfg.tmp_dir)
     result = ExactResult(output=set_dir)
@@ -233,7 +233,12 @@ def run_exact(cfg: ExactConfig) -> ExactResult:
 def _finish_exact(cfg, sources, work, writer, max_rows, set_root, fs, info, n_docs, summary) -> int:
     import pyarrow.parquet as pq
     grouper = Grouper(f"{work}/keys", max_rows)
-    grouper.group_partitions(writer.close())
+    parts = writer.close()
+    progress = Progress("dedup exact [group]", sum(n for _, n in parts), enabled=cfg.progress, unit="keys")
+    for part in parts:  # one partition at a time, so the line shows the pass moving
+        grouper.group_partitions([part])
+        progress.update(part[1], progress._bytes + part[1])
+    progress.close()
     nodes, label = components(grouper.all_edges())
     nodes = nodes.astype(np.int64)
     rep = nodes[label]  # union by smaller index: the label is the group's first (smallest) ordinal
@@ -247,7 +252,9 @@ def _finish_exact(cfg, sources, work, writer, max_rows, set_root, fs, info, n_do
         if hi > lo:
             rep_ii[lo:hi] = id_ints(b.column("id").take(pa.array(reps[lo:hi] - starts[i])))
     group = rep_ii[np.searchsorted(reps, rep)]
+    progress = Progress("dedup exact [write]", n_docs, enabled=cfg.progress)
     for i, b in enumerate(bases):
+        progress.update(b.num_rows, progress._bytes + b.num_rows)
         lo, hi = np.searchsorted(nodes, [starts[i], starts[i + 1]])
         n = b.num_rows
         g = np.zeros(n, dtype=np.uint64)
@@ -260,6 +267,7 @@ def _finish_exact(cfg, sources, work, writer, max_rows, set_root, fs, info, n_do
         _write(set_root, fs, sources[i].rel, b.column("id"), b.column("shard"), b.column("row"),
                {"dup_exact_group": pa.array(g, pa.uint64(), mask=~hit), "dup_exact_size": pa.array(s, pa.int64()),
                 "dup_exact_keep": pa.array(keep, pa.bool_())}, info)
+    progress.close()
     removed = int((nodes != rep).sum())
     summary.update(n_groups=int(reps.shape[0]), n_docs_in_groups=int(nodes.shape[0]), n_removed=removed,
                    duplicate_fraction=removed / n_docs if n_docs else 0.0)

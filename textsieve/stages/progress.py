@@ -1,25 +1,36 @@
 """One live progress line per stage: documents, docs/s and an ETA.
 
 The ETA comes from input bytes consumed (compressed sizes are known up front, document counts
-are not), the rate from documents. Drawn with tqdm on stderr; disabled by `--quiet`.
+are not), the rate from documents. Drawn with tqdm on stderr; disabled by `--quiet`. A stage
+with several passes (dedup: scan, group, write) shows the current pass in its label
+(`dedup fuzzy [group t0.8]`), one line per pass.
+
+Test hook: `TEXTSIEVE_TEST_DELAY_PER_BATCH=SECONDS` sleeps in every `update`, i.e. once per
+batch of every stage, so tests can interrupt a run at a point where some work is finished.
+It is read here and nowhere else.
 """
 
 from __future__ import annotations
 
+import os
 import time
 
 from tqdm import tqdm
 
+DELAY_ENV = "TEXTSIEVE_TEST_DELAY_PER_BATCH"
+
 
 class Progress:
-    def __init__(self, stage: str, total_bytes: int, enabled: bool = True):
+    def __init__(self, stage: str, total_bytes: int, enabled: bool = True, unit: str = "docs"):
         self.docs = 0
         self._start = time.perf_counter()
         self._bar = tqdm(total=max(total_bytes, 1), desc=f"{stage}:", unit="B", unit_scale=True,
                          disable=not enabled, dynamic_ncols=True, leave=True,
                          bar_format="{desc} {percentage:3.0f}%|{bar:20}| [{elapsed}<{remaining}]")
         self._stage = stage
+        self._unit = unit
         self._bytes = 0
+        self._delay = float(os.environ.get(DELAY_ENV) or 0)
 
     def update(self, docs: int, bytes_done: int) -> None:
         """Record `docs` more documents and the total input bytes consumed so far."""
@@ -27,8 +38,11 @@ class Progress:
         delta = max(0, bytes_done - self._bytes)
         self._bytes += delta
         rate = self.docs / max(time.perf_counter() - self._start, 1e-9)
-        self._bar.set_description_str(f"{self._stage}: {self.docs:,} docs, {rate:,.0f} docs/s", refresh=False)
+        self._bar.set_description_str(f"{self._stage}: {self.docs:,} {self._unit}, {rate:,.0f} {self._unit}/s",
+                                      refresh=False)
         self._bar.update(delta)
+        if self._delay:
+            time.sleep(self._delay)
 
     def close(self) -> None:
         self._bar.close()

@@ -1,0 +1,198 @@
+"""Run textsieve's shard-parallel work on Ray, with the local pool's contract.
+
+`ray_ordered_map` is a drop-in for `textsieve.exec.local.ordered_map`: it yields (task, result)
+in task order, keeps at most `max_pending` tasks in flight (memory stays bounded however large
+the input), and runs `initializer(*initargs)` once per worker process. Workers are Ray actors,
+one per worker, because annotate's per-process state (word-list tables, loaded models) is
+expensive to build and must not be rebuilt per task, which plain Ray tasks would do.
+
+Fault tolerance: actors are created without Ray-side restarts or retries, and the driver owns
+recovery. When an actor dies (killed, out of memory, node lost) every task it held is resubmitted
+to a fresh actor, which runs the initializer again. Each task's result is taken exactly once,
+in order, so a lost worker loses nothing and duplicates nothing.
+
+Ray is optional (`pip install textsieve[ray]`); importing this module does not import Ray.
+
+Test hook: with `TEXTSIEVE_TEST_KILL_TASK=N` in the driver's environment, the worker process
+that runs the N-th task (0-based, counted per call) exits with `os._exit(1)` the first time, as a
+real crash would; a marker file makes it happen only once per call (so the retry succeeds).
+"""
+
+from __future__ import annotations
+
+from textsieve.errors import TextsieveError
+
+import logging
+import os
+import shutil
+import tempfile
+from collections import deque
+from typing import Any, Callable, Iterable, Iterator, TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+log = logging.getLogger("textsieve.ray")
+
+KILL_ENV = "TEXTSIEVE_TEST_KILL_TASK"
+MAX_ATTEMPTS = 4  # a task whose worker died this many times is an error, not bad luck
+EXECUTORS = ("local", "ray")
+
+
+class RayUnavailable(TextsieveError, RuntimeError):
+    """`--executor ray` was asked for but Ray is not installed or cannot be reached."""
+
+
+def require_ray():
+    """Import Ray or explain how to get it."""
+    try:
+        import ray
+    except ImportError as exc:
+        raise RayUnavailable("--executor ray needs Ray, which is not installed: pip install 'textsieve[ray]' "
+                             "(or pip install ray), or use --executor local") from exc
+    return ray
+
+
+def ensure_ray(address: str | None = None, num_cpus: int | None = None):
+    """Connect to the Ray cluster at `address` ('auto' = the one `ray start` made on this machine),
+    or start a local one with `num_cpus` (default: all cores); reuse an existing connection."""
+    ray = require_ray()
+    if ray.is_initialized():
+        return ray
+    try:
+        if address:
+            ray.init(address=address, include_dashboard=False, log_to_driver=False)
+        else:
+            from textsieve.exec.local import default_workers
+
+            ray.init(num_cpus=num_cpus or default_workers(), include_dashboard=False, log_to_driver=False)
+    except ConnectionError as exc:
+        raise RayUnavailable(f"--address {address}: cannot connect to a Ray cluster there ({exc})") from exc
+    return ray
+
+
+def cluster_cpus(address: str | None = None) -> int:
+    """CPUs of the Ray cluster (connecting or starting it): the default number of workers."""
+    ray = ensure_ray(address)
+    return max(1, int(ray.cluster_resources().get("CPU", 1)))
+
+
+def kill_marker_dir() -> tuple[int | None, str | None]:
+    """(task number, fresh marker folder) when the crash test hook is on, else (None, None)."""
+    value = os.environ.get(KILL_ENV)
+    if not value:
+        return None, None
+    try:
+        n = int(value)
+    except ValueError as exc:
+        raise ValueError(f"{KILL_ENV}={value!r}: expected a task number") from exc
+    return n, tempfile.mkdtemp(prefix="textsieve-kill-")
+
+
+def maybe_die(marker: str | None) -> None:
+    """In a worker: exit hard if this task carries the crash marker and it was not used yet."""
+    if marker is None:
+        return
+    try:
+        fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        return
+    os.close(fd)
+    os._exit(1)
+
+
+class _Worker:
+    """One worker process: initialised once, then runs `fn` on task after task."""
+
+    def __init__(self, fn: Callable, initializer: Callable | None, initargs: tuple):
+        self.fn = fn
+        if initializer is not None:
+            initializer(*initargs)
+
+    def run(self, task: Any, marker: str | None) -> Any:
+        maybe_die(marker)
+        return self.fn(task)
+
+
+def ray_ordered_map(fn: Callable[[T], R], tasks: Iterable[T], *, workers: int,
+                    initializer: Callable[..., Any] | None = None, initargs: tuple = (),
+                    address: str | None = None, max_pending: int | None = None) -> Iterator[tuple[T, R]]:
+    """Yield (task, fn(task)) in task order, computing up to `workers` tasks at once on Ray actors.
+
+    `fn`, `initializer`, tasks and results must be picklable (module-level functions and plain
+    data), exactly as for the local process pool."""
+    ray = ensure_ray(address, num_cpus=workers if not address else None)
+    from ray.exceptions import RayActorError
+
+    available = max(1, int(ray.cluster_resources().get("CPU", 1)))
+    if workers > available:  # more actors than CPUs would never all start: ordered results would hang
+        log.warning("Ray cluster has %d CPU(s); using %d workers instead of %d", available, available, workers)
+        workers = available
+    workers = max(1, workers)
+    limit = max_pending or 2 * workers
+    actor_cls = ray.remote(num_cpus=1, max_restarts=0, max_task_retries=0)(_Worker)
+    init_ref = ray.put(initargs)  # shared by every (re)started actor, shipped once
+
+    def new_actor():
+        return actor_cls.remote(fn, initializer, init_ref)
+
+    actors = [new_actor() for _ in range(workers)]
+    load = [0] * workers
+    kill_n, kill_dir = kill_marker_dir()
+    # pending entries: [task, actor slot, object ref, attempts]; deque order = task order
+    pending: deque[list] = deque()
+
+    def submit(entry: list, marker: str | None = None) -> None:
+        slot = min(range(workers), key=lambda k: load[k])
+        load[slot] += 1
+        entry[1] = slot
+        entry[2] = actors[slot].run.remote(entry[0], marker)
+
+    def replace(slot: int) -> None:
+        """The actor in `slot` died: start a fresh one and move all its tasks there (or elsewhere)."""
+        try:
+            ray.kill(actors[slot], no_restart=True)
+        except Exception:  # already gone
+            pass
+        actors[slot] = new_actor()
+        load[slot] = 0
+        for entry in pending:
+            if entry[1] == slot:
+                entry[3] += 1
+                if entry[3] >= MAX_ATTEMPTS:
+                    raise RuntimeError(f"a task failed {entry[3]} times because its Ray worker died; giving up")
+                submit(entry)
+
+    def take_head() -> tuple[T, R]:
+        while True:
+            entry = pending[0]
+            try:
+                result = ray.get(entry[2])
+            except RayActorError as exc:
+                if getattr(exc, "actor_init_failed", False):  # the initializer raised: not a crash
+                    raise
+                log.warning("Ray worker died; resubmitting its %d task(s) to a fresh worker",
+                            sum(1 for e in pending if e[1] == entry[1]))
+                replace(entry[1])
+                continue
+            pending.popleft()
+            load[entry[1]] -= 1
+            return entry[0], result
+
+    try:
+        for seq, task in enumerate(tasks):
+            entry = [task, -1, None, 0]
+            pending.append(entry)
+            submit(entry, os.path.join(kill_dir, "died") if seq == kill_n else None)
+            while len(pending) >= limit:
+                yield take_head()
+        while pending:
+            yield take_head()
+    finally:
+        for actor in actors:
+            try:
+                ray.kill(actor, no_restart=True)
+            except Exception:  # pragma: no cover - already gone
+                pass
+        if kill_dir:
+            shutil.rmtree(kill_dir, ignore_errors=True)

@@ -1,0 +1,288 @@
+"""Run a pipeline file: annotate -> dedup (exact, fuzzy) -> DSIR fits -> select, resumably.
+
+Resume rules (a run may be killed at any moment and re-run with the same command):
+* annotate skips every attribute shard that exists (shards are published atomically, so a
+  partial shard never has its final name);
+* every later stage has a state file `OUT/.state/<stage>.json` holding a key of its config and
+  of everything upstream (annotate shards, earlier stages' keys, DSIR target files). It is
+  written as "running" before the stage starts and "done" after. A stage whose key matches a
+  "done" state and whose outputs exist is skipped; one interrupted while running is resumed
+  through the stage's own per-shard resume; one whose config or upstream changed is redone.
+* the resolved config `OUT/pipeline.resolved.yaml` has no timestamps (identical on every run);
+  timings go to `OUT/pipeline.run.json`, the only file that differs between runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import fsspec
+import yaml
+
+from textsieve import __version__
+from textsieve.io.atomic import atomic_open
+from textsieve.pipeline.config import PipelineConfig, PipelineConfigError
+from textsieve.pipeline.stages import attrs_dir, build, executor_support, selected_dir
+
+log = logging.getLogger("textsieve.pipeline")
+
+RESOLVED = "pipeline.resolved.yaml"
+RUN_LOG = "pipeline.run.json"
+STATE_DIR = ".state"
+#: config fields that change how a stage runs, not what it writes (left out of state keys)
+NOT_CONTENT = {"progress", "workers", "threads", "tmp_dir", "memory", "memory_mb", "executor", "address",
+               "overwrite", "batch_size"}
+
+
+@dataclass
+class StageRecord:
+    name: str
+    status: str  # ran | skipped
+    seconds: float = 0.0
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class PipelineResult:
+    output: str
+    stages: list[StageRecord] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def input_fingerprints(inputs: list[str], mode: str = "stat") -> list[dict[str, Any]]:
+    """Per input file: path, size and mtime (`stat`) or a SHA-256 of its bytes (`content`)."""
+    from textsieve.io.paths import expand_inputs
+
+    out = []
+    for shard in expand_inputs(inputs):
+        for path in shard.members or (shard.path,):
+            fs, p = fsspec.core.url_to_fs(path)
+            info = fs.info(p)
+            rec: dict[str, Any] = {"path": path, "size": int(info.get("size") or 0)}
+            if mode == "content":
+                h = hashlib.sha256()
+                with fs.open(p, "rb") as fh:
+                    for chunk in iter(lambda: fh.read(1 << 20), b""):
+                        h.update(chunk)
+                rec["sha256"] = h.hexdigest()
+            else:
+                mtime = info.get("mtime", info.get("LastModified", info.get("created")))
+                rec["mtime"] = float(mtime) if isinstance(mtime, (int, float)) else str(mtime)
+            out.append(rec)
+    return out
+
+
+def resolved_document(cfg: PipelineConfig) -> dict[str, Any]:
+    """The config with defaults filled, absolute paths, input fingerprints and the version."""
+    data = json.loads(json.dumps(cfg.data, default=str))
+    ann = data["annotate"]
+    if ann.get("resources") is None:  # record the word lists actually found, for an exact repeat
+        from textsieve.signals.resources import resolve_resources_dir
+
+        found = resolve_resources_dir(None)
+        ann["resources"] = str(found) if found else None
+    source = cfg.source if cfg.source.startswith("<") else str(Path(cfg.source).resolve())
+    data["provenance"] = {"textsieve_version": __version__, "pipeline_file": source,
+                          "fingerprint_mode": cfg.data["fingerprint"],
+                          "inputs": input_fingerprints(cfg.data["inputs"], cfg.data["fingerprint"])}
+    return data
+
+
+def _check_provenance(cfg: PipelineConfig, now: dict[str, Any], fs, out_root: str) -> None:
+    """Refuse to continue in a folder (or from a resolved file) whose inputs have changed."""
+    claims = []
+    given = cfg.data.get("provenance")
+    if given:
+        claims.append(("the resolved pipeline file", given))
+        if given.get("textsieve_version") != __version__:
+            log.warning("%s was resolved by textsieve %s, this is %s: outputs may differ", cfg.source,
+                        given.get("textsieve_version"), __version__)
+    path = f"{out_root}/{RESOLVED}"
+    if fs.exists(path) and not cfg.data["overwrite"]:
+        old = yaml.safe_load(fs.cat_file(path)) or {}
+        claims.append((path, old.get("provenance") or {}))
+    for where, prov in claims:
+        if prov.get("fingerprint_mode", "stat") != now["fingerprint_mode"]:
+            continue
+        before = {r["path"]: r for r in prov.get("inputs", [])}
+        after = {r["path"]: r for r in now["inputs"]}
+        changed = sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
+        if changed:
+            raise PipelineConfigError(
+                f"the inputs differ from those recorded in {where} ({len(changed)} file(s), e.g. {changed[0]}: "
+                f"{before.get(changed[0])} -> {after.get(changed[0])}); set overwrite: true or use another output")
+
+
+def _key(*parts: Any) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _content(stage_cfg: Any) -> dict[str, Any]:
+    d = asdict(stage_cfg)
+    if d.get("recipe") is not None:
+        d["recipe"] = stage_cfg.recipe.fingerprint()
+    return {k: v for k, v in d.items() if k not in NOT_CONTENT}
+
+
+def _annotate_key(attrs: str) -> str:
+    """What downstream stages depend on: every annotate shard's name, size and config fingerprint."""
+    from textsieve.io.attributes import attribute_shards, read_shard_meta
+
+    fs, paths = attribute_shards(attrs)
+    return _key([(p.rsplit("/", 1)[-1], fs.size(p), read_shard_meta(fs, p).get("fingerprint")) for p in sorted(paths)])
+
+
+class _States:
+    """The `OUT/.state/<stage>.json` files."""
+
+    def __init__(self, fs, out_root: str):
+        self.fs, self.root = fs, f"{out_root}/{STATE_DIR}"
+
+    def read(self, name: str) -> dict[str, Any]:
+        path = f"{self.root}/{name.replace(':', '_')}.json"
+        return json.loads(self.fs.cat_file(path)) if self.fs.exists(path) else {}
+
+    def write(self, name: str, doc: dict[str, Any]) -> None:
+        with atomic_open(self.fs, f"{self.root}/{name.replace(':', '_')}.json", "w") as fh:
+            json.dump(doc, fh, sort_keys=True)
+
+
+def _outputs_complete(name: str, cfg: PipelineConfig) -> bool:
+    """Does stage `name` have all its outputs (one file per annotate shard plus its summary)?"""
+    from textsieve.io.attributes import attribute_set_dir, attribute_shards
+
+    attrs = attrs_dir(cfg)
+    fs, paths = attribute_shards(attrs)
+    root = fsspec.core.url_to_fs(attrs)[1].rstrip("/")
+    rels = [p[len(root) + 1:] for p in paths]
+    if name == "select":
+        out = fsspec.core.url_to_fs(selected_dir(cfg))[1].rstrip("/")
+        fmt = cfg.data["select"]["format"]
+        if not fs.exists(f"{out}/selection.json") or json.loads(fs.cat_file(f"{out}/selection.json")).get(
+                "status") != "done":
+            return False
+        return all(fs.exists(f"{out}/{r[:-len('.parquet')]}.{fmt}") for r in rels)
+    set_name = {"dedup_exact": "dedup_exact", "dedup_fuzzy": "dedup_fuzzy"}.get(name, name.replace(":", "_"))
+    set_root = fsspec.core.url_to_fs(attribute_set_dir(attrs, set_name))[1].rstrip("/")
+    summary_ok = name.startswith("dsir:") or fs.exists(f"{set_root}/summary.json")
+    return summary_ok and all(fs.exists(f"{set_root}/{r}") for r in rels)
+
+
+def _remove_leftovers(fs, out_root: str) -> None:
+    """Delete temporary files a killed run left behind (`.NAME.tmp-PID-...`, see io.atomic):
+    they never count as finished, and one run at a time owns an output folder."""
+    from textsieve.io.atomic import TMP_MARK
+
+    for path in fs.find(out_root):
+        name = path.rsplit("/", 1)[-1]
+        if name.startswith(".") and TMP_MARK in name:
+            log.debug("removing %s, left by an interrupted run", path)
+            fs.rm(path)
+
+
+def _say(quiet: bool, text: str) -> None:
+    if not quiet:
+        print(f"textsieve run: {text}", file=sys.stderr, flush=True)
+
+
+def run_pipeline(cfg: PipelineConfig, *, quiet: bool = False) -> PipelineResult:
+    """Run (or resume) every stage of the pipeline; see the module doc."""
+    t0 = time.perf_counter()
+    supported = executor_support(cfg)
+    fs, out_root = fsspec.core.url_to_fs(cfg.output)
+    out_root = out_root.rstrip("/")
+    resolved = resolved_document(cfg)
+    _check_provenance(cfg, resolved["provenance"], fs, out_root)
+    fs.makedirs(out_root, exist_ok=True)
+    _remove_leftovers(fs, out_root)
+    with atomic_open(fs, f"{out_root}/{RESOLVED}", "w") as fh:
+        yaml.safe_dump(resolved, fh, sort_keys=False, allow_unicode=True)
+    result = PipelineResult(cfg.output)
+    states = _States(fs, out_root)
+    progress = not quiet
+    names = cfg.stages()
+    keys: dict[str, str] = {}
+    for i, name in enumerate(names, 1):
+        label = f"[{i}/{len(names)}] {name.replace('_', ' ')}"
+        if cfg.data["executor"] == "ray" and not supported.get(name.split(":")[0], False):
+            log.info("%s: no Ray path for this stage; it runs on the local pool", name)
+        start = time.perf_counter()
+        if name == "annotate":
+            _say(quiet, label)
+            from textsieve.stages.annotate import run_annotate
+
+            res = run_annotate(build(cfg, "annotate", progress=progress))
+            keys["annotate"] = _annotate_key(attrs_dir(cfg))
+            for rel in res.shards_skipped:
+                log.info("annotate: skipped %s (already annotated)", rel)
+            rec = StageRecord(name, "ran" if res.shards_written else "skipped", time.perf_counter() - start,
+                              {"documents_this_run": res.documents, "shards_written": len(res.shards_written),
+                               "shards_skipped": len(res.shards_skipped)})
+            _say(quiet, f"annotate: {len(res.shards_written)} shard(s) written ({res.documents:,} docs), "
+                        f"{len(res.shards_skipped)} already done")
+            result.stages.append(rec)
+            continue
+        stage_name, _, fit = name.partition(":")
+        index = next(j for j, f in enumerate(cfg.data["dsir"]) if f["name"] == fit) if fit else None
+        probe = build(cfg, stage_name, progress=progress, index=index)
+        upstream = [keys["annotate"]]
+        if stage_name == "select":
+            upstream += [keys[n] for n in names if n not in ("annotate", "select")]
+        if stage_name == "dsir":
+            upstream.append(input_fingerprints(probe.targets, cfg.data["fingerprint"]))
+        key = _key(name, _content(probe), upstream)
+        keys[name] = key
+        old = states.read(name)
+        if old.get("key") == key and old.get("status") == "done" and _outputs_complete(name, cfg) \
+                and not cfg.data["overwrite"]:
+            log.info("%s: skipped (done with this configuration and inputs)", name)
+            _say(quiet, f"{label}: already done")
+            result.stages.append(StageRecord(name, "skipped"))
+            continue
+        # redo from scratch when the config or upstream changed (or a redo was interrupted)
+        redo = cfg.data["overwrite"] or (bool(old) and (old.get("key") != key or old.get("redo", False)))
+        if redo and old:
+            log.info("%s: configuration or upstream changed since the last run: redoing it", name)
+        states.write(name, {"key": key, "status": "running", "redo": redo})
+        _say(quiet, label)
+        detail = _run_stage(cfg, stage_name, index, progress, redo)
+        states.write(name, {"key": key, "status": "done", "redo": False})
+        result.stages.append(StageRecord(name, "ran", time.perf_counter() - start, detail))
+        _say(quiet, f"{name.replace('_', ' ')}: " + ", ".join(f"{k} {v}" for k, v in detail.items()))
+    result.seconds = time.perf_counter() - t0
+    with atomic_open(fs, f"{out_root}/{RUN_LOG}", "w") as fh:  # timings live here and only here
+        json.dump({"version": __version__, "seconds": result.seconds,
+                   "stages": [asdict(s) for s in result.stages]}, fh, indent=1)
+    return result
+
+
+def _run_stage(cfg: PipelineConfig, stage: str, index: int | None, progress: bool, redo: bool) -> dict[str, Any]:
+    c = build(cfg, stage, progress=progress, index=index, overwrite=True if redo else None)
+    if stage == "dedup_exact":
+        from textsieve.stages.dedup_exact import run_exact
+
+        r = run_exact(c)
+        return {"documents": r.documents, "duplicates": r.removed}
+    if stage == "dedup_fuzzy":
+        from textsieve.stages.dedup import run_fuzzy
+
+        r = run_fuzzy(c)
+        return {f"t{t}": s["n_removed"] for t, s in r.summary["thresholds"].items()} | {"resumed": r.skipped}
+    if stage == "dsir":
+        from textsieve.select.dsir_fit import run_fit
+
+        r = run_fit(c)
+        return {"documents": r.documents, "shards_written": len(r.shards_written),
+                "shards_skipped": len(r.shards_skipped)}
+    from textsieve.select.materialize import run_select
+
+    r = run_select(c)
+    return {"selected": r.documents, "pool": r.pool, "shards_written": len(r.shards_written),
+            "shards_skipped": len(r.shards_skipped)}

@@ -1,0 +1,110 @@
+"""Turn a validated pipeline file into the stage config dataclasses the stages already take.
+
+The pipeline never re-implements a stage: it fills `AnnotateConfig`, `ExactConfig`,
+`FuzzyConfig`, `DsirFitConfig` and `SelectConfig` (own section + shared keys + the fields the
+output layout fixes) and calls the stage's `run_*` function, exactly as the CLI does.
+
+Output layout: `OUT/attrs/` (annotate shards and the `_dedup_*`, `_dsir_*` sets beside them),
+`OUT/selected/` (the selection), `OUT/pipeline.resolved.yaml`.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import fields
+from typing import Any
+
+from textsieve.pipeline.config import STAGES, PipelineConfig, PipelineConfigError, StageSpec, parse_dsir_targets
+
+ATTRS = "attrs"
+SELECTED = "selected"
+SPECS = {s.name: s for s in STAGES}
+
+
+def attrs_dir(cfg: PipelineConfig) -> str:
+    return f"{cfg.output.rstrip('/')}/{ATTRS}"
+
+
+def selected_dir(cfg: PipelineConfig) -> str:
+    return f"{cfg.output.rstrip('/')}/{SELECTED}"
+
+
+def _get(data: dict[str, Any], dotted: str) -> Any:
+    node: Any = data
+    for part in dotted.split("."):
+        node = node[part]
+    return node
+
+
+def _section(data: dict[str, Any], spec: StageSpec, index: int | None) -> dict[str, Any]:
+    if spec.section.endswith("[]"):
+        return data[spec.section[:-2]][index or 0]
+    return _get(data, spec.section)
+
+
+def derived_values(cfg: PipelineConfig, name: str, progress: bool) -> dict[str, Any]:
+    """The fields the output layout fixes, per stage (see `StageSpec.derived`)."""
+    attrs = attrs_dir(cfg)
+    return {"annotate": {"output": attrs},
+            "dedup_exact": {"inputs": [attrs], "output": attrs},
+            "dedup_fuzzy": {"directory": attrs},
+            "dsir": {"raw": attrs},
+            "select": {"directory": attrs, "output": selected_dir(cfg)}}[name] | {"progress": progress}
+
+
+def build(cfg: PipelineConfig, name: str, *, progress: bool = True, index: int | None = None,
+          overwrite: bool | None = None) -> Any:
+    """The stage config dataclass of stage `name` (for `dsir`, the fit number `index`)."""
+    spec = SPECS[name]
+    data = cfg.data
+    own = dict(_section(data, spec, index))
+    kw: dict[str, Any] = {}
+    for f in fields(spec.cls):
+        if f.name in spec.derived:
+            continue
+        kw[f.name] = _get(data, spec.shared_fields()[f.name]) if f.name in spec.shared_fields() else own[f.name]
+    kw.update(derived_values(cfg, name, progress))
+    if "workers" in kw and kw["workers"] is None:
+        kw["workers"] = data["workers"]
+    if overwrite is not None and "overwrite" in kw:
+        kw["overwrite"] = overwrite
+    if name == "annotate":
+        kw["models"] = dict(kw["models"] or {})
+    if name == "select":
+        kw["recipe"] = _recipe(cfg, kw["recipe"])
+        if kw["dsir"] is not None:
+            kw["dsir"] = parse_dsir_targets(kw["dsir"], "select.dsir")
+    return spec.cls(**kw)
+
+
+def _recipe(cfg: PipelineConfig, value: Any):
+    from textsieve.select.recipe import Recipe, RecipeError, load_recipe
+
+    if value is None:
+        return None
+    try:
+        if isinstance(value, dict):
+            return Recipe.from_dict(value, name=str(value.get("name", "pipeline")), base=cfg.base)
+        return load_recipe(value)
+    except RecipeError as exc:
+        raise PipelineConfigError(f"{cfg.source}: select.recipe: {exc}") from None
+
+
+def executor_support(cfg: PipelineConfig) -> dict[str, bool]:
+    """Which stages run on the chosen executor. With `executor: ray`, fail early and clearly when
+    Ray support is missing; stages whose config has no executor field run locally."""
+    if cfg.data["executor"] == "local":
+        return {}
+    spec = importlib.util.find_spec("textsieve.exec.ray_exec")
+    if spec is None:
+        raise PipelineConfigError("executor: ray: Ray support is not installed in this textsieve "
+                                  "(textsieve.exec.ray_exec is missing); use executor: local")
+    from textsieve.exec import ray_exec
+
+    if not hasattr(ray_exec, "ray_ordered_map"):
+        raise PipelineConfigError("executor: ray: this textsieve's Ray support has no ray_ordered_map; "
+                                  "use executor: local")
+    if importlib.util.find_spec("ray") is None:
+        raise PipelineConfigError("executor: ray needs Ray, which is not installed: "
+                                  "pip install 'textsieve[ray]' (or pip install ray), or use executor: local")
+    return {s.name: "executor" in {f.name for f in fields(s.cls)} for s in STAGES}

@@ -1,0 +1,39 @@
+"""How the stage commands' CLI options map onto the stage config fields, hence onto the
+pipeline file (`tests/test_pipeline.py` checks every option and every field mechanically)."""
+
+from __future__ import annotations
+
+from textsieve.pipeline.config import STAGES
+
+
+#: The stage commands whose options the pipeline file mirrors: stage -> command path.
+CLI_COMMANDS = {"annotate": ("annotate",), "dedup_exact": ("dedup", "exact"), "dedup_fuzzy": ("dedup", "fuzzy"),
+                "dsir": ("dsir", "fit"), "select": ("select",)}
+#: CLI option (argparse dest) -> config field, where the names differ.
+CLI_RENAMES = {"annotate": {"model": "models"}, "dedup_fuzzy": {"dir": "directory", "threshold": "thresholds"},
+               "dsir": {"target": "targets", "model": "model_path"}, "*": {"quiet": "progress"}}
+#: CLI options with no config field, and why.
+CLI_ONLY = {"verbose": "log level of one invocation (`textsieve run -v`)",
+            "command": "argparse: the subcommand name", "mode": "argparse: the dedup subcommand name",
+            "dsir_command": "argparse: the dsir subcommand name", "func": "argparse: the handler",
+            "dry_run": "`select --dry-run` prints a funnel; the pipeline has `textsieve run --dry-run`",
+            "json": "how a single command prints its summary; the pipeline writes pipeline.run.json"}
+#: Config fields that are YAML keys without a CLI option yet, and why (kept short on purpose).
+YAML_ONLY = {("dsir", "memory_mb"): "`dsir fit` has no --memory-mb option; the n-gram cache budget is API/YAML only"}
+
+
+def cli_field(stage: str, dest: str) -> str | None:
+    """The config field a CLI option of `stage` fills (None: CLI-only, see CLI_ONLY)."""
+    if dest in CLI_ONLY:
+        return None
+    return CLI_RENAMES.get(stage, {}).get(dest) or CLI_RENAMES["*"].get(dest) or dest
+
+
+def yaml_path(stage: str, name: str) -> str | None:
+    """Where field `name` of stage `stage` lives in the pipeline file (None: derived)."""
+    spec = next(s for s in STAGES if s.name == stage)
+    if name in spec.derived:
+        return None
+    if name in spec.shared_fields():
+        return spec.shared_fields()[name]
+    return f"{spec.section.replace('[]', '[0]')}.{name}"

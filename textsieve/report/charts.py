@@ -1,0 +1,171 @@
+"""Inline SVG charts for the report, drawn in Python.
+
+Why SVG from Python: the page must open offline and look the same everywhere, with no
+JavaScript library to ship; SVG text is small, scales, and hovering a bar shows its `<title>`.
+Every chart is an `<svg class="chart">` so the page's check script can confirm it drew.
+"""
+
+from __future__ import annotations
+
+import math
+from html import escape
+from typing import Sequence
+
+from textsieve.report.collect import Histogram, Threshold
+
+W, H = 560, 220
+ML, MR, MT, MB = 58, 16, 26, 44  # margins: left (y labels), right, top (threshold labels), bottom (x labels)
+BAR = "#4c78a8"
+BAR_OUT = "#b8c4d4"  # bins a threshold removes
+THRESH = "#d62728"
+
+
+def fmt(x: float) -> str:
+    """A short, readable number: 12,345 / 0.153 / 1.2e-05."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "–"
+    if x == int(x) and abs(x) < 1e15:
+        return f"{int(x):,}"
+    ax = abs(x)
+    if ax >= 1000:
+        return f"{x:,.0f}"
+    if ax >= 10:
+        return f"{x:.1f}"
+    if ax >= 0.01:
+        return f"{x:.3g}"
+    return f"{x:.2g}"
+
+
+def nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
+    """Round tick values covering [lo, hi]."""
+    if hi <= lo:
+        return [lo]
+    raw = (hi - lo) / n
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+    start = math.ceil(lo / step - 1e-9) * step
+    out, t = [], start
+    while t <= hi + step * 1e-6:
+        out.append(round(t, 12))
+        t += step
+    return out
+
+
+def _svg_open(name: str, w: int = W, h: int = H, label: str = "") -> str:
+    return (f'<svg class="chart" data-chart="{escape(name)}" viewBox="0 0 {w} {h}" width="{w}" height="{h}" '
+            f'role="img" aria-label="{escape(label or name)}" xmlns="http://www.w3.org/2000/svg">')
+
+
+def histogram_svg(h: Histogram, thresholds: Sequence[Threshold] = (), name: str = "", x_label: str = "",
+                  y_label: str = "documents") -> str:
+    """Bars of `h` with y ticks, x ticks and the thresholds as red dashed lines. Bins a threshold
+    rejects are drawn pale, so the cut is visible at a glance."""
+    pw, ph = W - ML - MR, H - MT - MB
+    parts = [_svg_open(name, label=f"histogram of {x_label}")]
+    top = max(h.counts) if h.counts else 0
+    ranked = sorted(h.counts, reverse=True)
+    log = len(ranked) > 1 and ranked[0] > 10 * max(ranked[1], 1)  # one bar dwarfs the rest: log scale
+    if log:
+        y_label += " (log scale)"
+        ymax = 10 ** math.ceil(math.log10(top + 1))
+        ticks = [10 ** k for k in range(int(math.log10(ymax)) + 1)]
+
+        def yv(c: float) -> float:
+            return ph * math.log10(1 + c) / math.log10(1 + ymax)
+    else:
+        ymax = nice_ticks(0, top or 1, 4)[-1] if top else 1
+        ymax = max(ymax, top)
+        ticks = nice_ticks(0, ymax, 4)
+
+        def yv(c: float) -> float:
+            return ph * c / ymax
+    for t in ticks:
+        y = MT + ph - yv(t)
+        parts.append(f'<line x1="{ML}" x2="{ML + pw}" y1="{y:.1f}" y2="{y:.1f}" class="grid"/>')
+        parts.append(f'<text x="{ML - 6}" y="{y + 4:.1f}" class="tick" text-anchor="end">{fmt(t)}</text>')
+    n = len(h.counts)
+    if h.categorical:
+        slot = pw / max(n, 1)
+        for i, (v, c) in enumerate(zip(h.values, h.counts)):
+            x, bh = ML + i * slot, yv(c)
+            fill = BAR_OUT if any(not th.passes(v) for th in thresholds) else BAR
+            parts.append(f'<rect x="{x + slot * 0.12:.1f}" y="{MT + ph - bh:.1f}" width="{slot * 0.76:.1f}" '
+                         f'height="{bh:.1f}" fill="{fill}"><title>{escape(fmt(v))}: {c:,} {y_label}</title></rect>')
+            if n <= 24 or i % math.ceil(n / 12) == 0:
+                parts.append(f'<text x="{x + slot / 2:.1f}" y="{MT + ph + 15}" class="tick" '
+                             f'text-anchor="middle">{escape(fmt(v))}</text>')
+        pos = {v: ML + (i + 0.5) * slot for i, v in enumerate(h.values)}
+
+        def xpos(v: float) -> float | None:
+            if v in pos:
+                return pos[v]
+            below = [k for k in h.values if k < v]
+            above = [k for k in h.values if k > v]
+            if below and above:
+                return (pos[below[-1]] + pos[above[0]]) / 2
+            return None
+    else:
+        lo, hi = h.lo, h.hi
+        span = (hi - lo) or 1.0
+
+        def xpos(v: float) -> float | None:
+            return ML + pw * (v - lo) / span if lo <= v <= hi else None
+
+        bw = pw / max(n, 1)
+        for i, c in enumerate(h.counts):
+            a, b = lo + span * i / n, lo + span * (i + 1) / n
+            bh = yv(c)
+            mid = (a + b) / 2
+            fill = BAR_OUT if any(not th.passes(mid) for th in thresholds) else BAR
+            parts.append(f'<rect x="{ML + i * bw:.1f}" y="{MT + ph - bh:.1f}" width="{max(bw - 1, 0.5):.1f}" '
+                         f'height="{bh:.1f}" fill="{fill}"><title>[{fmt(a)}, {fmt(b)}): {c:,} {y_label}</title></rect>')
+        for t in nice_ticks(lo, hi, 6):
+            x = xpos(t)
+            if x is not None:
+                parts.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{MT + ph}" y2="{MT + ph + 4}" class="axis"/>')
+                parts.append(f'<text x="{x:.1f}" y="{MT + ph + 15}" class="tick" text-anchor="middle">{fmt(t)}</text>')
+    parts.append(f'<line x1="{ML}" x2="{ML + pw}" y1="{MT + ph}" y2="{MT + ph}" class="axis"/>')
+    parts.append(f'<line x1="{ML}" x2="{ML}" y1="{MT}" y2="{MT + ph}" class="axis"/>')
+    edge_notes = []
+    for th in thresholds:
+        x = xpos(th.value)
+        label = f"{th.op} {fmt(th.value)}"
+        if x is None:
+            edge_notes.append(label)
+            continue
+        parts.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{MT - 4}" y2="{MT + ph}" class="thresh"/>')
+        anchor = "end" if x > ML + pw * 0.8 else "start"
+        dx = -4 if anchor == "end" else 4
+        parts.append(f'<text x="{x + dx:.1f}" y="{MT + 6}" class="tlabel" text-anchor="{anchor}">'
+                     f'{escape(th.rule)}: {escape(label)}</text>')
+    if edge_notes:
+        parts.append(f'<text x="{ML + pw}" y="{MT - 10}" class="tlabel" text-anchor="end">'
+                     f'off-scale: {escape(", ".join(edge_notes))}</text>')
+    parts.append(f'<text x="{ML + pw / 2:.1f}" y="{H - 6}" class="axlabel" text-anchor="middle">{escape(x_label)}</text>')
+    parts.append(f'<text transform="translate(13,{MT + ph / 2:.1f}) rotate(-90)" class="axlabel" '
+                 f'text-anchor="middle">{escape(y_label)}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def funnel_svg(total: int, steps: Sequence[tuple[str, int, int]], name: str = "funnel") -> str:
+    """Horizontal bars: documents remaining after each rule (cumulative), with what it removed.
+    `steps` = (rule, remaining, removed_by_this_step)."""
+    row, lw, bw = 30, 190, 300
+    h = row * (len(steps) + 1) + 30
+    w = lw + bw + 200
+    parts = [_svg_open(name, w, h, "selection funnel")]
+    rows = [("all documents", total, 0)] + list(steps)
+    for i, (label, remaining, removed) in enumerate(rows):
+        y = 10 + i * row
+        frac = remaining / total if total else 0.0
+        parts.append(f'<text x="{lw - 8}" y="{y + 17}" class="flabel" text-anchor="end">{escape(label)}</text>')
+        parts.append(f'<rect x="{lw}" y="{y + 3}" width="{bw}" height="{row - 8}" fill="#eef1f5"/>')
+        parts.append(f'<rect x="{lw}" y="{y + 3}" width="{bw * frac:.1f}" height="{row - 8}" fill="{BAR if i else "#7f8c9d"}">'
+                     f'<title>{escape(label)}: {remaining:,} documents remain ({100 * frac:.1f}%)</title></rect>')
+        note = f"{remaining:,} ({100 * frac:.1f}%)" + (f"  −{removed:,}" if i else "")
+        parts.append(f'<text x="{lw + bw + 8}" y="{y + 17}" class="tick">{escape(note)}</text>')
+    parts.append(f'<text x="{lw + bw / 2}" y="{h - 6}" class="axlabel" text-anchor="middle">'
+                 f'documents remaining after each rule (cumulative, recipe order)</text>')
+    parts.append("</svg>")
+    return "".join(parts)

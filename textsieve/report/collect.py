@@ -1,0 +1,455 @@
+"""Statistics for the report, computed with DuckDB over the attribute Parquet (no text read,
+except the handful of example documents).
+
+Why DuckDB: every figure is an aggregate over one or two columns, which DuckDB reads with
+projection pushdown on all cores, so a report over millions of documents stays cheap. The
+recipe's thresholds come from its parsed rules (comparisons of a column or a reduction with a
+number); the funnel is `select --dry-run`'s `compute_funnel`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from textsieve.io.attributes import SCORE_SUFFIX, attribute_sets, attribute_shards, read_shard_meta, source_documents
+from textsieve.select.compile import Compiled, Schema, _Compiler, compile_recipe, lit, q, read_schema
+from textsieve.select.funnel import Funnel, compute_funnel
+from textsieve.select.recipe import (Between, Binary, Call, Col, In, IsNull, Lit, Node, Recipe, RecipeError, Rule,
+                                     Unary, columns_of, load_recipe)
+
+MAX_DISTINCT = 30  # integer signals with at most this many values get one bar per value
+BINS = 40
+_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
+_NEGATE = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """One `quantity <op> value` comparison of a rule: a document (or line) passes when it holds."""
+
+    rule: str
+    op: str
+    value: float
+    shade: bool = True  # False under `or` / `not between`: passing depends on more than this cut
+
+    def passes(self, v: float) -> bool:
+        if not self.shade:
+            return True
+        return {"<": v < self.value, "<=": v <= self.value, ">": v > self.value, ">=": v >= self.value,
+                "==": v == self.value, "!=": v != self.value}[self.op]
+
+
+@dataclass
+class Histogram:
+    total: int  # rows (documents or lines)
+    nulls: int
+    counts: list[int]
+    lo: float = 0.0
+    hi: float = 0.0
+    categorical: bool = False
+    values: list[float] = field(default_factory=list)  # categorical: the value of each bar
+    below: int = 0  # values left of lo (not drawn)
+    above: int = 0  # values right of hi (not drawn)
+    mean: float | None = None
+    median: float | None = None
+
+
+@dataclass
+class Quantity:
+    """A histogrammed quantity: a signal (doc- or line-level) or a rule's derived expression."""
+
+    name: str
+    label: str
+    unit: str  # "documents" or "lines"
+    hist: Histogram
+    thresholds: list[Threshold] = field(default_factory=list)
+    group: str = "signal"  # signal | derived | dsir
+
+
+@dataclass
+class Example:
+    id: str
+    values: dict[str, Any]
+    text: str = ""
+    lines: list[tuple[str, bool, dict[str, Any]]] | None = None  # line rules: (line, kept, line values)
+    shard: str = ""
+    row: int = 0
+
+
+@dataclass
+class RuleExamples:
+    rule: str
+    kind: str
+    condition: str
+    removed: list[Example]
+    kept: list[Example]
+
+
+@dataclass
+class ReportData:
+    run_dir: str
+    annotate_dir: str
+    documents: int
+    characters: int
+    recipe: Recipe | None
+    funnel: Funnel | None
+    signals: list[Quantity]
+    derived: list[Quantity]
+    dsir: list[Quantity]
+    dedup_fuzzy: dict | None
+    dedup_exact: dict | None
+    cluster_sizes: dict[str, Histogram]
+    examples: list[RuleExamples]
+    selection: dict | None
+    pipeline: str | None
+    sets: list[str]
+    notes: list[str] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------- locating the run
+
+def locate(run_dir: str, selection: str | None = None) -> tuple[str, str | None, str | None]:
+    """(annotate folder, select output folder or None, resolved pipeline file or None) of a run
+    folder: an annotate output (has annotate.json) or a `textsieve run` output (attrs/, selected/)."""
+    root = Path(run_dir)
+    if not root.is_dir():
+        raise FileNotFoundError(f"report: {run_dir} is not a folder")
+    if (root / "annotate.json").is_file():
+        ann = root
+    else:
+        found = sorted(p.parent for p in root.glob("*/annotate.json"))
+        if not found:
+            raise FileNotFoundError(f"report: {run_dir} has no annotate.json (neither an annotate output folder "
+                                    f"nor a `textsieve run` folder with attrs/annotate.json)")
+        ann = root / "attrs" if (root / "attrs" / "annotate.json").is_file() else found[0]
+    sel = None
+    if selection:
+        if not (Path(selection) / "selection.json").is_file():
+            raise FileNotFoundError(f"report: --selection {selection}: no selection.json there")
+        sel = selection
+    else:
+        cands = sorted(p.parent for p in root.glob("*/selection.json"))
+        if (root / "selected" / "selection.json").is_file():
+            sel = str(root / "selected")
+        elif cands:
+            sel = str(cands[0])
+    pipe = root / "pipeline.resolved.yaml"
+    return str(ann), sel, str(pipe) if pipe.is_file() else None
+
+
+def resolve_recipe(spec: str | None, selection: dict | None) -> Recipe | None:
+    """--recipe wins; else the recipe recorded in selection.json."""
+    if spec:
+        return load_recipe(spec)
+    if selection and selection.get("recipe"):
+        r = selection["recipe"]
+        return Recipe.from_dict(r, name=str(r.get("name", "recipe")))
+    return None
+
+
+# ---------------------------------------------------------------- thresholds
+
+def unparse(n: Node) -> str:
+    """Readable text of an expression (for chart titles)."""
+    if isinstance(n, Lit):
+        return repr(n.value) if isinstance(n.value, str) else str(n.value).lower() if isinstance(n.value, bool) \
+            else "null" if n.value is None else f"{n.value:g}"
+    if isinstance(n, Col):
+        return n.name
+    if isinstance(n, Call):
+        return f"{n.func}({', '.join(unparse(a) for a in n.args)})"
+    if isinstance(n, Unary):
+        return f"not {unparse(n.arg)}" if n.op == "not" else f"-{unparse(n.arg)}"
+    if isinstance(n, Binary):
+        return f"{unparse(n.left)} {n.op} {unparse(n.right)}"
+    if isinstance(n, Between):
+        return f"{unparse(n.arg)} {'not ' if n.negated else ''}between {unparse(n.low)} and {unparse(n.high)}"
+    if isinstance(n, In):
+        return f"{unparse(n.arg)} {'not ' if n.negated else ''}in [{', '.join(unparse(v) for v in n.values)}]"
+    if isinstance(n, IsNull):
+        return f"{unparse(n.arg)} is {'not ' if n.negated else ''}null"
+    return "?"
+
+
+def _num(n: Node) -> float | None:
+    if isinstance(n, Lit) and isinstance(n.value, (int, float)) and not isinstance(n.value, bool):
+        return float(n.value)
+    return None
+
+
+def comparisons(rule: Rule) -> list[tuple[Node, Threshold]]:
+    """(compared expression, threshold) for every `expr <op> number` / `expr between a and b` in
+    the rule. Under `not` the operator is negated; under `or` thresholds are not shaded."""
+    out: list[tuple[Node, Threshold]] = []
+
+    def walk(n: Node, neg: bool, shade: bool) -> None:
+        if isinstance(n, Unary) and n.op == "not":
+            walk(n.arg, not neg, shade)
+        elif isinstance(n, Binary) and n.op in ("and", "or"):
+            sub = shade and ((n.op == "and") != neg)  # `not (a and b)` behaves like an `or`
+            walk(n.left, neg, sub)
+            walk(n.right, neg, sub)
+        elif isinstance(n, Binary) and n.op in _FLIP:
+            left, right, op = n.left, n.right, n.op
+            if _num(left) is not None and _num(right) is None:
+                left, right, op = right, left, _FLIP[op]
+            v = _num(right)
+            if v is not None and _num(left) is None:
+                out.append((left, Threshold(rule.name, _NEGATE[op] if neg else op, v, shade)))
+        elif isinstance(n, Between):
+            lo, hi = _num(n.low), _num(n.high)
+            if lo is not None and hi is not None:
+                inside = not (n.negated ^ neg)
+                s = shade and inside
+                out.append((n.arg, Threshold(rule.name, ">=" if inside else "<", lo, s)))
+                out.append((n.arg, Threshold(rule.name, "<=" if inside else ">", hi, s)))
+
+    walk(rule.node, False, True)
+    return out
+
+
+# ---------------------------------------------------------------- histograms
+
+def histogram(con: duckdb.DuckDBPyConnection, values_sql: str, cuts: list[float] = ()) -> Histogram:
+    """Histogram of the column `v` of `values_sql`. Integer quantities with few values get one bar
+    per value; otherwise BINS equal bins over [min, 99.5th percentile] (extended to a threshold
+    that lies within reach), with what falls outside counted in `below`/`above`."""
+    src = f"(SELECT CAST(v AS DOUBLE) AS v FROM ({values_sql}) WHERE v IS NULL OR NOT isnan(CAST(v AS DOUBLE)))"
+    total, n, lo, hi, p_hi, mean, med, distinct, ints = con.execute(
+        f"SELECT count(*), count(v), min(v), max(v), approx_quantile(v, 0.995), avg(v), approx_quantile(v, 0.5), "
+        f"approx_count_distinct(v), bool_and(v = floor(v)) FROM {src}").fetchone()
+    h = Histogram(int(total), int(total - n), [], mean=mean, median=med)
+    if not n:
+        return h
+    if ints and distinct <= MAX_DISTINCT:
+        rows = con.execute(f"SELECT v, count(*) FROM {src} WHERE v IS NOT NULL GROUP BY v ORDER BY v").fetchall()
+        if len(rows) <= MAX_DISTINCT:
+            h.categorical, h.values, h.counts = True, [float(r[0]) for r in rows], [int(r[1]) for r in rows]
+            return h
+    top = p_hi if p_hi is not None and p_hi > lo else hi
+    for c in cuts:
+        if top < c <= hi and c <= lo + 3 * (top - lo):
+            top = c + (c - lo) * 0.05
+    if top <= lo:
+        top = lo + 1.0
+    if ints and top - lo >= BINS:  # integer bins: whole-number edges
+        top = lo + math.ceil((top - lo) / BINS) * BINS
+    width = (top - lo) / BINS
+    rows = con.execute(
+        f"SELECT least(CAST(floor((v - {lo!r}) / {width!r}) AS BIGINT), {BINS - 1}) AS b, count(*) FROM {src} "
+        f"WHERE v IS NOT NULL AND v <= {top!r} GROUP BY b").fetchall()
+    counts = [0] * BINS
+    for b, c in rows:
+        counts[int(b)] += int(c)
+    h.counts, h.lo, h.hi = counts, float(lo), float(top)
+    h.above = int(n - sum(counts))
+    return h
+
+
+def _files(schema: Schema, alias: str) -> str:
+    return "[" + ", ".join("'" + f.replace("'", "''") + "'" for f in schema.files[alias]) + "]"
+
+
+def signal_quantities(con, schema: Schema, cuts: dict[str, list[Threshold]]) -> list[Quantity]:
+    """One histogram per annotate signal: doc-level over documents (the `X__score` twin), line-level
+    over all lines' scores."""
+    out = []
+    src = f"read_parquet({_files(schema, 'a')})"
+    for name, col in schema.columns.items():
+        if col.alias != "a" or col.kind not in ("doc", "line") or not col.numeric():
+            continue
+        th = cuts.get(name, [])
+        if col.kind == "doc":
+            expr = q(col.scalar) if col.scalar else f"{q(name)}[1].score"
+            sql = f"SELECT {expr} AS v FROM {src}"
+            unit = "documents"
+        else:
+            sql = f"SELECT unnest([_x.score for _x in {q(name)}]) AS v FROM {src}"
+            unit = "lines"
+        out.append(Quantity(name, name, unit, histogram(con, sql, [t.value for t in th]), th))
+    return out
+
+
+def _expr_sql(schema: Schema, rule: Rule, node: Node) -> tuple[str, set[str]]:
+    c = _Compiler(schema, rule, {})
+    sql, _ = c.expr(node, None)
+    return sql, c.used | {"a"}
+
+
+def _from(schema: Schema, relations: set[str]) -> str:
+    return Compiled(schema, {}, {}, [], None, None, relations).from_sql()
+
+
+# ---------------------------------------------------------------- examples
+
+def _texts(directory: str, wanted: set[tuple[str, int]]) -> dict[tuple[str, int], str]:
+    """Texts of the (shard, row) pairs, re-read from the source shards."""
+    fs, files = attribute_shards(directory)
+    by_shard: dict[str, set[int]] = {}
+    for shard, row in wanted:
+        by_shard.setdefault(shard, set()).add(row)
+    out = {}
+    for path in files:
+        meta = read_shard_meta(fs, path)
+        rel = meta.get("shard") or meta.get("source_shard", {}).get("rel")
+        rows = by_shard.get(rel)
+        if not rows:
+            continue
+        last = max(rows)
+        for doc in source_documents(meta):
+            if doc.row in rows:
+                out[(rel, doc.row)] = doc.text
+            if doc.row >= last:
+                break
+    return out
+
+
+def rule_examples(con, schema: Schema, recipe: Recipe, compiled: Compiled, per_side: int = 3) -> list[RuleExamples]:
+    """For each rule, `per_side` documents it removes and `per_side` it keeps (a deterministic
+    pseudo-random pick: ordered by a hash of the id), with the values the rule compares."""
+    result = []
+    frm = compiled.from_sql()
+    for rule in recipe.rules:
+        if rule.line:
+            result.append(_line_examples(con, rule, compiled, frm, per_side))
+            continue
+        quants = []
+        for node, _ in comparisons(rule):
+            label = unparse(node)
+            if label not in [x[0] for x in quants]:
+                quants.append((label, _Compiler(schema, rule, {}).expr(node, None)[0]))
+        vals = "".join(f", {sql} AS {q('q' + str(i))}" for i, (_, sql) in enumerate(quants))
+        cond = compiled.doc_rules[rule.name]
+        sides = []
+        for keep in (False, True):
+            rows = con.execute(f"SELECT a.shard, a.\"row\", a.id{vals} FROM {frm} WHERE "
+                               f"{'' if keep else 'NOT '}coalesce({cond}, FALSE) ORDER BY hash(a.id || {lit(rule.name)}) "
+                               f"LIMIT {per_side}").fetchall()
+            sides.append([Example(str(r[2]), {lab: r[3 + i] for i, (lab, _) in enumerate(quants)},
+                                  shard=r[0], row=int(r[1])) for r in rows])
+        result.append(RuleExamples(rule.name, "doc", rule.source(), sides[0], sides[1]))
+    wanted = {(e.shard, e.row) for r in result for e in r.removed + r.kept}
+    texts = _texts(schema.directory, wanted)
+    for r in result:
+        for e in r.removed + r.kept:
+            text = texts.get((e.shard, e.row), "")
+            if e.lines is None:
+                e.text = text
+            else:
+                e.lines = [(text[s:t], kept, v) for (s, t), kept, v in e.lines]  # type: ignore[misc]
+    return result
+
+
+def _line_examples(con, rule: Rule, compiled: Compiled, frm: str, per_side: int) -> RuleExamples:
+    """Line rules: documents where the rule cuts lines (removed) and where it keeps every line."""
+    cond = compiled.line_rules[rule.name]
+    src, anchor = compiled.line_source, compiled.line_anchor
+    c = _Compiler(compiled.schema, rule, {})
+    if src.startswith("list_zip("):  # same element mapping as compile_recipe's iterate()
+        inner = [p.strip().split(".", 1)[1].strip('"') for p in src[len("list_zip("):-1].split(", ")]
+        env = {n: f"_x[{k + 1}]" for k, n in enumerate(inner)}
+    else:
+        env = {src.split(".", 1)[1].strip('"'): "_x"}
+    used = columns_of(rule.node)
+    names = [n for n in env if n in used]
+    vals = ", ".join(f"{c.expr(Col(n), env)[0]}" for n in names) or "NULL"
+    mask = f"[coalesce({cond}, FALSE) for _x in {src}]"
+    sides = []
+    for cut in (True, False):
+        where = f"NOT list_bool_and({mask})" if cut else f"list_bool_and({mask})"
+        rows = con.execute(f"SELECT a.shard, a.\"row\", a.id, {mask}, [[{anchor}.start, {anchor}.\"end\"] for _x in {src}], "
+                           f"[[{vals}] for _x in {src}] FROM {frm} WHERE len({src}) > 0 AND {where} "
+                           f"ORDER BY hash(a.id || {lit(rule.name)}) LIMIT {per_side}").fetchall()
+        exs = []
+        for shard, row, doc_id, m, spans, lv in rows:
+            lines = [((int(s[0]), int(s[1])), bool(k), dict(zip(names, v))) for s, k, v in zip(spans, m, lv)]
+            exs.append(Example(str(doc_id), {"lines cut": sum(not k for k in m), "lines": len(m)},
+                               lines=lines, shard=shard, row=int(row)))  # type: ignore[arg-type]
+        sides.append(exs)
+    return RuleExamples(rule.name, "line", rule.source(), sides[0], sides[1])
+
+
+# ---------------------------------------------------------------- the whole report
+
+def collect(run_dir: str, recipe_spec: str | None = None, selection_dir: str | None = None,
+            examples: int = 3, threads: int | None = None) -> ReportData:
+    """Every figure the report shows."""
+    ann, sel_dir, pipe = locate(run_dir, selection_dir)
+    selection = json.loads((Path(sel_dir) / "selection.json").read_text("utf-8")) if sel_dir else None
+    recipe = resolve_recipe(recipe_spec, selection)
+    schema = read_schema(ann)
+    con = duckdb.connect()
+    if threads:
+        con.execute(f"SET threads = {int(threads)}")
+    notes = []
+    docs, chars = con.execute(f"SELECT count(*), coalesce(sum({schema.length_sql}), 0) FROM "
+                              f"read_parquet({_files(schema, 'a')}) AS a").fetchone()
+
+    cuts: dict[str, list[Threshold]] = {}
+    derived_nodes: dict[str, tuple[Rule, Node, list[Threshold]]] = {}
+    compiled = None
+    if recipe is not None:
+        compiled = compile_recipe(recipe, schema)  # raises RecipeError naming the rule
+        for rule in recipe.rules:
+            for node, th in comparisons(rule):
+                if isinstance(node, Col):
+                    cuts.setdefault(node.name, []).append(th)
+                else:
+                    key = unparse(node)
+                    derived_nodes.setdefault(key, (rule, node, []))[2].append(th)
+    signals = signal_quantities(con, schema, cuts)
+    derived = []
+    for key, (rule, node, th) in derived_nodes.items():
+        sql, rel = _expr_sql(schema, rule, node)
+        derived.append(Quantity(key, key, "documents",
+                                histogram(con, f"SELECT {sql} AS v FROM {_from(schema, rel)}", [t.value for t in th]),
+                                th, group="derived"))
+
+    sets = attribute_sets(ann)
+    dsir = []
+    for name in sets:
+        if not name.startswith("dsir_"):
+            continue
+        target = name[len("dsir_"):]
+        for col, label in ((f"ts_dsir_{target}_norm", "mean log importance weight per n-gram"),
+                           (f"ts_dsir_{target}", "log importance weight (sum over n-grams)")):
+            if col in schema.columns:
+                alias = schema.columns[col].alias
+                dsir.append(Quantity(col, f"{col}: {label}", "documents",
+                                     histogram(con, f"SELECT {q(col)} AS v FROM read_parquet({_files(schema, alias)})",
+                                               [t.value for t in cuts.get(col, [])]),
+                                     cuts.get(col, []), group="dsir"))
+
+    def summary(set_name: str) -> dict | None:
+        p = Path(ann) / f"_{set_name}" / "summary.json"
+        return json.loads(p.read_text("utf-8")) if p.is_file() else None
+
+    fuzzy, exact = summary("dedup_fuzzy"), summary("dedup_exact")
+    sizes: dict[str, Histogram] = {}
+    for name, col in schema.columns.items():
+        if name.startswith("dup_fuzzy_t") and name.endswith("_size") or name == "dup_exact_size":
+            key = name[:-len("_size")]
+            files = _files(schema, col.alias)
+            group = key + ("_group" if key == "dup_exact" else "_cluster")
+            sizes[key] = histogram(con, f"SELECT any_value({q(name)}) AS v FROM read_parquet({files}) "
+                                        f"WHERE {q(name)} > 1 GROUP BY {q(group)}")
+
+    funnel = ex = None
+    if recipe is not None and compiled is not None:
+        funnel = compute_funnel(ann, recipe, threads=threads)
+        ex = rule_examples(con, schema, recipe, compiled, examples)
+    else:
+        notes.append("No recipe: give --recipe NAME|PATH (or a select output folder) to see thresholds, "
+                     "the funnel and examples.")
+    return ReportData(run_dir, ann, int(docs), int(chars), recipe, funnel, signals, derived, dsir, fuzzy, exact,
+                      sizes, ex or [], selection, Path(pipe).read_text("utf-8") if pipe else None, sets, notes)
+
+
+__all__ = ["collect", "locate", "comparisons", "histogram", "Threshold", "Histogram", "Quantity", "ReportData",
+           "RecipeError", "SCORE_SUFFIX"]
