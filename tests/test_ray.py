@@ -182,3 +182,17 @@ def test_clear_errors(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
     with pytest.raises(RayUnavailable, match=r"pip install 'textsieve\[ray\]'"):
         require_ray()
+
+
+def test_select_on_ray_matches_local(local_annotated, tmp_path):
+    outs = {}
+    for executor in ("local", "ray"):
+        out = tmp_path / executor
+        assert main(["select", str(local_annotated), "--recipe", "c4", "-o", str(out), "--workers", "2",
+                     "--executor", executor, "-q"]) == 0
+        outs[executor] = out
+    local, ray_files = _files(outs["local"]), _files(outs["ray"])
+    shards = [k for k in local if k.endswith(".jsonl.gz")]
+    assert len(shards) == 3
+    for name in shards:
+        assert ray_files[name] == local[name], f"{name} differs between executors"

@@ -60,7 +60,8 @@ def run_select_cmd(args: argparse.Namespace) -> int:
                        tokens=args.tokens, replace=args.replace, seed=args.seed, temperature=args.temperature,
                        min_tokens=args.min_tokens, prior_ngrams=args.prior_ngrams,
                        dsir_weight=args.dsir_weight, format=args.format, overwrite=args.overwrite,
-                       workers=args.workers, threads=args.threads, progress=not args.quiet)
+                       workers=args.workers, threads=args.threads, progress=not args.quiet,
+                       executor=args.executor, address=args.address)
     res = run_select(cfg)
     if args.json:
         print(json.dumps({"output": res.output, "selected": res.documents, "pool": res.pool,
@@ -103,6 +104,10 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     s.add_argument("--overwrite", action="store_true", help="replace an output made with other settings")
     s.add_argument("--workers", type=int, default=None, help="processes writing shards (default: all cores)")
     s.add_argument("--threads", type=int, default=None, help="DuckDB threads (default: all cores)")
+    s.add_argument("--executor", choices=("local", "ray"), default="local",
+                   help="write the output shards on the local pool or as Ray tasks (same output)")
+    s.add_argument("--address", default=None, metavar="ADDR",
+                   help="with --executor ray: Ray cluster to join; default: start a local Ray")
     d = s.add_argument_group("DSIR resampling (after `textsieve dsir fit`)")
     d.add_argument("--dsir", default=None, metavar="NAME[:W][,NAME2:W2]", help="targets to resample toward")
     d.add_argument("--k", type=int, default=None, help="documents to draw")

@@ -69,6 +69,8 @@ class SelectConfig:
     workers: int | None = None
     threads: int | None = None
     progress: bool = True
+    executor: str = "local"  # "ray": write the output shards as Ray tasks (same bytes)
+    address: str | None = None  # Ray cluster to join (default: start a local Ray)
 
 
 @dataclass
@@ -259,6 +261,21 @@ def _selected(cfg: SelectConfig) -> tuple[dict[str, dict], dict | None, list[str
     return out, summary, [f"dsir_{n}" for n, _ in cfg.dsir]
 
 
+def _mapper(cfg: SelectConfig):
+    """The executor's ordered map: the local process pool, or Ray tasks (same results, in order)."""
+    if cfg.executor == "ray":
+        from functools import partial
+
+        from textsieve.exec.ray_exec import ray_ordered_map
+
+        return partial(ray_ordered_map, address=cfg.address)
+    if cfg.executor != "local":
+        raise SelectError(f"unknown executor {cfg.executor!r}; use 'local' or 'ray'")
+    from textsieve.exec.local import ordered_map
+
+    return ordered_map
+
+
 def run_select(cfg: SelectConfig) -> SelectResult:
     """Materialize a selection into `cfg.output` (see module doc)."""
     from textsieve.exec.local import default_workers, ordered_map
@@ -317,7 +334,7 @@ def run_select(cfg: SelectConfig) -> SelectResult:
     progress = Progress("select", sum(len(t.rows) for t in tasks), enabled=cfg.progress)
     written, records, chars = [], 0, 0
     try:
-        for task, (final, n, c) in ordered_map(write_shard, tasks, workers=workers):
+        for task, (final, n, c) in _mapper(cfg)(write_shard, tasks, workers=workers):
             written.append(final)
             records += n
             chars += c
