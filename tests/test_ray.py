@@ -196,3 +196,26 @@ def test_select_on_ray_matches_local(local_annotated, tmp_path):
     assert len(shards) == 3
     for name in shards:
         assert ray_files[name] == local[name], f"{name} differs between executors"
+
+
+def test_sample_pipeline_on_ray_matches_local(tmp_path):
+    """Issue 6: the bundled example pipeline on the sample corpus, local vs Ray, same outputs."""
+    import shutil
+
+    from textsieve.sample import build_sample
+
+    examples = Path(__file__).resolve().parents[1] / "examples"
+    work = tmp_path / "ex"
+    work.mkdir()
+    shutil.copy(examples / "pipeline.yaml", work / "pipeline.yaml")
+    build_sample(work / "sample.jsonl.gz", max_docs=150)
+    outs = {}
+    for executor in ("local", "ray"):
+        out = tmp_path / f"run-{executor}"
+        assert main(["run", str(work / "pipeline.yaml"), "-o", str(out), "--executor", executor, "-q"]) == 0
+        outs[executor] = _files(out)
+    compared = [k for k in outs["local"] if k.endswith((".parquet", ".jsonl.gz"))]
+    assert any(k.startswith("attrs/_dedup_fuzzy/") for k in compared)
+    assert any(k.startswith("selected/") for k in compared)
+    for name in compared:
+        assert outs["ray"].get(name) == outs["local"][name], f"{name} differs between executors"
