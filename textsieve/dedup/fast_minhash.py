@@ -33,6 +33,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from textsieve.text.hashing import fmix64 as _fmix64
+
 from textsieve.dedup.minhash import NGRAM, NUM_PERM, SEED, THRESHOLDS, bands_arrow
 
 __all__ = [
@@ -161,16 +163,6 @@ def _xxh64(buf, start, end, seed):
     h *= _P3
     h ^= h >> np.uint64(32)
     return h
-
-
-@njit(cache=True, inline="always")
-def _fmix64(x):
-    x ^= x >> np.uint64(33)
-    x *= np.uint64(0xFF51AFD7ED558CCD)
-    x ^= x >> np.uint64(33)
-    x *= np.uint64(0xC4CEB9FE1A85EC53)
-    x ^= x >> np.uint64(33)
-    return x
 
 
 @njit(cache=True, nogil=True)

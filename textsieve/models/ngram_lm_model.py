@@ -23,22 +23,14 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import njit
 
+from textsieve.text.hashing import fmix64 as _fmix
+
 BOS, EOS, UNK = "<s>", "</s>", "<unk>"
 TOKENIZER = "rpv2-normalized-words+digits0"
 
 _FNV_OFFSET = np.uint64(0xCBF29CE484222325)
 _FNV_PRIME = np.uint64(0x100000001B3)
 _CHAIN = np.uint64(0x9E3779B97F4A7C15)
-
-
-@njit(cache=True, inline="always")
-def _fmix(k):
-    k ^= k >> np.uint64(33)
-    k *= np.uint64(0xFF51AFD7ED558CCD)
-    k ^= k >> np.uint64(33)
-    k *= np.uint64(0xC4CEB9FE1A85EC53)
-    k ^= k >> np.uint64(33)
-    return k
 
 
 @njit(cache=True, inline="always")

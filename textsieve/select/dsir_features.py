@@ -27,6 +27,8 @@ from typing import Iterable, Iterator, Sequence
 import numpy as np
 from numba import njit
 
+from textsieve.text.hashing import fmix64 as _fmix64
+
 from textsieve.text.unicode_props import F_SPACE, F_WORD, unicode_tables
 
 FEATURE_VERSION = 1
@@ -78,16 +80,6 @@ class NgramBatch:
     @property
     def ngram_counts(self) -> np.ndarray:
         return np.diff(self.offsets)
-
-
-@njit(cache=True, inline="always")
-def _fmix64(k):
-    k ^= k >> np.uint64(33)
-    k *= np.uint64(0xFF51AFD7ED558CCD)
-    k ^= k >> np.uint64(33)
-    k *= np.uint64(0xC4CEB9FE1A85EC53)
-    k ^= k >> np.uint64(33)
-    return k
 
 
 @njit(cache=True, nogil=True)

@@ -1,0 +1,17 @@
+"""Small compiled hash primitives shared by the kernels (fast MinHash, DSIR features, the n-gram LM)."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True, inline="always")
+def fmix64(k):
+    """MurmurHash3's 64-bit finalizer: a bijective mix of a uint64 (all bits affect all bits)."""
+    k ^= k >> np.uint64(33)
+    k *= np.uint64(0xFF51AFD7ED558CCD)
+    k ^= k >> np.uint64(33)
+    k *= np.uint64(0xC4CEB9FE1A85EC53)
+    k ^= k >> np.uint64(33)
+    return k
