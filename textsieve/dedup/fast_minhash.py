@@ -35,7 +35,7 @@ from numba import njit
 
 from textsieve.text.hashing import fmix64 as _fmix64
 
-from textsieve.dedup.minhash import NGRAM, NUM_PERM, SEED, THRESHOLDS, bands_arrow
+from textsieve.dedup.minhash import NGRAM, NUM_PERM, SEED, THRESHOLDS, bands_arrow, check_batch
 
 __all__ = [
     "COLUMN_PREFIX",
@@ -242,25 +242,8 @@ def signatures(
     ``n_docs + 1`` int64 byte offsets. Returns ``(sig uint32 [n_docs, num_perm], valid bool
     [n_docs])``; rows of invalid documents (fewer than ``ngram`` words) are all ``0xFFFFFFFF``.
     """
-    if isinstance(content, (bytes, bytearray, memoryview)):
-        content = np.frombuffer(content, dtype=np.uint8)
-    content = np.ascontiguousarray(content)
-    if content.ndim != 1 or (content.dtype != np.uint8 and content.size):
-        raise TypeError(f"content must be a 1-d uint8 array, got {content.dtype} {content.shape}")
-    content = content.astype(np.uint8, copy=False)
-    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
-    if offsets.ndim != 1 or offsets.shape[0] < 1:
-        raise ValueError("offsets must be a 1-d array of n_docs + 1 byte offsets")
-    if offsets[0] < 0 or offsets[-1] > content.shape[0] or np.any(offsets[1:] < offsets[:-1]):
-        raise ValueError("offsets must be non-decreasing and within the content buffer")
-    if ngram < 1:
-        raise ValueError("ngram must be >= 1")
-    n_docs = offsets.shape[0] - 1
-    sig = np.empty((n_docs, int(num_perm)), dtype=np.uint32)
-    valid = np.empty(n_docs, dtype=np.bool_)
-    if content.shape[0] == 0:
-        content = np.zeros(1, dtype=np.uint8)
-    if n_docs:
+    content, offsets, sig, valid = check_batch(content, offsets, ngram, num_perm)
+    if valid.shape[0]:
         _fast_kernel(content, offsets, int(ngram), seeds(int(num_perm), int(seed)), sig, valid)
     return sig, valid
 

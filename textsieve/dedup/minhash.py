@@ -275,6 +275,17 @@ def signatures(
     is bool ``[n_docs]`` and is ``n_words >= ngram``. Rows of invalid documents are all
     ``0xFFFFFFFF`` and must be treated as null (RPv2 stores no signature for them).
     """
+    content, offsets, sig, valid = check_batch(content, offsets, ngram, num_perm)
+    a, b = _permutations(int(num_perm), int(seed))
+    if valid.shape[0]:
+        _signatures_kernel(content, offsets, int(ngram), a, b, sig, valid)
+    return sig, valid
+
+
+def check_batch(content, offsets, ngram: int, num_perm: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Validate a signature batch (shared by the RPv2 and the fast kernels) and allocate its
+    outputs: (content, offsets, sig uint32 [n_docs, num_perm], valid bool [n_docs]). An empty
+    buffer becomes one zero byte: the kernels' loaders need a non-empty buffer."""
     content = _readonly(_as_u8(content))
     offsets = _readonly(np.ascontiguousarray(offsets, dtype=np.int64))
     if offsets.ndim != 1 or offsets.shape[0] < 1:
@@ -283,15 +294,11 @@ def signatures(
         raise ValueError("offsets must be non-decreasing and within the content buffer")
     if ngram < 1:
         raise ValueError("ngram must be >= 1")
-    a, b = _permutations(int(num_perm), int(seed))
     n_docs = offsets.shape[0] - 1
-    sig = np.empty((n_docs, int(num_perm)), dtype=np.uint32)
-    valid = np.empty(n_docs, dtype=np.bool_)
     if content.shape[0] == 0:
-        content = _readonly(np.zeros(1, dtype=np.uint8))  # the SHA-1 loader needs a non-empty buffer
-    if n_docs:
-        _signatures_kernel(content, offsets, int(ngram), a, b, sig, valid)
-    return sig, valid
+        content = _readonly(np.zeros(1, dtype=np.uint8))
+    return (content, offsets, np.empty((n_docs, int(num_perm)), dtype=np.uint32),
+            np.empty(n_docs, dtype=np.bool_))
 
 
 # --------------------------------------------------------------------------------------------
