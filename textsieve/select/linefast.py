@@ -397,7 +397,18 @@ class LinePlan:
         return out
 
     def compute(self, table: pa.Table) -> dict[str, pa.Array]:
-        """Per-document columns (reductions `__ts_r*`, kept characters `__ts_k<mask>`)."""
+        """Per-document columns (reductions `__ts_r*`, kept characters `__ts_k<mask>`).
+
+        Works one record batch (row group) at a time: documents never span batches, and
+        cache-sized arrays are much faster than concatenating a whole read first."""
+        parts = [self._compute_batch(b) for b in table.to_batches() if b.num_rows]
+        if not parts:
+            return self._compute_batch(table.slice(0, 0))
+        if len(parts) == 1:
+            return parts[0]
+        return {k: pa.concat_arrays([p[k] for p in parts]) for k in parts[0]}
+
+    def _compute_batch(self, table: pa.Table | pa.RecordBatch) -> dict[str, pa.Array]:
         data = {c: line_col(table.column(c), end) for c, end in self.leaves().items()}
         out = {r.name: r.compute(data) for r in self.reductions}
         if self.line_rules:
