@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 
 from textsieve import __version__
@@ -31,6 +32,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # Arrow's system allocator keeps the process peak near its live data (textsieve.exec.memory);
+    # chosen before pyarrow is first imported so mimalloc never reserves its arenas.
+    os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
     args = build_parser().parse_args(argv)
     _setup_logging(getattr(args, "verbose", 0), getattr(args, "quiet", False))
     from textsieve.errors import TextsieveError

@@ -33,6 +33,7 @@ from textsieve.signals.selection import select_signals
 from textsieve.stages.annotate_worker import (AUTO_LANG, BatchTask, WorkerSetup, annotate_batch, init_worker,
                                              load_models, output_schema, warm_up)
 from textsieve.stages.progress import Progress
+from textsieve.exec.memory import lean_arrow_memory
 
 log = logging.getLogger("textsieve.annotate")
 
@@ -200,6 +201,7 @@ def _batches(shard: Shard, reader: ShardReader, cfg: AnnotateConfig) -> Iterator
 def run_annotate(cfg: AnnotateConfig) -> AnnotateResult:
     """Annotate every input shard; returns what was written and skipped."""
     start = time.perf_counter()
+    lean_arrow_memory()
     if cfg.on_error not in ("fail", "skip"):
         raise AnnotateError(f"--on-error must be 'fail' or 'skip', not {cfg.on_error!r}")
     spec, plan = _plan_models(cfg)

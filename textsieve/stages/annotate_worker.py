@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from textsieve.dedup import fast_minhash, minhash
+from textsieve.exec.memory import lean_arrow_memory
 from textsieve.io.attributes import LENGTH_COLUMN, SCORE_SUFFIX
 from textsieve.signals import REGISTRY, Signal
 from textsieve.signals.spans import span_type, to_arrow
@@ -76,6 +77,7 @@ def load_models(models: tuple[tuple[str, str], ...]) -> tuple[dict[str, object],
 
 
 def init_worker(setup: WorkerSetup) -> None:
+    lean_arrow_memory()
     _STATE["setup"] = setup
     _STATE["tables"] = WordListTables(setup.stop_words, setup.bad_words)
     _STATE["models"], _STATE["model_sigs"] = load_models(setup.models)
