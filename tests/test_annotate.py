@@ -258,3 +258,23 @@ def test_source_documents_rejoin_attribute_rows(tmp_path, resources_dir):
     from textsieve.text.normalize import normalize
 
     assert [w[0]["score"] for w in words] == [len(normalize(d.text).split()) for d in docs]
+
+
+def test_minhash_only_annotate_never_loads_numba(tmp_path):
+    """`annotate --signals minhash` (the signature step of fuzzy dedup) runs on the C kernel:
+    numba's JIT would add ~125 MB to a process that otherwise holds numpy + pyarrow + a batch."""
+    import subprocess
+    import sys
+
+    src = tmp_path / "docs.jsonl"
+    words = "the quick brown fox jumps over the lazy dog while seven wizards quietly judge boxing".split()
+    src.write_text("".join(json.dumps({"id": f"d{i}", "text": " ".join(words[i % 5:] + words[: i % 5])}) + "\n"
+                           for i in range(50)))
+    code = ("import sys, json\nfrom textsieve.cli import main\n"
+            f"rc = main(['annotate', {str(src)!r}, '--signals', 'minhash', '--workers', '1', '-q', "
+            f"'--output', {str(tmp_path / 'out')!r}])\n"
+            "print(json.dumps({'rc': rc, 'numba': 'numba' in sys.modules}))\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(res.stdout.strip().splitlines()[-1]) == {"rc": 0, "numba": False}, res.stderr
+    table = pq.read_table(tmp_path / "out" / "docs.parquet")
+    assert table.num_rows == 50 and table.column("signature_sim0.8").null_count == 0

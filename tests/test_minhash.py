@@ -37,6 +37,16 @@ needs_golden = pytest.mark.skipif(
 _PUNCT = str.maketrans("", "", string.punctuation)
 
 
+@pytest.fixture(params=["native", "numba"])
+def backend(request, monkeypatch):
+    """Run a test on both signature kernels: the C library (textsieve.native) and numba."""
+    if request.param == "numba":
+        monkeypatch.setattr(mh, "rpv2_signatures", lambda: None)
+    else:
+        assert mh.rpv2_signatures() is not None, "the native MinHash kernel was not built at install time"
+    return request.param
+
+
 def normalize(text: str) -> str:
     """§3.2: drop ASCII punctuation, lower, collapse whitespace, NFD."""
     return unicodedata.normalize("NFD", " ".join(text.translate(_PUNCT).lower().split()))
@@ -210,7 +220,7 @@ def _random_docs(rng: np.random.Generator, n: int) -> list[list[str]]:
     "ngram, num_perm, seed, n_docs",
     [(13, 128, 42, 40), (1, 16, 7, 25), (3, 64, 1, 25), (13, 200, 42, 10)],
 )
-def test_signatures_match_python_reference(ngram, num_perm, seed, n_docs):
+def test_signatures_match_python_reference(ngram, num_perm, seed, n_docs, backend):
     rng = np.random.default_rng(ngram * 1000 + num_perm)
     docs = _random_docs(rng, n_docs)
     content, offsets = pack([" ".join(w) for w in docs])
@@ -227,7 +237,7 @@ def test_signatures_match_python_reference(ngram, num_perm, seed, n_docs):
             assert sig[i].tolist() == want, i
 
 
-def test_signatures_edge_inputs():
+def test_signatures_edge_inputs(backend):
     sig, valid = mh.signatures(np.zeros(0, np.uint8), np.array([0], np.int64))
     assert sig.shape == (0, 128) and valid.shape == (0,)
     sig, valid = mh.signatures(np.zeros(0, np.uint8), np.array([0, 0, 0]))
@@ -238,8 +248,13 @@ def test_signatures_edge_inputs():
     s2, v2 = mh.signatures(np.frombuffer(("junk" + text).encode(), np.uint8).copy(), [4, 4 + len(text)])
     assert v1[0] and v2[0] and (s1 == s2).all()
     for bad in (" a b", "a b ", "a  b"):
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match="space"):
             mh.signatures(bad.encode(), [0, len(bad)])
+    # a 20-word shingle of 2,000-byte words (32 SHA-1 blocks each) beside short ones
+    long_doc = " ".join(["x" * 2000] * 2 + [str(i) for i in range(20)])
+    sl, vl = mh.signatures(long_doc.encode(), [0, len(long_doc)], ngram=3)
+    a, b = (x.tolist() for x in mh.permutations())
+    assert vl[0] and sl[0].tolist() == reference_signature(long_doc.split(), 3, a, b)
     with pytest.raises(ValueError):
         mh.signatures(b"abc", [0, 4])
     with pytest.raises(ValueError):
@@ -272,7 +287,7 @@ def _golden(name: str) -> list[dict]:
 
 @needs_golden
 @pytest.mark.parametrize("name", ["rpv2_signals_dev.jsonl.gz", "rpv2_signals_edgecases.jsonl.gz"])
-def test_golden_bands(name):
+def test_golden_bands(name, backend):
     records = _golden(name)
     norm = [normalize(r["text"]) for r in records]
     content, offsets = pack(norm)

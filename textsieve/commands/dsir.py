@@ -78,7 +78,7 @@ def run_resample_cmd(args: argparse.Namespace) -> int:
 
 def add_resample_options(p: argparse.ArgumentParser) -> None:
     """Sampling options shared with `textsieve select --dsir` (call it to keep them identical)."""
-    from textsieve.select.dsir import DEFAULT_MIN_TOKENS, DEFAULT_PRIOR_NGRAMS, DEFAULT_TEMPERATURE, WEIGHTS
+    from textsieve.select.dsir_defaults import DEFAULT_MIN_TOKENS, DEFAULT_PRIOR_NGRAMS, DEFAULT_TEMPERATURE, WEIGHTS
 
     g = p.add_mutually_exclusive_group(required=True)
     g.add_argument("--k", type=int, help="number of documents to draw")

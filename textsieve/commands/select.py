@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from textsieve.select.dsir import DEFAULT_MIN_TOKENS, DEFAULT_PRIOR_NGRAMS, DEFAULT_TEMPERATURE
+from textsieve.select.dsir_defaults import DEFAULT_MIN_TOKENS, DEFAULT_PRIOR_NGRAMS, DEFAULT_TEMPERATURE
 
 
 def _parse_dsir(spec: str) -> list[tuple[str, float]]:

@@ -36,7 +36,7 @@ from textsieve.io.attributes import attribute_shards, read_shard_meta, source_do
 from textsieve.select.compile import END, Compiled, compile_recipe, element_field, lit, read_schema
 from textsieve.select.funnel import connect
 from textsieve.select.recipe import Recipe
-from textsieve.select.dsir import DEFAULT_MIN_TOKENS, DEFAULT_PRIOR_NGRAMS, DEFAULT_TEMPERATURE
+from textsieve.select.dsir_defaults import DEFAULT_MIN_TOKENS, DEFAULT_PRIOR_NGRAMS, DEFAULT_TEMPERATURE
 
 FORMATS = ("jsonl.gz", "parquet")
 SUMMARY = "selection.json"

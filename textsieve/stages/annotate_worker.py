@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from textsieve.dedup import fast_minhash, minhash
+from textsieve.dedup import minhash
 from textsieve.exec.memory import lean_arrow_memory
 from textsieve.io.attributes import LENGTH_COLUMN, SCORE_SUFFIX
 from textsieve.signals import REGISTRY, Signal
@@ -88,6 +88,8 @@ def init_worker(setup: WorkerSetup) -> None:
 def minhash_columns(modes: tuple[str, ...] = ("rpv2",)) -> list[str]:
     cols = [minhash.signature_key(t) for t in minhash.THRESHOLDS] if "rpv2" in modes else []
     if "fast" in modes:
+        from textsieve.dedup import fast_minhash  # numba: imported only when asked for
+
         cols += [fast_minhash.fast_signature_key(t) for t in minhash.THRESHOLDS]
     return cols
 
@@ -154,6 +156,8 @@ def annotate_batch(task: BatchTask) -> pa.RecordBatch:
             sig, valid = minhash.signatures(buf, off)
             columns += [minhash.bands_arrow(sig, valid, t) for t in minhash.THRESHOLDS]
         if "fast" in setup.minhash:
+            from textsieve.dedup import fast_minhash
+
             columns += list(fast_minhash.fast_minhash_columns(buf, off).values())
     return pa.RecordBatch.from_arrays(columns + scalars, schema=_schema(setup))
 

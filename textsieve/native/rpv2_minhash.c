@@ -1,0 +1,231 @@
+/* RedPajama-V2 MinHash signatures (spec rpv2-signals.md section 7) in plain C.
+ *
+ * The same function as textsieve/dedup/minhash_numba.py, for processes that should not pay
+ * for numba's JIT (about 125 MB of LLVM, type registries and target context): `annotate
+ * --signals minhash` then runs in roughly the memory of numpy + pyarrow. Loaded with ctypes
+ * (textsieve/native/__init__.py); no Python API is used, so building it needs only a C
+ * compiler, not the Python headers.
+ *
+ * Definition: the content of a document is its normalized words separated by single ASCII
+ * spaces. Shingles are the `ngram`-word windows joined by single spaces, i.e. contiguous slices
+ * of the content. A shingle's hash is the first 4 bytes of its SHA-1, read little-endian
+ * (datasketch sha1_hash32). Permutation k maps h to ((h*a_k + b_k) mod 2^64 mod (2^61-1)) &
+ * 0xFFFFFFFF; signature value k is the minimum over the shingles, starting at 2^32-1.
+ *
+ * SHA-1 runs on LANES messages at once with GCC vector extensions (one AVX2 register, or two
+ * SSE2 registers on older CPUs; target_clones picks at load time). Messages are copied into
+ * per-lane padded scratch blocks, so the compression itself is branch-free.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LANES 8
+#define SPACE 0x20
+#define MERSENNE ((uint64_t)0x1FFFFFFFFFFFFFFFULL)
+
+typedef uint32_t v8u __attribute__((vector_size(32)));
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define MULTIVERSION __attribute__((target_clones("avx2", "default")))
+#else
+#define MULTIVERSION
+#endif
+
+static inline __attribute__((always_inline)) v8u rotl(v8u x, int n) { return (x << n) | (x >> (32 - n)); }
+
+static inline __attribute__((always_inline)) v8u splat(uint32_t x) {
+    v8u v = {x, x, x, x, x, x, x, x};
+    return v;
+}
+
+static inline __attribute__((always_inline)) uint32_t load_be32(const uint8_t *p) {
+    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | (uint32_t)p[3];
+}
+
+/* One SHA-1 compression of LANES blocks; w holds the 16 message words of every lane. */
+static inline __attribute__((always_inline)) void compress(v8u st[5], v8u w[16]) {
+    v8u a = st[0], b = st[1], c = st[2], d = st[3], e = st[4];
+    for (int t = 0; t < 80; t++) {
+        v8u wt;
+        if (t < 16) {
+            wt = w[t];
+        } else {
+            wt = rotl(w[(t - 3) & 15] ^ w[(t - 8) & 15] ^ w[(t - 14) & 15] ^ w[t & 15], 1);
+            w[t & 15] = wt;
+        }
+        v8u f;
+        uint32_t k;
+        if (t < 20) {
+            f = (b & c) | (~b & d);
+            k = 0x5A827999u;
+        } else if (t < 40) {
+            f = b ^ c ^ d;
+            k = 0x6ED9EBA1u;
+        } else if (t < 60) {
+            f = (b & c) | (b & d) | (c & d);
+            k = 0x8F1BBCDCu;
+        } else {
+            f = b ^ c ^ d;
+            k = 0xCA62C1D6u;
+        }
+        v8u tmp = rotl(a, 5) + f + e + splat(k) + wt;
+        e = d;
+        d = c;
+        c = rotl(b, 30);
+        b = a;
+        a = tmp;
+    }
+    st[0] += a;
+    st[1] += b;
+    st[2] += c;
+    st[3] += d;
+    st[4] += e;
+}
+
+static inline __attribute__((always_inline)) int64_t n_blocks(int64_t length) { return (length + 8) / 64 + 1; }
+
+/* Write the padded message buf[0:length] into out (n_blocks(length)*64 bytes). */
+static inline __attribute__((always_inline)) void pad_message(const uint8_t *msg, int64_t length, uint8_t *out) {
+    int64_t nb = n_blocks(length);
+    memcpy(out, msg, (size_t)length);
+    memset(out + length, 0, (size_t)(nb * 64 - length));
+    out[length] = 0x80;
+    uint64_t bits = (uint64_t)length * 8u;
+    for (int i = 0; i < 8; i++) out[nb * 64 - 1 - i] = (uint8_t)(bits >> (8 * i));
+}
+
+/* H0 of the SHA-1 of LANES messages (n_lanes of them real), byte-swapped: datasketch's
+ * sha1_hash32. `scratch` holds LANES padded messages of `stride` bytes each. */
+static inline __attribute__((always_inline)) void sha1_h0_lanes(const uint8_t *content, const int64_t *starts, const int64_t *lengths,
+                          int n_lanes, uint8_t *scratch, int64_t stride, uint32_t *out) {
+    int64_t nb[LANES], max_nb = 0;
+    for (int l = 0; l < LANES; l++) {
+        int src = l < n_lanes ? l : 0;
+        nb[l] = n_blocks(lengths[src]);
+        if (nb[l] > max_nb) max_nb = nb[l];
+        pad_message(content + starts[src], lengths[src], scratch + l * stride);
+    }
+    v8u st[5];
+    const uint32_t init[5] = {0x67452301u, 0xEFCDAB89u, 0x98BADCFEu, 0x10325476u, 0xC3D2E1F0u};
+    for (int i = 0; i < 5; i++) st[i] = splat(init[i]);
+    uint32_t h0[LANES];
+    for (int64_t blk = 0; blk < max_nb; blk++) {
+        v8u w[16];
+        for (int t = 0; t < 16; t++) {
+            uint32_t col[LANES];
+            for (int l = 0; l < LANES; l++) {
+                /* a finished lane re-reads its last block; its result was captured already */
+                int64_t bb = blk < nb[l] ? blk : nb[l] - 1;
+                col[l] = load_be32(scratch + l * stride + bb * 64 + 4 * t);
+            }
+            memcpy(&w[t], col, sizeof(col));
+        }
+        compress(st, w);
+        uint32_t s0[LANES];
+        memcpy(s0, &st[0], sizeof(s0));
+        for (int l = 0; l < LANES; l++)
+            if (blk == nb[l] - 1) h0[l] = s0[l];
+    }
+    for (int l = 0; l < n_lanes; l++) out[l] = __builtin_bswap32(h0[l]);
+}
+
+/* mins[k] = min(mins[k], ((h*a_k + b_k) mod 2^64 mod p) & 0xFFFFFFFF). a_k = a_hi*2^32 + a_lo,
+ * so h*a_k mod 2^64 = h*a_lo + (h*a_hi << 32) with two 32x32->64 products that vectorize. */
+static inline __attribute__((always_inline)) void permute_min(uint32_t h, const uint32_t *a_lo, const uint32_t *a_hi,
+                               const uint64_t *b, int64_t num_perm, uint32_t *mins) {
+    for (int64_t k = 0; k < num_perm; k++) {
+        uint64_t x = (uint64_t)h * a_lo[k] + (((uint64_t)h * a_hi[k]) << 32) + b[k];
+        uint64_t r = (x & MERSENNE) + (x >> 61);
+        r = r >= MERSENNE ? r - MERSENNE : r;
+        uint32_t v = (uint32_t)r;
+        mins[k] = v < mins[k] ? v : mins[k];
+    }
+}
+
+/* Signatures of n_docs documents; content[offsets[d]:offsets[d+1]] is document d.
+ * Writes sig[n_docs][num_perm] and valid[n_docs] (0 when a document has < ngram words; its row
+ * is all 0xFFFFFFFF). Returns 0, or -1 for a leading/trailing space, -2 for consecutive spaces
+ * (*bad_doc names the document), -3 when memory runs out. */
+MULTIVERSION
+int ts_rpv2_signatures(const uint8_t *content, const int64_t *offsets, int64_t n_docs,
+                       int64_t ngram, const uint64_t *a, const uint64_t *b, int64_t num_perm,
+                       uint32_t *sig, uint8_t *valid, int64_t *bad_doc) {
+    int64_t max_len = 0;
+    for (int64_t d = 0; d < n_docs; d++)
+        if (offsets[d + 1] - offsets[d] > max_len) max_len = offsets[d + 1] - offsets[d];
+    int64_t *word_start = malloc(sizeof(int64_t) * (size_t)(max_len / 2 + 3));
+    int64_t capacity = 4 * 64; /* per-lane scratch bytes; grows for long shingles */
+    uint8_t *scratch = malloc((size_t)(LANES * capacity));
+    uint32_t *a_lo = malloc(sizeof(uint32_t) * (size_t)num_perm);
+    uint32_t *a_hi = malloc(sizeof(uint32_t) * (size_t)num_perm);
+    int rc = 0;
+    if (!word_start || !scratch || !a_lo || !a_hi) {
+        rc = -3;
+        goto done;
+    }
+    for (int64_t k = 0; k < num_perm; k++) {
+        a_lo[k] = (uint32_t)a[k];
+        a_hi[k] = (uint32_t)(a[k] >> 32);
+    }
+    for (int64_t d = 0; d < n_docs; d++) {
+        int64_t s0 = offsets[d], s1 = offsets[d + 1];
+        uint32_t *mins = sig + d * num_perm;
+        for (int64_t k = 0; k < num_perm; k++) mins[k] = 0xFFFFFFFFu;
+        /* words: word j is content[word_start[j] : word_start[j+1] - 1] */
+        int64_t n_words = 0;
+        if (s1 > s0) {
+            if (content[s0] == SPACE || content[s1 - 1] == SPACE) {
+                rc = -1;
+                *bad_doc = d;
+                goto done;
+            }
+            word_start[n_words++] = s0;
+            for (int64_t i = s0 + 1; i < s1 - 1; i++) {
+                if (content[i] == SPACE) {
+                    if (content[i - 1] == SPACE) {
+                        rc = -2;
+                        *bad_doc = d;
+                        goto done;
+                    }
+                    word_start[n_words++] = i + 1;
+                }
+            }
+        }
+        word_start[n_words] = s1 + 1;
+        if (n_words < ngram) {
+            valid[d] = 0;
+            continue;
+        }
+        valid[d] = 1;
+        int64_t n_sh = n_words - ngram + 1;
+        int64_t starts[LANES], lengths[LANES];
+        uint32_t hashes[LANES];
+        for (int64_t g = 0; g < n_sh; g += LANES) {
+            int n_lanes = (int)(n_sh - g < LANES ? n_sh - g : LANES);
+            int64_t longest = 0;
+            for (int l = 0; l < n_lanes; l++) {
+                starts[l] = word_start[g + l];
+                lengths[l] = word_start[g + l + ngram] - 1 - word_start[g + l];
+                if (lengths[l] > longest) longest = lengths[l];
+            }
+            if (n_blocks(longest) * 64 > capacity) {
+                capacity = n_blocks(longest) * 64;
+                uint8_t *grown = realloc(scratch, (size_t)(LANES * capacity));
+                if (!grown) {
+                    rc = -3;
+                    goto done;
+                }
+                scratch = grown;
+            }
+            sha1_h0_lanes(content, starts, lengths, n_lanes, scratch, capacity, hashes);
+            for (int l = 0; l < n_lanes; l++) permute_min(hashes[l], a_lo, a_hi, b, num_perm, mins);
+        }
+    }
+done:
+    free(word_start);
+    free(scratch);
+    free(a_lo);
+    free(a_hi);
+    return rc;
+}
