@@ -301,4 +301,4 @@ def textsieve_clusters(jsonl: Path, workdir: Path, thresholds: list[float], mode
             out[doc_id] = {t: (-1 if tab[tcol(t) + "_cluster"][r] is None else int(tab[tcol(t) + "_cluster"][r]))
                            for t in thresholds}
     return out, ("textsieve CLI: annotate --signals minhash|minhash_fast, then dedup fuzzy "
-                 "[--bands fast] [--verify estimated|exact]")
+                 "[--bands fast] --verify exact|estimated|none")

@@ -24,10 +24,12 @@ LSH S-curves are identical and differences come from shingling, hashing and clus
 datatrove runs its 4 stages (signatures, buckets, cluster, filter) in its own virtualenv
 (``_datatrove_env.py``), two thresholds at a time.
 
-textsieve rows: plain LSH + connected components (as RPv2 §8); ``+v.est``: candidate pairs kept
-only when their estimated Jaccard is >= t (``dedup fuzzy --verify estimated``); ``+v.exact``:
-kept only when the exact Jaccard of the 13-word shingle sets is >= t (``--verify exact``; real
-CLI). Verification removes LSH false positives before the connected components. Every
+textsieve rows: ``ts rpv2`` / ``ts fast`` are the defaults: LSH candidate pairs kept only when
+the exact Jaccard of their 13-word shingle sets is >= t (``dedup fuzzy --verify exact``), then
+connected components; ``v.est``: kept when their MinHash-estimated Jaccard is >= t (``--verify
+estimated``, no text re-read); ``v.none``: every candidate pair is an edge (``--verify none``,
+RPv2 §8's clusters exactly). Verification removes LSH false positives before the connected
+components. Every
 textsieve row runs the real CLI: ``textsieve annotate --signals minhash`` (RPv2-compatible)
 or ``--signals minhash_fast`` (fast mode, not RPv2-compatible), then ``textsieve dedup fuzzy``
 (``--bands fast`` for the fast mode).
@@ -122,9 +124,9 @@ def main() -> None:
     truth_ts = nd.pair_jaccard([nd.rpv2_shingles(d.text) for d in docs])
     results: list[tuple[str, float, str, nd.Scores]] = []
     paths = set()
-    runs = [("rpv2", None, "textsieve rpv2"), ("fast", None, "textsieve fast"),
-            ("rpv2", "estimated", "ts rpv2+v.est"), ("fast", "estimated", "ts fast+v.est"),
-            ("rpv2", "exact", "ts rpv2+v.exact")]
+    runs = [("rpv2", "exact", "ts rpv2"), ("fast", "exact", "ts fast"),
+            ("rpv2", "estimated", "ts rpv2 v.est"), ("fast", "estimated", "ts fast v.est"),
+            ("rpv2", "none", "ts rpv2 v.none"), ("fast", "none", "ts fast v.none")]
     for mode, verify, label in runs:
         t = time.perf_counter()
         by_id, path = nd.textsieve_clusters(jsonl, work, thresholds, mode, verify=verify)

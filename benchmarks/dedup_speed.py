@@ -9,7 +9,9 @@ Usage::
 
 Part 1, the dev corpus (15,263 docs), one core each:
   * textsieve RPv2 mode: ``textsieve annotate --signals minhash --workers 1`` then
-    ``textsieve dedup fuzzy --threshold T`` (real CLI);
+    ``textsieve dedup fuzzy --threshold T`` (real CLI, default ``--verify exact``: candidate
+    pairs checked on the re-read texts; the signatures run on the C kernel, so neither process
+    loads numba);
   * textsieve fast mode (not RPv2-compatible): ``textsieve annotate --signals minhash_fast``
     then ``textsieve dedup fuzzy --bands fast`` (real CLI);
   * datatrove (its own venv): MinhashDedupSignature -> Buckets -> Cluster -> Filter with

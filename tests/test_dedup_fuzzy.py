@@ -58,7 +58,10 @@ def split_annotated(tmp_path_factory) -> Path:
 
 
 def _fuzzy(directory: Path, *extra: str) -> dict:
+    """dedup fuzzy at all four thresholds; `--verify none` (RPv2's clusters) unless `extra` says."""
     args = ["dedup", "fuzzy", str(directory), "-q", "--overwrite"]
+    if "--verify" not in extra:
+        args += ["--verify", "none"]
     for t in THRESHOLDS:
         args += ["--threshold", t]
     assert main(args + list(extra)) == 0
@@ -198,3 +201,61 @@ def test_missing_band_columns_error(tmp_path, capsys):
     assert main(["annotate", str(tmp_path / "x.jsonl"), "-o", str(d), "--signals", "minhash", "-q", "--workers", "1"]) == 0
     assert main(["dedup", "fuzzy", str(d), "--threshold", "0.8", "--bands", "fast", "-q"]) == 2
     assert "ts_fastsig_sim0.8" in capsys.readouterr().err
+
+
+def _set_jaccard(x: str, y: str) -> float:
+    from textsieve.text.normalize import normalize
+
+    def sh(t: str) -> set[str]:
+        w = normalize(t).split()
+        return {" ".join(w[i:i + 13]) for i in range(len(w) - 12)}
+
+    a, b = sh(x), sh(y)
+    return len(a & b) / len(a | b) if a or b else 0.0
+
+
+def test_exact_verification_hashes_equal_set_jaccard():
+    from textsieve.dedup.verify import jaccard_sorted, shingle_hashes
+
+    lines = gzip.open(_shared() / "corpora/dev/web_sample.jsonl.gz", "rt", encoding="utf-8").read().split("\n")
+    texts = [json.loads(ln)["text"] for ln in lines[:60] if ln.strip()]
+    rng = np.random.default_rng(5)
+    for text in texts:
+        words = text.split()
+        edited = words.copy()
+        for _ in range(int(rng.integers(0, 30))):  # substitutions, deletions, insertions
+            k = int(rng.integers(0, max(1, len(edited))))
+            op = rng.integers(0, 3)
+            if op == 0 and edited:
+                edited[k] = "zzz"
+            elif op == 1 and edited:
+                del edited[k]
+            else:
+                edited.insert(k, "Qux,")
+        other = " ".join(edited)
+        assert jaccard_sorted(shingle_hashes(text), shingle_hashes(other)) == pytest.approx(
+            _set_jaccard(text, other), abs=1e-12)
+    assert jaccard_sorted(shingle_hashes("too short"), shingle_hashes("")) == 0.0
+
+
+def test_default_verifies_exactly(annotated, golden):
+    """The default (`--verify exact`): clusters are LSH clusters cut down to pairs whose true
+    shingle Jaccard reaches T; every two-member cluster is such a pair."""
+    assert main(["dedup", "fuzzy", str(annotated), "-q", "--overwrite", "--threshold", "0.8"]) == 0
+    summary = json.loads((annotated / "_dedup_fuzzy" / "summary.json").read_text())
+    assert summary["verify"] == "exact"
+    got = _clusters(annotated, "0.8")
+    rpv2 = _golden_set(golden, "0.8")
+    assert got and {i for i, _ in got} <= {i for i, _ in rpv2}
+    texts = {}
+    for ln in gzip.open(_shared() / "corpora/dev/web_sample.jsonl.gz", "rt", encoding="utf-8"):
+        if ln.strip():
+            rec = json.loads(ln)
+            texts[rec["id"]] = rec["text"]
+    members: dict[int, list[str]] = {}
+    for i, c in got:
+        members.setdefault(c, []).append(i)
+    pairs = [m for m in members.values() if len(m) == 2]
+    assert pairs
+    for a, b in pairs:
+        assert _set_jaccard(texts[a], texts[b]) >= 0.8

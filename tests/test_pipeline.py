@@ -241,7 +241,7 @@ def test_example_pipeline_runs_on_the_sample_and_records_its_resolved_config(sam
                 for line in gzip.open(out / "selected" / f"part-{k}.jsonl.gz", "rt", encoding="utf-8")]
     assert 0 < len(selected) < 240 and all(len(r["text"].split()) >= 50 for r in selected)
     resolved = yaml.safe_load((out / "pipeline.resolved.yaml").read_text())
-    assert resolved["dedup"]["fuzzy"]["verify"] == "none"  # defaults filled
+    assert resolved["dedup"]["fuzzy"]["verify"] == "exact"  # defaults filled
     assert resolved["select"]["format"] == "jsonl.gz"
     prov = resolved["provenance"]
     assert prov["textsieve_version"] and len(prov["inputs"]) == 3

@@ -81,9 +81,10 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    help="similarity threshold with stored bands (1.0, 0.9, 0.8, 0.7); repeat for several (default 0.8)")
     f.add_argument("--bands", choices=("rpv2", "fast"), default="rpv2",
                    help="band columns: rpv2 = signature_sim<T> (RPv2-compatible), fast = ts_fastsig_sim<T>")
-    f.add_argument("--verify", choices=("none", "estimated", "exact"), default="none",
-                   help="check candidate pairs: none (RPv2), estimated = MinHash Jaccard >= T, exact = Jaccard of "
-                        "the 13-word shingle sets of the re-read texts >= T")
+    f.add_argument("--verify", choices=("exact", "estimated", "none"), default="exact",
+                   help="check LSH candidate pairs before clustering: exact (default) = true Jaccard of the "
+                        "13-word shingle sets of the re-read texts >= T; estimated = MinHash Jaccard >= T "
+                        "(no text re-read); none = every candidate pair is an edge, exactly RPv2's clusters")
     f.add_argument("--keep", choices=("first", "longest", "none"), default="first",
                    help="per cluster keep: first = the member with the smallest id_int (RPv2's representative), "
                         "longest = most characters, none = drop whole clusters")

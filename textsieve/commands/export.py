@@ -19,7 +19,27 @@ def run_rpv2_clusters(args: argparse.Namespace) -> int:
 
     n = export_rpv2_clusters(args.dir, args.threshold, args.output)
     print(f"wrote {n:,} clustered documents to {args.output}", file=sys.stderr)
+    verify = _fuzzy_verify_mode(args.dir)
+    if verify not in (None, "none"):
+        print(f"note: these clusters were verified (dedup fuzzy --verify {verify}); RPv2's run_lsh.py clusters "
+              "are those of `dedup fuzzy --verify none`", file=sys.stderr)
     return 0
+
+
+def _fuzzy_verify_mode(directory: str) -> str | None:
+    import json
+
+    import fsspec
+
+    from textsieve.io.attributes import attribute_set_dir
+    from textsieve.stages.dedup import FUZZY_SET
+
+    fs, root = fsspec.core.url_to_fs(attribute_set_dir(directory, FUZZY_SET))
+    try:
+        with fs.open(f"{root.rstrip('/')}/summary.json", "r") as fh:
+            return json.load(fh).get("verify")
+    except (FileNotFoundError, ValueError):
+        return None
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -31,7 +51,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     erp.add_argument("-o", "--output", required=True, metavar="FILE.jsonl.gz")
     erp.set_defaults(func=run_rpv2)
     erc = esub.add_parser("rpv2-clusters", parents=[common],
-                          help="RedPajama-V2 LSH cluster file (id, id_int, cluster_id) from `dedup fuzzy`")
+                          help="RedPajama-V2 LSH cluster file (id, id_int, cluster_id) from `dedup fuzzy` "
+                               "(RPv2's own clusters: run dedup fuzzy with --verify none)")
     erc.add_argument("dir", metavar="DIR", help="an annotate output folder after `dedup fuzzy`")
     erc.add_argument("--threshold", type=float, required=True, metavar="T")
     erc.add_argument("-o", "--output", required=True, metavar="FILE.parquet")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass
 from typing import Iterable
 
@@ -108,6 +109,55 @@ def gather_texts(table: ShardTable, ordinals: np.ndarray, workers: int = 1) -> d
     for (task, texts), key in zip(ordered_map(_texts_task, tasks, workers=min(workers, max(1, len(tasks)))), keys):
         out.update(zip((int(k) for k in key), texts))
     return out
+
+
+def _shingles_task(task: tuple[dict, list[int], str]) -> tuple[np.ndarray, np.ndarray]:
+    """Stream one source shard, writing the shingle hashes of the wanted rows to `path`;
+    return (start, count) per wanted row, in the order of `rows`."""
+    from textsieve.dedup.verify import shingle_hashes
+
+    meta, rows, path = task
+    want = {r: k for k, r in enumerate(rows)}
+    start = np.full(len(rows), -1, dtype=np.int64)
+    count = np.zeros(len(rows), dtype=np.int64)
+    at = 0
+    with open(path, "wb") as fh:
+        for doc in source_documents(meta):
+            k = want.get(doc.row)
+            if k is None or start[k] >= 0:
+                continue
+            h = shingle_hashes(doc.text)
+            h.astype("<u8", copy=False).tofile(fh)
+            start[k], count[k] = at, h.shape[0]
+            at += h.shape[0]
+    missing = [rows[k] for k in np.flatnonzero(start < 0)]
+    if missing:
+        raise FileNotFoundError(f"source {meta.get('source')!r} no longer has rows {missing[:5]}")
+    return start, count
+
+
+def shingle_store(table: ShardTable, ordinals: np.ndarray, work: str, workers: int = 1):
+    """A `verify.ShingleStore` of the given documents (sorted unique ordinals; store index k is
+    ordinals[k]), built by streaming their source shards, one task per shard."""
+    from textsieve.dedup.verify import ShingleStore
+
+    ordinals = np.asarray(ordinals, dtype=np.int64)
+    tasks, keys = [], []
+    for i, local in table.split(ordinals):
+        rows = table.read(i, ["row"]).column("row").to_numpy()[local]
+        meta = read_shard_meta(table.fs, table.paths[i])
+        if "source_shard" not in meta:
+            raise ValueError(f"{table.paths[i]}: no source metadata; cannot re-read texts")
+        tasks.append((meta, [int(r) for r in rows], os.path.join(work, f"s{i:06d}.bin")))
+        keys.append(np.searchsorted(ordinals, local + table.base[i]))
+    n = ordinals.shape[0]
+    file_of, start, count = (np.zeros(n, dtype=np.int64) for _ in range(3))
+    files = []
+    for f, ((task, (st, ct)), key) in enumerate(zip(ordered_map(_shingles_task, tasks,
+                                                                 workers=min(workers, max(1, len(tasks)))), keys)):
+        files.append(task[2])
+        file_of[key], start[key], count[key] = f, st, ct
+    return ShingleStore(work, files, file_of, start, count)
 
 
 def write_set(table: ShardTable, set_dir: str, i: int, columns: dict[str, pa.Array], info: dict,

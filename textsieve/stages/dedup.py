@@ -33,14 +33,14 @@ import pyarrow.parquet as pq
 
 from textsieve import __version__
 from textsieve.dedup.components import cluster_ids, components
-from textsieve.dedup.corpus import ShardTable, first_lines, gather_texts, id_ints, write_set
+from textsieve.dedup.corpus import ShardTable, first_lines, gather_texts, id_ints, shingle_store, write_set
 from textsieve.dedup.lsh import (BAND_PREFIXES, band_column, band_rows, band_values, estimated_jaccard,
                                  signature_column)
 from textsieve.dedup.partitions import (ROW, Grouper, GroupStats, PartitionWriter, parse_memory,
                                         partition_bits, rows_per_pass)
-from textsieve.dedup.verify import exact_jaccard_pairs
+from textsieve.dedup.verify import ShingleStore
 from textsieve.io.atomic import atomic_open
-from textsieve.io.attributes import attribute_set_dir
+from textsieve.io.attributes import LENGTH_COLUMN, attribute_set_dir
 from textsieve.stages.progress import Progress
 from textsieve.exec.memory import lean_arrow_memory
 
@@ -63,7 +63,7 @@ class FuzzyConfig:
     directory: str
     thresholds: list[float]
     bands: str = "rpv2"  # rpv2: signature_sim{T}; fast: ts_fastsig_sim{T}
-    verify: str = "none"  # none (RPv2 §8), estimated, exact
+    verify: str = "exact"  # exact (true Jaccard of candidate pairs), estimated, none (RPv2 §8)
     keep: str = "first"  # first (smallest id_int), longest, none
     memory: int | str = "2GB"
     workers: int = 1
@@ -209,12 +209,19 @@ def _verify(cfg: FuzzyConfig, table: ShardTable, prefix: str, edges: dict[float,
             out[t] = e[estimated_jaccard(sig[a], sig[b]) >= t]
         return out
     ii, ords, _ = _locate(table, ends)
-    texts = gather_texts(table, ords, workers=cfg.workers)
-    by_ii = {int(k): texts[int(o)] for k, o in zip(ii, ords)}
-    out = {}
-    for t, e in edges.items():
-        j = exact_jaccard_pairs([(by_ii[int(a)], by_ii[int(b)]) for a, b in e])
-        out[t] = e[np.asarray(j, dtype=np.float64) >= t] if len(j) else e
+    order = np.argsort(ords, kind="stable")  # the store is indexed by sorted ordinal
+    work = ShingleStore.new_dir(cfg.tmp_dir)
+    try:
+        store = shingle_store(table, ords[order], work, workers=cfg.workers)
+        slot = np.empty(order.shape[0], dtype=np.int64)
+        slot[order] = np.arange(order.shape[0])  # id_int position -> store index
+        out = {}
+        for t, e in edges.items():
+            e = np.unique(e, axis=0) if e.shape[0] else e  # a pair collides in several bands
+            a, b = slot[np.searchsorted(ii, e[:, 0])], slot[np.searchsorted(ii, e[:, 1])]
+            out[t] = e[store.jaccard(a, b) >= t]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     return out
 
 
@@ -223,9 +230,14 @@ def _nodes(cfg: FuzzyConfig, table: ShardTable, edges: dict[float, np.ndarray]) 
     lengths = None
     if cfg.keep == "longest":
         allnodes = np.unique(np.concatenate([n for n, _ in comps.values()] or [np.zeros(0, np.uint64)]))
-        ii, ords, _ = _locate(table, allnodes)
-        texts = gather_texts(table, ords, workers=cfg.workers)
-        lengths = (ii, np.asarray([len(texts[int(o)]) for o in ords], dtype=np.int64))
+        if LENGTH_COLUMN in table.schema(0).names:  # annotate stores every document's length
+            ii, _, cols = _locate(table, allnodes, [LENGTH_COLUMN])
+            lengths = (ii, np.asarray(cols[LENGTH_COLUMN].to_numpy(zero_copy_only=False), dtype=np.int64)
+                       if ii.shape[0] else np.zeros(0, np.int64))
+        else:
+            ii, ords, _ = _locate(table, allnodes)
+            texts = gather_texts(table, ords, workers=cfg.workers)
+            lengths = (ii, np.asarray([len(texts[int(o)]) for o in ords], dtype=np.int64))
     out = {}
     for t, (nodes, label) in comps.items():
         cid, size = cluster_ids(label, nodes)
