@@ -57,6 +57,7 @@ import _neardup as nd  # noqa: E402
 from textsieve.dedup.minhash import optimal_param  # noqa: E402
 
 RUNNER = Path(__file__).resolve().parent / "_datatrove_run.py"
+DEFAULT_ROWS = ("ts rpv2", "ts fast")  # `dedup fuzzy` defaults (--verify exact); the target applies to these
 
 
 def _labels(ids: list[str], by_id: dict[str, int]) -> np.ndarray:
@@ -165,13 +166,14 @@ def main() -> None:
             rel = "" if dtf is None or tool == "datatrove" else f"{s.f1 - dtf:+.3f}"
             print(f"{th:>9} {tool:<15} {bands:>6} {s.true_pairs:>7} {s.predicted_pairs:>7} {s.tp:>7} "
                   f"{s.precision:>9.3f} {s.recall:>7.3f} {s.f1:>7.3f} {rel:>16}")
-            if dtf is not None and tool != "datatrove":
+            if dtf is not None and tool in DEFAULT_ROWS:
                 verdict.append((tool, th, s.f1 >= dtf))
     print()
     print("textsieve path: " + "; ".join(sorted(paths)))
     if verdict:
         bad = [f"{tool}@{th}" for tool, th, ok in verdict if not ok]
-        print("target F1 >= datatrove at every threshold: " + ("MET" if not bad else "NOT MET for " + ", ".join(bad)))
+        print(f"target F1 >= datatrove at every threshold, textsieve defaults ({' and '.join(DEFAULT_ROWS)}): "
+              + ("MET" if not bad else "NOT MET for " + ", ".join(bad)))
     if tmp:
         tmp.cleanup()
 

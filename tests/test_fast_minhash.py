@@ -20,6 +20,16 @@ from textsieve.dedup import minhash as mh
 from textsieve.text.normalize import normalize
 
 
+@pytest.fixture(params=["native", "numba"])
+def backend(request, monkeypatch):
+    """Run a test on both kernels: the C library (textsieve.native) and the numba twin."""
+    if request.param == "numba":
+        monkeypatch.setattr(fm, "native_fast_signatures", lambda: None)
+    else:
+        assert fm.native_fast_signatures() is not None, "the native kernels were not built at install time"
+    return request.param
+
+
 def _pack(docs: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
     off = np.zeros(len(docs) + 1, dtype=np.int64)
     off[1:] = np.cumsum([len(d) for d in docs])
@@ -55,7 +65,7 @@ def test_xxh64_equals_xxhash_package():
     assert fm.xxh64(b"seeded", seed=12345) == xxhash.xxh64_intdigest(b"seeded", seed=12345)
 
 
-def test_kernel_equals_reference_definition(dev_texts):
+def test_kernel_equals_reference_definition(dev_texts, backend):
     docs = [_enc(t) for t in dev_texts[:120]] + [_enc(t) for t in _pydoc_texts()[:40]]
     docs += [b"", b"too short to sign", b"  leading and   double spaces " + b"w " * 20]
     sig, valid = fm.signatures(*_pack(docs))
@@ -68,7 +78,7 @@ def test_kernel_equals_reference_definition(dev_texts):
             assert valid[i] and sig[i].tolist() == ref, i
 
 
-def test_deterministic_and_batch_independent(dev_texts):
+def test_deterministic_and_batch_independent(dev_texts, backend):
     docs = [_enc(t) for t in dev_texts[:200]]
     a, va = fm.signatures(*_pack(docs))
     b, vb = fm.signatures(*_pack(docs))

@@ -3,7 +3,7 @@
 They exist for memory, not speed: a process that imports numba and runs one kernel carries
 about 125 MB of LLVM and numba state, more than the rest of a MinHash run. The C library adds
 well under 1 MB. When it was not built (no C compiler at install time) or when
-``TEXTSIEVE_NATIVE=0`` is set, ``rpv2_signatures`` returns None and callers use the numba
+``TEXTSIEVE_NATIVE=0`` is set, the accessors return None and callers use the numba
 kernels, which compute the same values.
 """
 
@@ -31,21 +31,31 @@ def _library_path(name: str) -> Path | None:
     return None
 
 
-@functools.lru_cache(maxsize=1)
-def rpv2_signatures():
-    """The C function ``ts_rpv2_signatures`` (see ``rpv2_minhash.c``), or None."""
+def _function(name: str, argtypes: list):
     if os.environ.get("TEXTSIEVE_NATIVE", "1") == "0":
         return None
     path = _library_path("_rpv2_minhash")
     if path is None:
-        log.debug("native MinHash kernel not built; using numba")
+        log.debug("native MinHash kernels not built; using numba")
         return None
     try:
-        fn = ctypes.CDLL(str(path)).ts_rpv2_signatures
+        fn = getattr(ctypes.CDLL(str(path)), name)
     except (OSError, AttributeError) as exc:  # a stale or foreign build
-        log.warning("cannot load %s (%s); using the numba MinHash kernel", path, exc)
+        log.warning("cannot load %s from %s (%s); using the numba kernel", name, path, exc)
         return None
-    fn.argtypes = [_P, _P, _I64, _I64, _P, _P, _I64, _P, _P, _P]
+    fn.argtypes = argtypes
     fn.restype = ctypes.c_int
-    log.debug("native MinHash kernel: %s", path)
+    log.debug("native kernel %s: %s", name, path)
     return fn
+
+
+@functools.lru_cache(maxsize=1)
+def rpv2_signatures():
+    """The C function ``ts_rpv2_signatures`` (RPv2 MinHash; see ``rpv2_minhash.c``), or None."""
+    return _function("ts_rpv2_signatures", [_P, _P, _I64, _I64, _P, _P, _I64, _P, _P, _P])
+
+
+@functools.lru_cache(maxsize=1)
+def fast_signatures():
+    """The C function ``ts_fast_signatures`` (the ``minhash_fast`` group), or None."""
+    return _function("ts_fast_signatures", [_P, _P, _I64, _I64, _P, _I64, _P, _P])

@@ -229,3 +229,156 @@ done:
     free(a_hi);
     return rc;
 }
+
+/* ---------------------------------------------------------------------------------------------
+ * Fast signatures (signal group minhash_fast; NOT RPv2-compatible): the definition is in
+ * textsieve/dedup/fast_minhash.py. Words are hashed with xxHash64 (seed 0), shingles with a
+ * rolling polynomial over the word hashes and MurmurHash3's fmix64, permutations with fmix32.
+ * ------------------------------------------------------------------------------------------- */
+
+#define XP1 0x9E3779B185EBCA87ULL
+#define XP2 0xC2B2AE3D27D4EB4FULL
+#define XP3 0x165667B19E3779F9ULL
+#define XP4 0x85EBCA77C2B2AE63ULL
+#define XP5 0x27D4EB2F165667C5ULL
+#define POLY 0x9E3779B97F4A7C15ULL
+
+static inline __attribute__((always_inline)) uint64_t rotl64(uint64_t x, int r) {
+    return (x << r) | (x >> (64 - r));
+}
+
+static inline __attribute__((always_inline)) uint64_t read64(const uint8_t *p) {
+    uint64_t v;
+    memcpy(&v, p, 8); /* little-endian hosts only (x86-64, aarch64) */
+    return v;
+}
+
+static inline __attribute__((always_inline)) uint64_t read32(const uint8_t *p) {
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+static inline __attribute__((always_inline)) uint64_t xxh_round(uint64_t acc, uint64_t lane) {
+    return rotl64(acc + lane * XP2, 31) * XP1;
+}
+
+static inline __attribute__((always_inline)) uint64_t xxh_merge(uint64_t acc, uint64_t val) {
+    return (acc ^ xxh_round(0, val)) * XP1 + XP4;
+}
+
+/* xxHash64 of p[0:n] with seed 0 (the reference algorithm). */
+static uint64_t xxh64(const uint8_t *p, int64_t n) {
+    const uint8_t *end = p + n;
+    uint64_t h;
+    if (n >= 32) {
+        uint64_t v1 = XP1 + XP2, v2 = XP2, v3 = 0, v4 = -XP1;
+        while (p + 32 <= end) {
+            v1 = xxh_round(v1, read64(p));
+            v2 = xxh_round(v2, read64(p + 8));
+            v3 = xxh_round(v3, read64(p + 16));
+            v4 = xxh_round(v4, read64(p + 24));
+            p += 32;
+        }
+        h = rotl64(v1, 1) + rotl64(v2, 7) + rotl64(v3, 12) + rotl64(v4, 18);
+        h = xxh_merge(h, v1);
+        h = xxh_merge(h, v2);
+        h = xxh_merge(h, v3);
+        h = xxh_merge(h, v4);
+    } else {
+        h = XP5;
+    }
+    h += (uint64_t)n;
+    while (p + 8 <= end) {
+        h ^= xxh_round(0, read64(p));
+        h = rotl64(h, 27) * XP1 + XP4;
+        p += 8;
+    }
+    if (p + 4 <= end) {
+        h ^= read32(p) * XP1;
+        h = rotl64(h, 23) * XP2 + XP3;
+        p += 4;
+    }
+    while (p < end) {
+        h ^= (uint64_t)(*p) * XP5;
+        h = rotl64(h, 11) * XP1;
+        p++;
+    }
+    h ^= h >> 33;
+    h *= XP2;
+    h ^= h >> 29;
+    h *= XP3;
+    h ^= h >> 32;
+    return h;
+}
+
+static inline __attribute__((always_inline)) uint64_t fmix64(uint64_t k) {
+    k ^= k >> 33;
+    k *= 0xFF51AFD7ED558CCDULL;
+    k ^= k >> 33;
+    k *= 0xC4CEB9FE1A85EC53ULL;
+    k ^= k >> 33;
+    return k;
+}
+
+/* Fast signatures of n_docs documents (same layout as ts_rpv2_signatures; s: num_perm seeds).
+ * Returns 0, or -3 when memory runs out. */
+MULTIVERSION
+int ts_fast_signatures(const uint8_t *content, const int64_t *offsets, int64_t n_docs, int64_t ngram,
+                       const uint32_t *s, int64_t num_perm, uint32_t *sig, uint8_t *valid) {
+    int64_t max_len = 0;
+    for (int64_t d = 0; d < n_docs; d++)
+        if (offsets[d + 1] - offsets[d] > max_len) max_len = offsets[d + 1] - offsets[d];
+    uint64_t *wh = malloc(sizeof(uint64_t) * (size_t)(max_len / 2 + 2));
+    uint32_t *hs = malloc(sizeof(uint32_t) * (size_t)(max_len / 2 + 2));
+    if (!wh || !hs) {
+        free(wh);
+        free(hs);
+        return -3;
+    }
+    uint64_t top = 1; /* POLY ** (ngram - 1) */
+    for (int64_t j = 0; j < ngram - 1; j++) top *= POLY;
+    for (int64_t d = 0; d < n_docs; d++) {
+        int64_t n_words = 0, i = offsets[d], end = offsets[d + 1];
+        while (i < end) {
+            if (content[i] == SPACE) {
+                i++;
+                continue;
+            }
+            int64_t j = i;
+            while (j < end && content[j] != SPACE) j++;
+            wh[n_words++] = xxh64(content + i, j - i);
+            i = j;
+        }
+        uint32_t *out = sig + d * num_perm;
+        if (n_words < ngram) {
+            valid[d] = 0;
+            for (int64_t k = 0; k < num_perm; k++) out[k] = 0xFFFFFFFFu;
+            continue;
+        }
+        uint64_t r = 0;
+        for (int64_t j = 0; j < ngram; j++) r = r * POLY + wh[j];
+        int64_t n_sh = n_words - ngram + 1;
+        for (int64_t k = 0; k < n_sh; k++) {
+            if (k) r = (r - wh[k - 1] * top) * POLY + wh[k + ngram - 1];
+            hs[k] = (uint32_t)fmix64(r);
+        }
+        for (int64_t k = 0; k < num_perm; k++) { /* a vectorisable 32-bit min-reduction */
+            uint32_t sk = s[k], m = 0xFFFFFFFFu;
+            for (int64_t q = 0; q < n_sh; q++) {
+                uint32_t x = hs[q] ^ sk;
+                x ^= x >> 16;
+                x *= 0x85EBCA6Bu;
+                x ^= x >> 13;
+                x *= 0xC2B2AE35u;
+                x ^= x >> 16;
+                m = x < m ? x : m;
+            }
+            out[k] = m;
+        }
+        valid[d] = 1;
+    }
+    free(wh);
+    free(hs);
+    return 0;
+}
