@@ -158,6 +158,10 @@ def test_deterministic_across_shard_names_order_and_workers(split_annotated, gol
     _fuzzy(renamed, "--workers", "2")
     other = _set_bytes(renamed)
     assert {perm.get(k, k): v for k, v in base.items()} == other
+    # the default exact verification re-reads texts with --workers processes: same bytes too
+    _fuzzy(split_annotated, "--verify", "exact")
+    _fuzzy(renamed, "--verify", "exact", "--workers", "2")
+    assert {perm.get(k, k): v for k, v in _set_bytes(split_annotated).items()} == _set_bytes(renamed)
 
 
 def test_keep_and_verify_policies(annotated, golden):
