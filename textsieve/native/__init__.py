@@ -14,6 +14,7 @@ import functools
 import importlib.machinery
 import logging
 import os
+import sys
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -23,11 +24,27 @@ _P = ctypes.c_void_p
 _I64 = ctypes.c_int64
 
 
+def _library_dirs() -> list[Path]:
+    """This package's folder, then ``textsieve/native`` under every other ``sys.path`` entry:
+    when a source checkout shadows the installed package (running from the repository root),
+    the built library is only in the installed copy."""
+    dirs = [_HERE]
+    for entry in sys.path:
+        folder = Path(entry or ".") / "textsieve" / "native"
+        try:
+            if folder.is_dir() and folder.resolve() not in {d.resolve() for d in dirs}:
+                dirs.append(folder)
+        except OSError:
+            continue
+    return dirs
+
+
 def _library_path(name: str) -> Path | None:
-    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
-        path = _HERE / (name + suffix)
-        if path.is_file():
-            return path
+    for folder in _library_dirs():
+        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+            path = folder / (name + suffix)
+            if path.is_file():
+                return path
     return None
 
 
