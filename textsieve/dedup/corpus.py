@@ -136,9 +136,10 @@ def _shingles_task(task: tuple[dict, list[int], str]) -> tuple[np.ndarray, np.nd
     return start, count
 
 
-def shingle_store(table: ShardTable, ordinals: np.ndarray, work: str, workers: int = 1):
+def shingle_store(table: ShardTable, ordinals: np.ndarray, work: str, workers: int = 1, progress=None):
     """A `verify.ShingleStore` of the given documents (sorted unique ordinals; store index k is
-    ordinals[k]), built by streaming their source shards, one task per shard."""
+    ordinals[k]), built by streaming their source shards, one task per shard. `progress` (a
+    `stages.progress.Progress` counting documents) advances as each shard finishes."""
     from textsieve.dedup.verify import ShingleStore
 
     ordinals = np.asarray(ordinals, dtype=np.int64)
@@ -157,6 +158,8 @@ def shingle_store(table: ShardTable, ordinals: np.ndarray, work: str, workers: i
                                                                  workers=min(workers, max(1, len(tasks)))), keys)):
         files.append(task[2])
         file_of[key], start[key], count[key] = f, st, ct
+        if progress is not None:
+            progress.update(len(key), progress.docs + len(key))
     return ShingleStore(work, files, file_of, start, count)
 
 

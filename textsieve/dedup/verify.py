@@ -95,16 +95,19 @@ class ShingleStore:
         raw = os.pread(fds[int(self.file_of[k])], 8 * n, 8 * int(self.start[k]))
         return np.frombuffer(raw, dtype="<u8")
 
-    def jaccard(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """Exact Jaccard of documents a[i] and b[i] (indexes into this store)."""
+    def jaccard(self, a: np.ndarray, b: np.ndarray, progress=None) -> np.ndarray:
+        """Exact Jaccard of documents a[i] and b[i] (indexes into this store). `progress` (a
+        `stages.progress.Progress` counting pairs) advances every 16,384 pairs."""
         out = np.zeros(a.shape[0], dtype=np.float64)
         fds = [os.open(f, os.O_RDONLY) for f in self.files]
         try:
             last, arr_a = -1, None
-            for i in np.lexsort((b, a)):  # grouped by a: each a's array is read once
+            for n, i in enumerate(np.lexsort((b, a)), 1):  # grouped by a: each a's array is read once
                 if a[i] != last:
                     last, arr_a = int(a[i]), self._read(fds, int(a[i]))
                 out[i] = jaccard_sorted(arr_a, self._read(fds, int(b[i])))
+                if progress is not None and (n % 16384 == 0 or n == a.shape[0]):
+                    progress.update(n - progress.docs, n)
         finally:
             for fd in fds:
                 os.close(fd)

@@ -212,14 +212,18 @@ def _verify(cfg: FuzzyConfig, table: ShardTable, prefix: str, edges: dict[float,
     order = np.argsort(ords, kind="stable")  # the store is indexed by sorted ordinal
     work = ShingleStore.new_dir(cfg.tmp_dir)
     try:
-        store = shingle_store(table, ords[order], work, workers=cfg.workers)
+        bar = Progress("dedup fuzzy [verify: re-read texts]", ords.shape[0], enabled=cfg.progress)
+        store = shingle_store(table, ords[order], work, workers=cfg.workers, progress=bar)
+        bar.close()
         slot = np.empty(order.shape[0], dtype=np.int64)
         slot[order] = np.arange(order.shape[0])  # id_int position -> store index
         out = {}
         for t, e in edges.items():
             e = np.unique(e, axis=0) if e.shape[0] else e  # a pair collides in several bands
             a, b = slot[np.searchsorted(ii, e[:, 0])], slot[np.searchsorted(ii, e[:, 1])]
-            out[t] = e[store.jaccard(a, b) >= t]
+            bar = Progress(f"dedup fuzzy [verify t{t}]", e.shape[0], enabled=cfg.progress, unit="pairs")
+            out[t] = e[store.jaccard(a, b, progress=bar) >= t]
+            bar.close()
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return out
@@ -318,7 +322,9 @@ def run_fuzzy(cfg: FuzzyConfig) -> FuzzyResult:
               f"{', '.join(map(str, ts))}; at most {total:,} band rows -> disk ~{_human(total * ROW.itemsize)} "
               f"of partitions; memory budget {_human(budget)} ({max_rows:,} rows per sort) -> "
               f"{', '.join(f'{t}: {1 << bits[t]}' for t in ts)} partition(s); plus ~16 B per candidate doc "
-              f"for clustering", file=sys.stderr)
+              f"for clustering"
+              + ("; --verify exact then re-reads the candidates' texts, ~8 B per shingle of them on disk"
+                 if cfg.verify == "exact" else ""), file=sys.stderr)
     if cfg.executor == "ray":  # the same scatter + grouping as a Ray shuffle; identical edges
         from textsieve.dedup.ray_shuffle import ray_lsh
 
