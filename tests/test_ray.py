@@ -174,6 +174,14 @@ def test_dedup_fuzzy_on_ray_survives_a_killed_worker(dedup_annotated, local_fuzz
     assert _files(out) == _files(local_fuzzy[1])
 
 
+def test_dedup_exact_on_ray_matches_local(slice_shards, tmp_path):
+    """Shards hashed as Ray tasks (grouping stays local): byte-identical sets."""
+    for executor in ("local", "ray"):
+        assert main(["dedup", "exact", str(slice_shards), "-o", str(tmp_path / executor), "-q", "--normalize", "rpv2",
+                     "--executor", executor, "--workers", "2"]) == 0
+    assert _files(tmp_path / "local") == _files(tmp_path / "ray") and len(_files(tmp_path / "ray")) == 4
+
+
 def test_clear_errors(monkeypatch, tmp_path):
     with pytest.raises(SystemExit):
         main(["annotate", str(tmp_path), "-o", str(tmp_path / "o"), "--executor", "spark"])

@@ -11,7 +11,8 @@ def run_exact(args: argparse.Namespace) -> int:
 
     res = run(ExactConfig(inputs=args.inputs, output=args.output, normalize=args.normalize, bloom_fp=args.bloom_fp,
                           bloom_capacity=args.bloom_capacity, memory=args.memory, text_field=args.text_field,
-                          id_field=args.id_field, tmp_dir=args.tmp_dir, progress=not args.quiet))
+                          id_field=args.id_field, tmp_dir=args.tmp_dir, workers=args.workers,
+                          executor=args.executor, address=args.address, progress=not args.quiet))
     if not args.quiet:
         print(f"dedup exact: {res.removed:,} of {res.documents:,} documents are duplicates "
               f"({res.seconds:.1f} s) -> {res.output}", file=sys.stderr)
@@ -69,6 +70,12 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     e.add_argument("--text-field", default="text", metavar="FIELD")
     e.add_argument("--id-field", default="id", metavar="FIELD")
     e.add_argument("--tmp-dir", default=None, metavar="DIR", help="local folder for partition files")
+    e.add_argument("--workers", type=int, default=None,
+                   help="processes reading and hashing shards, one shard each (default: all cores)")
+    e.add_argument("--executor", choices=("local", "ray"), default="local",
+                   help="hash shards on the local pool or as Ray tasks; grouping is local (same output)")
+    e.add_argument("--address", default=None, metavar="ADDR",
+                   help="with --executor ray: Ray cluster to join; default: start a local Ray")
     e.set_defaults(func=run_exact)
 
     f = dsub.add_parser("fuzzy", parents=[common], help="MinHash-LSH clusters from annotate's bands",

@@ -24,7 +24,8 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import Iterator
+from functools import partial
+from typing import Callable, Iterator
 
 import fsspec
 import numpy as np
@@ -59,6 +60,9 @@ class ExactConfig:
     text_field: str = "text"
     id_field: str = "id"
     tmp_dir: str | None = None
+    workers: int | None = None  # processes hashing shards (default: all cores)
+    executor: str = "local"  # local | ray: where shards are hashed (grouping is local either way)
+    address: str | None = None  # with executor ray: the cluster to join
     progress: bool = True
 
 
@@ -136,6 +140,51 @@ def _batches(src: _Source) -> Iterator[tuple[list, list, list, list]]:
     yield cols
 
 
+def _hash_shard(task: tuple[_Source, str], on_batch: Callable[[int], None] | None = None):
+    """(ids, shards, rows, h1, h2) of one shard: its documents in record order and their content
+    keys. Runs in a worker (local pool or Ray actor), or in-process calling `on_batch(n_docs)`."""
+    src, normalize = task
+    ids, shards, rows, h1s, h2s = [], [], [], [], []
+    for b_ids, b_shards, b_rows, texts in _batches(src):
+        h1, h2 = content_keys(texts, normalize)
+        ids += b_ids
+        shards += b_shards
+        rows += b_rows
+        h1s.append(np.asarray(h1, dtype=np.uint64))
+        h2s.append(np.asarray(h2, dtype=np.uint64))
+        if on_batch is not None:
+            on_batch(len(b_ids))
+    return ids, shards, rows, np.concatenate(h1s), np.concatenate(h2s)
+
+
+def _hashed_shards(cfg: ExactConfig, sources: list[_Source], progress: Progress, counted: bool):
+    """Yield `_hash_shard` results in corpus order: in-process with one worker (progress per
+    batch), otherwise on the local pool or Ray (progress per finished shard)."""
+    from textsieve.exec.local import default_workers, ordered_map
+
+    tasks = [(src, cfg.normalize) for src in sources]
+    if cfg.executor not in ("local", "ray"):
+        raise ValueError(f"dedup exact: executor must be local or ray, not {cfg.executor!r}")
+    if cfg.executor == "ray":
+        from textsieve.exec.ray_exec import cluster_cpus, ray_ordered_map
+
+        mapper, workers = partial(ray_ordered_map, address=cfg.address), cfg.workers or cluster_cpus(cfg.address)
+    else:
+        mapper, workers = ordered_map, cfg.workers or default_workers()
+    workers = min(workers, len(tasks)) if cfg.executor == "local" else workers
+    # progress totals are documents when annotate counted them, else input bytes
+    if workers <= 1 and cfg.executor == "local":
+        for task in tasks:
+            done = progress._bytes
+            yield _hash_shard(task, lambda n: progress.update(n, progress._bytes + (n if counted else 0)))
+            if not counted:
+                progress.update(0, done + task[0].size)
+        return
+    for (src, _), result in mapper(_hash_shard, tasks, workers=workers):
+        progress.update(len(result[0]), progress._bytes + (len(result[0]) if counted else src.size))
+        yield result
+
+
 def _write(set_root: str, fs, rel: str, ids: list, shards: list, rows: list, cols: dict, info: dict) -> None:
     table = pa.table({"id": pa.array(ids, pa.string()), "shard": pa.array(shards, pa.string()),
                       "row": pa.array(rows, pa.int64()), **cols})
@@ -184,22 +233,17 @@ def run_exact(cfg: ExactConfig) -> ExactResult:
         bits = 0 if not counted else max(0, int(np.ceil(np.log2(max(1, 2 * (n_known or 0) // max_rows)))))
         writer = PartitionWriter(f"{work}/keys", min(bits, 16), max_rows // 2) if bloom is None else None
         ordinal, removed = 0, 0
-        for si, src in enumerate(sources):
-            ids_all, shards_all, rows_all, keep_all = [], [], [], []
-            for ids, shards, rows, texts in _batches(src):
-                h1, h2 = content_keys(texts, cfg.normalize)
-                n = len(ids)
-                if bloom is not None:
-                    keep_all.append(~bloom.test_add(h1, h2))
-                elif n:
-                    rec = np.empty(n, dtype=ROW)
-                    rec["h1"], rec["h2"], rec["doc"] = h1, h2, np.arange(ordinal, ordinal + n, dtype=np.uint64)
-                    writer.add(rec)
-                ids_all += ids
-                shards_all += shards
-                rows_all += rows
-                ordinal += n
-                progress.update(n, ordinal if counted else 0)
+        for si, (src, (ids_all, shards_all, rows_all, h1, h2)) in enumerate(
+                zip(sources, _hashed_shards(cfg, sources, progress, counted))):
+            n = len(ids_all)
+            keep_all = []
+            if bloom is not None:
+                keep_all.append(~bloom.test_add(h1, h2))
+            elif n:
+                rec = np.empty(n, dtype=ROW)
+                rec["h1"], rec["h2"], rec["doc"] = h1, h2, np.arange(ordinal, ordinal + n, dtype=np.uint64)
+                writer.add(rec)
+            ordinal += n
             if bloom is not None:
                 keep = np.concatenate(keep_all) if keep_all else np.zeros(0, bool)
                 removed += int((~keep).sum())
