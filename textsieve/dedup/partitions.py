@@ -151,6 +151,24 @@ def run_edges(rows: np.ndarray, bounds: np.ndarray) -> np.ndarray:
     return np.stack([first[take], rows["doc"][take]], axis=1)
 
 
+def unique_pairs(edges: np.ndarray) -> np.ndarray:
+    """The distinct rows of an (e, 2) uint64 edge array, sorted. The same pair is emitted once
+    per band it collides in (up to 14 times), so deduplicating shrinks the edge set several-fold
+    on duplicate-heavy corpora; the components do not change."""
+    if edges.shape[0] < 2:
+        return edges
+    order = np.lexsort((edges[:, 1], edges[:, 0]))
+    edges = edges[order]
+    keep = np.empty(edges.shape[0], dtype=bool)
+    keep[0] = True
+    keep[1:] = (edges[1:, 0] != edges[:-1, 0]) | (edges[1:, 1] != edges[:-1, 1])
+    return edges[keep]
+
+
+#: Buffered edges before the Grouper deduplicates them (and at least twice the last distinct count).
+COMPACT_EDGES = 1 << 20
+
+
 @dataclass
 class Grouper:
     """Group the rows of partition files under a row budget, writing edges to `edges`."""
@@ -159,6 +177,8 @@ class Grouper:
     max_rows: int
     edges: list[np.ndarray] = field(default_factory=list)
     stats: GroupStats = field(default_factory=GroupStats)
+    _pending: int = 0  # edges buffered since the last compaction (the distinct ones included)
+    _compacted: int = 0  # distinct edges after the last compaction
 
     def group_partitions(self, parts: list[tuple[str, int]], level: int = 0) -> None:
         for path, n in parts:
@@ -168,6 +188,15 @@ class Grouper:
         if e.shape[0]:
             self.edges.append(e)
             self.stats.edges += e.shape[0]
+            self._pending += e.shape[0]
+            if self._pending >= max(COMPACT_EDGES, 2 * self._compacted):
+                self._compact()
+
+    def _compact(self) -> None:
+        """Keep only distinct edges: memory follows the distinct pairs, not the band collisions."""
+        merged = unique_pairs(np.concatenate(self.edges))
+        self.edges = [merged]
+        self._compacted = self._pending = merged.shape[0]
 
     def _group_file(self, path: str, n: int, level: int) -> None:
         self.stats.partitions += 1
@@ -196,9 +225,11 @@ class Grouper:
         self.group_partitions(subparts, level + 1)
 
     def all_edges(self) -> np.ndarray:
+        """Every distinct edge, sorted (`unique_pairs`)."""
         if not self.edges:
             return np.zeros((0, 2), dtype=np.uint64)
-        return np.concatenate(self.edges)
+        self._compact()
+        return self.edges[0]
 
 
 def partition_bits(total_rows: int, max_rows: int) -> int:

@@ -40,7 +40,7 @@ import pyarrow.parquet as pq
 
 from textsieve.dedup.corpus import ShardTable, id_ints
 from textsieve.dedup.lsh import band_rows, band_values
-from textsieve.dedup.partitions import ROW, Grouper, GroupStats
+from textsieve.dedup.partitions import ROW, Grouper, GroupStats, unique_pairs
 from textsieve.exec.ray_exec import ensure_ray, kill_marker_dir, maybe_die
 from textsieve.stages.progress import Progress
 
@@ -188,7 +188,7 @@ def ray_lsh(table: ShardTable, cols: dict[float, str], bits: dict[float, int], m
         for t in ts:
             stats[t].spilled_bytes += stats[t].rows * ROW.itemsize  # the level-0 scatter, as locally
             out_stats[t] = asdict(stats[t])
-        return with_bands, {t: np.concatenate(edges[t]) for t in ts}, out_stats
+        return with_bands, {t: unique_pairs(np.concatenate(edges[t])) for t in ts}, out_stats
     finally:
         if kill_dir:
             shutil.rmtree(kill_dir, ignore_errors=True)

@@ -219,7 +219,6 @@ def _verify(cfg: FuzzyConfig, table: ShardTable, prefix: str, edges: dict[float,
         slot[order] = np.arange(order.shape[0])  # id_int position -> store index
         out = {}
         for t, e in edges.items():
-            e = np.unique(e, axis=0) if e.shape[0] else e  # a pair collides in several bands
             a, b = slot[np.searchsorted(ii, e[:, 0])], slot[np.searchsorted(ii, e[:, 1])]
             bar = Progress(f"dedup fuzzy [verify t{t}]", e.shape[0], enabled=cfg.progress, unit="pairs")
             out[t] = e[store.jaccard(a, b, progress=bar) >= t]
