@@ -13,7 +13,8 @@
  * 0xFFFFFFFF; signature value k is the minimum over the shingles, starting at 2^32-1.
  *
  * SHA-1 runs on LANES messages at once with GCC vector extensions (one AVX2 register, or two
- * SSE2 registers on older CPUs; target_clones picks at load time). Messages are copied into
+ * SSE2 registers on older CPUs; target_clones builds AVX-512, AVX2 and baseline variants and picks one
+ * at load time). Messages are copied into
  * per-lane padded scratch blocks, so the compression itself is branch-free.
  */
 #include <stdint.h>
@@ -22,12 +23,13 @@
 
 #define LANES 8
 #define SPACE 0x20
+#define N_BUCKETS 4 /* shingles of 1, 2, 3 and >= 4 SHA-1 blocks */
 #define MERSENNE ((uint64_t)0x1FFFFFFFFFFFFFFFULL)
 
 typedef uint32_t v8u __attribute__((vector_size(32)));
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define MULTIVERSION __attribute__((target_clones("avx2", "default")))
+#define MULTIVERSION __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define MULTIVERSION
 #endif
@@ -130,16 +132,24 @@ static inline __attribute__((always_inline)) void sha1_h0_lanes(const uint8_t *c
     for (int l = 0; l < n_lanes; l++) out[l] = __builtin_bswap32(h0[l]);
 }
 
-/* mins[k] = min(mins[k], ((h*a_k + b_k) mod 2^64 mod p) & 0xFFFFFFFF). a_k = a_hi*2^32 + a_lo,
- * so h*a_k mod 2^64 = h*a_lo + (h*a_hi << 32) with two 32x32->64 products that vectorize. */
-static inline __attribute__((always_inline)) void permute_min(uint32_t h, const uint32_t *a_lo, const uint32_t *a_hi,
-                               const uint64_t *b, int64_t num_perm, uint32_t *mins) {
+/* mins[k] = min(mins[k], ((h*a_k + b_k) mod 2^64 mod p) & 0xFFFFFFFF) for the LANES hashes h
+ * (a group padded with copies of its first hash: duplicates do not change a minimum). The lane
+ * loop is innermost and fixed-length, so it unrolls and the k loop vectorizes with each
+ * minimum kept in a register across the group. */
+static inline __attribute__((always_inline)) void permute_min(const uint32_t *h, const uint64_t *a,
+                                                              const uint64_t *b, int64_t num_perm,
+                                                              uint32_t *mins) {
     for (int64_t k = 0; k < num_perm; k++) {
-        uint64_t x = (uint64_t)h * a_lo[k] + (((uint64_t)h * a_hi[k]) << 32) + b[k];
-        uint64_t r = (x & MERSENNE) + (x >> 61);
-        r = r >= MERSENNE ? r - MERSENNE : r;
-        uint32_t v = (uint32_t)r;
-        mins[k] = v < mins[k] ? v : mins[k];
+        uint64_t ak = a[k], bk = b[k];
+        uint32_t m = mins[k];
+        for (int l = 0; l < LANES; l++) {
+            uint64_t x = (uint64_t)h[l] * ak + bk; /* wraps mod 2^64, as numpy does in RPv2 */
+            uint64_t r = (x & MERSENNE) + (x >> 61); /* x mod p up to one subtraction: 2^61 = 1 (mod p) */
+            r = r >= MERSENNE ? r - MERSENNE : r;
+            uint32_t v = (uint32_t)r;
+            m = v < m ? v : m;
+        }
+        mins[k] = m;
     }
 }
 
@@ -155,18 +165,13 @@ int ts_rpv2_signatures(const uint8_t *content, const int64_t *offsets, int64_t n
     for (int64_t d = 0; d < n_docs; d++)
         if (offsets[d + 1] - offsets[d] > max_len) max_len = offsets[d + 1] - offsets[d];
     int64_t *word_start = malloc(sizeof(int64_t) * (size_t)(max_len / 2 + 3));
+    int64_t *order = malloc(sizeof(int64_t) * (size_t)(max_len / 2 + 3)); /* shingles by block count */
     int64_t capacity = 4 * 64; /* per-lane scratch bytes; grows for long shingles */
     uint8_t *scratch = malloc((size_t)(LANES * capacity));
-    uint32_t *a_lo = malloc(sizeof(uint32_t) * (size_t)num_perm);
-    uint32_t *a_hi = malloc(sizeof(uint32_t) * (size_t)num_perm);
     int rc = 0;
-    if (!word_start || !scratch || !a_lo || !a_hi) {
+    if (!word_start || !order || !scratch) {
         rc = -3;
         goto done;
-    }
-    for (int64_t k = 0; k < num_perm; k++) {
-        a_lo[k] = (uint32_t)a[k];
-        a_hi[k] = (uint32_t)(a[k] >> 32);
     }
     for (int64_t d = 0; d < n_docs; d++) {
         int64_t s0 = offsets[d], s1 = offsets[d + 1];
@@ -199,14 +204,27 @@ int ts_rpv2_signatures(const uint8_t *content, const int64_t *offsets, int64_t n
         }
         valid[d] = 1;
         int64_t n_sh = n_words - ngram + 1;
+        /* group shingles by SHA-1 block count (1, 2, 3, >= 4) so that the lanes of one vector
+         * compression mostly finish together; the minimum does not depend on the order */
+        int64_t bucket[N_BUCKETS + 1] = {0};
+        for (int64_t i = 0; i < n_sh; i++) {
+            int64_t nb = n_blocks(word_start[i + ngram] - 1 - word_start[i]);
+            bucket[(nb < N_BUCKETS ? nb : N_BUCKETS)]++;
+        }
+        for (int k = 1; k <= N_BUCKETS; k++) bucket[k] += bucket[k - 1];
+        for (int64_t i = n_sh - 1; i >= 0; i--) {
+            int64_t nb = n_blocks(word_start[i + ngram] - 1 - word_start[i]);
+            order[--bucket[(nb < N_BUCKETS ? nb : N_BUCKETS)]] = i;
+        }
         int64_t starts[LANES], lengths[LANES];
         uint32_t hashes[LANES];
         for (int64_t g = 0; g < n_sh; g += LANES) {
             int n_lanes = (int)(n_sh - g < LANES ? n_sh - g : LANES);
             int64_t longest = 0;
             for (int l = 0; l < n_lanes; l++) {
-                starts[l] = word_start[g + l];
-                lengths[l] = word_start[g + l + ngram] - 1 - word_start[g + l];
+                int64_t i = order[g + l];
+                starts[l] = word_start[i];
+                lengths[l] = word_start[i + ngram] - 1 - word_start[i];
                 if (lengths[l] > longest) longest = lengths[l];
             }
             if (n_blocks(longest) * 64 > capacity) {
@@ -219,14 +237,14 @@ int ts_rpv2_signatures(const uint8_t *content, const int64_t *offsets, int64_t n
                 scratch = grown;
             }
             sha1_h0_lanes(content, starts, lengths, n_lanes, scratch, capacity, hashes);
-            for (int l = 0; l < n_lanes; l++) permute_min(hashes[l], a_lo, a_hi, b, num_perm, mins);
+            for (int l = n_lanes; l < LANES; l++) hashes[l] = hashes[0];
+            permute_min(hashes, a, b, num_perm, mins);
         }
     }
 done:
     free(word_start);
+    free(order);
     free(scratch);
-    free(a_lo);
-    free(a_hi);
     return rc;
 }
 
