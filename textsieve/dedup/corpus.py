@@ -94,16 +94,23 @@ def _texts_task(task: tuple[dict, list[int]]) -> list[str]:
     return out  # type: ignore[return-value]
 
 
-def gather_texts(table: ShardTable, ordinals: np.ndarray, workers: int = 1) -> dict[int, str]:
-    """Texts of the given documents, re-read from their source shards (one task per shard)."""
-    ordinals = np.unique(np.asarray(ordinals, dtype=np.int64))
-    tasks, keys = [], []
+def _source_rows(table: ShardTable, ordinals: np.ndarray) -> Iterable[tuple[int, np.ndarray, dict, list[int]]]:
+    """Per shard holding some of the sorted `ordinals`: (shard index, local rows, its source
+    metadata, the documents' source row numbers), for tasks that re-read texts."""
     for i, local in table.split(ordinals):
         rows = table.read(i, ["row"]).column("row").to_numpy()[local]
         meta = read_shard_meta(table.fs, table.paths[i])
         if "source_shard" not in meta:
             raise ValueError(f"{table.paths[i]}: no source metadata; cannot re-read texts")
-        tasks.append((meta, [int(r) for r in rows]))
+        yield i, local, meta, [int(r) for r in rows]
+
+
+def gather_texts(table: ShardTable, ordinals: np.ndarray, workers: int = 1) -> dict[int, str]:
+    """Texts of the given documents, re-read from their source shards (one task per shard)."""
+    ordinals = np.unique(np.asarray(ordinals, dtype=np.int64))
+    tasks, keys = [], []
+    for i, local, meta, rows in _source_rows(table, ordinals):
+        tasks.append((meta, rows))
         keys.append(local + table.base[i])
     out: dict[int, str] = {}
     for (task, texts), key in zip(ordered_map(_texts_task, tasks, workers=min(workers, max(1, len(tasks)))), keys):
@@ -144,12 +151,8 @@ def shingle_store(table: ShardTable, ordinals: np.ndarray, work: str, workers: i
 
     ordinals = np.asarray(ordinals, dtype=np.int64)
     tasks, keys = [], []
-    for i, local in table.split(ordinals):
-        rows = table.read(i, ["row"]).column("row").to_numpy()[local]
-        meta = read_shard_meta(table.fs, table.paths[i])
-        if "source_shard" not in meta:
-            raise ValueError(f"{table.paths[i]}: no source metadata; cannot re-read texts")
-        tasks.append((meta, [int(r) for r in rows], os.path.join(work, f"s{i:06d}.bin")))
+    for i, local, meta, rows in _source_rows(table, ordinals):
+        tasks.append((meta, rows, os.path.join(work, f"s{i:06d}.bin")))
         keys.append(np.searchsorted(ordinals, local + table.base[i]))
     n = ordinals.shape[0]
     file_of, start, count = (np.zeros(n, dtype=np.int64) for _ in range(3))
