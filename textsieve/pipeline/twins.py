@@ -9,9 +9,9 @@ from textsieve.pipeline.config import STAGES
 #: The stage commands whose options the pipeline file mirrors: stage -> command path.
 CLI_COMMANDS = {"annotate": ("annotate",), "dedup_exact": ("dedup", "exact"), "dedup_fuzzy": ("dedup", "fuzzy"),
                 "dsir": ("dsir", "fit"), "select": ("select",)}
-#: CLI option (argparse dest) -> config field, where the names differ.
-CLI_RENAMES = {"annotate": {"model": "models"}, "dedup_fuzzy": {"dir": "directory", "threshold": "thresholds"},
-               "dsir": {"target": "targets", "model": "model_path"}, "*": {"quiet": "progress"}}
+#: CLI option (argparse dest) -> config field, where the names differ (the generated options of
+#: `textsieve.commands.options` use the field name as dest, so only the shared -q is left).
+CLI_RENAMES: dict[str, dict[str, str]] = {"*": {"quiet": "progress"}}
 #: CLI options with no config field, and why.
 CLI_ONLY = {"verbose": "log level of one invocation (`textsieve run -v`)",
             "command": "argparse: the subcommand name", "mode": "argparse: the dedup subcommand name",
@@ -19,7 +19,7 @@ CLI_ONLY = {"verbose": "log level of one invocation (`textsieve run -v`)",
             "dry_run": "`select --dry-run` prints a funnel; the pipeline has `textsieve run --dry-run`",
             "json": "how a single command prints its summary; the pipeline writes pipeline.run.json"}
 #: Config fields that are YAML keys without a CLI option yet, and why (kept short on purpose).
-YAML_ONLY = {("dsir", "memory_mb"): "`dsir fit` has no --memory-mb option; the n-gram cache budget is API/YAML only"}
+YAML_ONLY: dict[tuple[str, str], str] = {}
 
 
 def cli_field(stage: str, dest: str) -> str | None:

@@ -1,0 +1,166 @@
+"""Argparse options generated from a stage config dataclass (see `textsieve.options`).
+
+Every stage command builds its options with `add_config_options(parser, XConfig)` and its
+config with `config_from_args(XConfig, args)`; nothing here holds a default, a choice or a help
+text of its own. `tests/test_options.py` checks that for every stage the CLI default, the
+dataclass default and the pipeline file's default are the same value.
+"""
+
+from __future__ import annotations
+
+import argparse
+import types
+import typing
+from dataclasses import MISSING, fields
+from typing import Any
+
+from textsieve.options import default_of, option_of, type_hints
+
+_SCALARS = (int, float, str)
+
+
+def _strip_optional(tp: Any) -> list[Any]:
+    """The non-None members of a (possibly union) type."""
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        return [a for a in typing.get_args(tp) if a is not type(None)]
+    return [tp]
+
+
+def _cli_type(tp: Any) -> tuple[str, Any]:
+    """(shape, element parser) for a field type: shape is scalar, bool, list or dict."""
+    members = _strip_optional(tp)
+    if str in members and len(members) > 1:  # `str | list[str]`: the CLI gives the string form
+        return "scalar", str
+    for m in members:
+        if typing.get_origin(m) in (list, tuple):
+            args = typing.get_args(m)
+            return "list", args[0] if args and args[0] in _SCALARS else str
+        if typing.get_origin(m) is dict or m is dict:
+            return "dict", str
+    if members == [bool]:
+        return "bool", bool
+    for m in (float, int, str):  # `int | str` (a size): the string form covers both
+        if m in members and len(members) == 1:
+            return "scalar", m
+    return "scalar", str
+
+
+def _help_text(help_: str, default: Any) -> str:
+    if default is None or default is MISSING or isinstance(default, bool) or default in ([], {}) \
+            or "default" in help_:
+        return help_
+    shown = ", ".join(map(str, default)) if isinstance(default, (list, tuple)) else default
+    return f"{help_} (default: {shown})"
+
+
+def flag_of(name: str, flag: str | None) -> str:
+    return flag or "--" + name.replace("_", "-")
+
+
+def add_config_options(parser: argparse.ArgumentParser, cls: type, *, only: tuple[str, ...] | None = None,
+                       exclude: tuple[str, ...] = ()) -> None:
+    """Add one argparse option per CLI-visible field of `cls` (all, or those in `only`), in field
+    order, under their `group` titles."""
+    hints = type_hints(cls)
+    groups: dict[str, argparse._ArgumentGroup] = {}
+    for f in fields(cls):
+        opt = option_of(f)
+        if opt is None or not opt.cli or f.name in exclude or (only is not None and f.name not in only):
+            continue
+        target: Any = parser
+        if opt.group:
+            target = groups.get(opt.group) or groups.setdefault(opt.group, parser.add_argument_group(opt.group))
+        default = default_of(f)
+        shape, elem = _cli_type(hints[f.name])
+        kw: dict[str, Any] = {"help": _help_text(opt.help, default)}
+        if opt.metavar:
+            kw["metavar"] = opt.metavar
+        if opt.choices:
+            kw["choices"] = opt.choices
+        if opt.positional:
+            if shape == "list":
+                kw["nargs"] = "+"
+            target.add_argument(f.name, type=opt.parse or elem, **kw)
+            continue
+        names = [n for n in (opt.short, flag_of(f.name, opt.flag), *opt.aliases) if n]
+        kw["dest"] = f.name
+        if shape == "bool":
+            if default is True:
+                raise TypeError(f"{cls.__name__}.{f.name}: a CLI flag cannot turn a default of True off")
+            target.add_argument(*names, action="store_true", **kw)
+            continue
+        if default is MISSING:
+            kw["required"] = True
+        if shape in ("list", "dict") and (opt.repeat or shape == "dict"):
+            # repeated flag: argparse would append to a default list, so the default is filled in
+            # by config_from_args when the flag is absent
+            target.add_argument(*names, action="append", type=opt.parse or elem, default=None, **kw)
+        elif shape == "list":
+            target.add_argument(*names, nargs="+", type=opt.parse or elem,
+                                default=None if default is MISSING else default, **kw)
+        else:
+            target.add_argument(*names, type=opt.parse or elem,
+                                default=None if default is MISSING else default, **kw)
+
+
+def _key_values(flag: str, values: list[str], form: str = "NAME=VALUE") -> dict[str, str]:
+    """`--model NAME=PATH` options as an ordered {name: path}; errors name the bad option."""
+    out: dict[str, str] = {}
+    for value in values:
+        name, sep, path = value.partition("=")
+        name = name.strip()
+        if not sep or not name or not path:
+            raise ValueError(f"{flag} {value!r}: expected {form}, e.g. {flag} wikiref=wikiref.tsm")
+        if name in out:
+            raise ValueError(f"{flag} {name}: given twice")
+        out[name] = path
+    return out
+
+
+def config_kwargs(cls: type, args: argparse.Namespace) -> dict[str, Any]:
+    """The config fields an argparse namespace holds, with defaults of absent repeated flags."""
+    hints = type_hints(cls)
+    out: dict[str, Any] = {}
+    for f in fields(cls):
+        opt = option_of(f)
+        if opt is None or not opt.cli or not hasattr(args, f.name):
+            continue
+        value = getattr(args, f.name)
+        shape, _ = _cli_type(hints[f.name])
+        if value is None and shape in ("list", "dict"):
+            value = default_of(f)
+            value = None if value is MISSING else value
+        elif shape == "dict" and value is not None:
+            value = _key_values(flag_of(f.name, opt.flag), value, opt.metavar or "NAME=VALUE")
+        out[f.name] = value
+    return out
+
+
+def config_from_args(cls: type, args: argparse.Namespace, **overrides: Any) -> Any:
+    """Build config `cls` from parsed options (progress follows --quiet where the config has it)."""
+    kw = config_kwargs(cls, args)
+    if "progress" in {f.name for f in fields(cls)} and "progress" not in overrides:
+        kw["progress"] = not getattr(args, "quiet", False)
+    kw.update(overrides)
+    return cls(**kw)
+
+
+class ExamplesFormatter(argparse.HelpFormatter):
+    """Wraps prose paragraphs as usual but keeps indented paragraphs (examples) line by line."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        paragraphs = text.split("\n\n")
+        out = []
+        for para in paragraphs:
+            lines = para.splitlines()
+            if lines and all(line.startswith("  ") or line.endswith(":") for line in lines) and len(lines) > 1:
+                out.append("\n".join(indent + line for line in lines))
+            else:
+                out.append(super()._fill_text(para, width, indent))
+        return "\n\n".join(out)
+
+
+def examples(*commands: str) -> str:
+    """An `--help` epilog listing example commands; `tests/test_docs_commands.py` runs each one
+    on the bundled sample corpus, so they must stay runnable there."""
+    return "examples:\n" + "\n".join(f"  {c}" for c in commands)

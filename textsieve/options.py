@@ -1,0 +1,107 @@
+"""Stage options: one definition per setting, read by the CLI, the pipeline file and the API.
+
+A stage's config dataclass (`AnnotateConfig`, `ExactConfig`, ...) declares every field with
+`option(...)`. The field's default is *the* default, and its metadata holds what the other
+entry points need: the help text, the CLI flag, the allowed values. `textsieve.commands.options`
+generates each stage command's argparse options from it, `textsieve.pipeline.config` the YAML
+schema, and `textsieve.api` the keyword arguments, so a default or a choice cannot drift
+between them (the `select --dsir` crash came from a CLI flag whose default disagreed with the
+library's). This module sits at the bottom of the import graph: it imports nothing of textsieve.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from collections.abc import Callable
+from dataclasses import MISSING, dataclass
+from typing import Any
+
+METADATA_KEY = "textsieve.option"
+
+
+@dataclass(frozen=True)
+class Option:
+    """How one config field is offered to users.
+
+    `flag`: the CLI spelling when it is not `--field-name` (e.g. `--threshold` for the repeated
+    `thresholds`); `short`: an extra short flag (`-o`); `cli=False`: no CLI option (say why in
+    `cli_reason`); `positional`: a positional argument; `repeat`: a list filled by repeating the
+    flag; `parse`: how one CLI string becomes a value (default: from the type hint); `group`: the
+    title of the `--help` group it is listed under."""
+
+    help: str
+    flag: str | None = None
+    short: str | None = None
+    choices: tuple[Any, ...] | None = None
+    metavar: str | None = None
+    positional: bool = False
+    repeat: bool = False
+    parse: Callable[[str], Any] | None = None
+    cli: bool = True
+    cli_reason: str = ""
+    group: str | None = None
+    aliases: tuple[str, ...] = ()
+
+
+def option(default: Any = MISSING, *, help: str, factory: Callable[[], Any] | None = None,  # noqa: A002
+           **spec: Any) -> Any:
+    """A dataclass field whose metadata describes its option (see `Option`)."""
+    metadata = {METADATA_KEY: Option(help=help, **spec)}
+    if factory is not None:
+        return dataclasses.field(default_factory=factory, metadata=metadata)
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+def option_of(f: dataclasses.Field) -> Option | None:
+    """The `Option` of a dataclass field, or None for a field declared without `option()`."""
+    return f.metadata.get(METADATA_KEY)
+
+
+def default_of(f: dataclasses.Field) -> Any:
+    """A field's default value (a fresh one for factories); MISSING when it is required."""
+    if f.default is not MISSING:
+        return f.default
+    if f.default_factory is not MISSING:
+        return f.default_factory()
+    return MISSING
+
+
+def config_defaults(cls: type) -> dict[str, Any]:
+    """{field: default} of a config dataclass (required fields are left out)."""
+    out = {}
+    for f in dataclasses.fields(cls):
+        d = default_of(f)
+        if d is not MISSING:
+            out[f.name] = d
+    return out
+
+
+def choices_of(cls: type) -> dict[str, tuple[Any, ...]]:
+    """{field: allowed values} for the fields of `cls` that have a fixed set of values."""
+    return {f.name: opt.choices for f in dataclasses.fields(cls) if (opt := option_of(f)) and opt.choices}
+
+
+def check_choices(cfg: Any) -> None:
+    """Raise ValueError for a field holding a value outside its choices (API and YAML callers
+    get the CLI's check)."""
+    for f in dataclasses.fields(cfg):
+        opt = option_of(f)
+        if opt is None or not opt.choices:
+            continue
+        value = getattr(cfg, f.name)
+        if value is not None and value not in opt.choices:
+            flag = opt.flag or "--" + f.name.replace("_", "-")
+            raise ValueError(f"{f.name}={value!r} ({flag}): expected one of {', '.join(map(str, opt.choices))}")
+
+
+def type_hints(cls: type) -> dict[str, Any]:
+    """Resolved type hints of a config dataclass (its module's names in scope)."""
+    import sys
+
+    module = sys.modules[cls.__module__]
+    return typing.get_type_hints(cls, vars(module))
+
+
+#: Help text of the `memory` option that several stages share.
+MEMORY_HELP = "working-memory budget, e.g. 2GB, 512MB; larger key tables are sorted on disk in several passes"
