@@ -3,20 +3,26 @@
 These lists are third-party data that we must not commit, yet ``rps_doc_stop_word_fraction``
 and ``rps_doc_ldnoobw_words`` need them to reproduce RedPajama-V2. So the user supplies a
 resources folder once and we look for it in a fixed order (explicit ``--resources DIR``, then
-``$TEXTSIEVE_RESOURCES``, then the per-user cache). When lists are missing the signals still
-run (with empty lists, as RPv2 does for unsupported languages) and the caller prints
-:func:`missing_message` once, so the user knows why those two signals are 0.
+``$TEXTSIEVE_RESOURCES``, then the per-user cache). When lists the run needs are missing,
+`annotate` skips the two signals and prints :func:`missing_message` once, so the user knows
+why they are absent; a document whose own language has no list gets null for them
+(``textsieve.stages.annotate_lang``), where RPv2 would give 0.0.
 
 Folder layout (the same as the golden ``rpv2_resources`` folder)::
 
     stopwords/{lang}.json   a JSON list of words   (6/stopwords-json, dist/{lang}.json)
     ldnoobw/{lang}          one entry per line     (LDNOOBW list, file {lang})
+
+Lists for languages beyond RPv2's five (any lower-case code such as ``pt`` or ``pt-br``) are
+loaded and installed too, so a user can give those languages word-list signals; RPv2's own
+five are the ones whose absence is reported as missing.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -47,6 +53,11 @@ STOPWORDS_COMMIT = "fca10ee6724fdfae58b9e72e43ac7d4a6ae9cd45"
 LDNOOBW_REPO = "LDNOOBW/List-of-Dirty-Naughty-Obscene-and-Otherwise-Bad-Words"
 LDNOOBW_COMMIT = "5faf2ba42d7b1c0977169ec3611df25a3c08eb13"
 
+#: A file name that is a language code (``pt``, ``fil``, ``pt-br``): only such files in
+#: ``stopwords/`` and ``ldnoobw/`` are lists, so a whole LDNOOBW checkout (README.md, LICENSE)
+#: can be copied in as it is.
+LANG_CODE = re.compile(r"[a-z]{2,3}(-[a-z0-9]+)*")
+
 
 class ResourceError(ValueError):
     """A resources folder is unusable (absent, or with no known or malformed lists)."""
@@ -64,6 +75,22 @@ def bad_words_relpath(lang: str) -> str:
 
 def _all_relpaths() -> list[str]:
     return [stop_words_relpath(lang) for lang in RPV2_LANGS] + [bad_words_relpath(lang) for lang in RPV2_LANGS]
+
+
+def _extra_relpaths(root: Path) -> list[str]:
+    """The lists under ``root`` for languages other than RPv2's five, sorted."""
+    found: list[str] = []
+    for sub, suffix in (("stopwords", ".json"), ("ldnoobw", "")):
+        folder = root / sub
+        if not folder.is_dir():
+            continue
+        for path in sorted(folder.iterdir()):
+            if not path.name.endswith(suffix):
+                continue
+            name = path.name[: len(path.name) - len(suffix)]
+            if path.is_file() and LANG_CODE.fullmatch(name) and name not in RPV2_LANGS:
+                found.append(f"{sub}/{path.name}")
+    return found
 
 
 def user_resources_dir() -> Path:
@@ -131,9 +158,10 @@ def _parse(root: Path, rel: str) -> frozenset[str]:
 
 @dataclass(frozen=True)
 class WordLists:
-    """Loaded lists by language. A language without a list maps to nothing (callers use an
-    empty set, which makes the signal 0.0 as RPv2 does). ``missing`` lists the relative paths
-    that were not found, for :func:`missing_message`."""
+    """Loaded lists by language. A language without a list maps to nothing (the reference
+    uses an empty set, which makes the signal 0.0 as RPv2 does; `annotate` writes null
+    instead). ``missing`` lists the relative paths of RPv2's five that were not found, for
+    :func:`missing_message`."""
 
     stop_words: dict[str, frozenset[str]] = field(default_factory=dict)
     bad_words: dict[str, frozenset[str]] = field(default_factory=dict)
@@ -147,6 +175,11 @@ class WordLists:
     def bad_words_for(self, lang: str | None) -> frozenset[str]:
         """The LDNOOBW entries for ``lang``, or an empty set."""
         return self.bad_words.get(lang or "", frozenset())
+
+    @property
+    def extra_langs(self) -> tuple[str, ...]:
+        """Languages beyond RPv2's five that have at least one list, sorted."""
+        return tuple(sorted((set(self.stop_words) | set(self.bad_words)) - set(RPV2_LANGS)))
 
 
 def load_word_lists(resources_dir: Path | None) -> WordLists:
@@ -167,6 +200,9 @@ def load_word_lists(resources_dir: Path | None) -> WordLists:
                 target[lang] = _parse(root, rel)
             else:
                 missing.append(rel)
+    for rel in _extra_relpaths(root):  # other languages: loaded when present, never "missing"
+        lang = rel.split("/", 1)[1].removesuffix(".json")
+        (stop if rel.startswith("stopwords/") else bad)[lang] = _parse(root, rel)
     order = {rel: i for i, rel in enumerate(_all_relpaths())}
     return WordLists(stop_words=stop, bad_words=bad, source=root, missing=sorted(missing, key=order.__getitem__))
 
@@ -187,7 +223,8 @@ def missing_message(missing: list[str]) -> str:
         "Provide a folder laid out as:",
         "  DIR/stopwords/{lang}.json   a JSON list of words",
         "  DIR/ldnoobw/{lang}          one entry per line",
-        f"for lang in {', '.join(RPV2_LANGS)}. The files are the ones RPv2 used:",
+        f"for lang in {', '.join(RPV2_LANGS)} (lists for other languages, same layout, are used too). "
+        "The files are the ones RPv2 used:",
         f"  stopwords: GitHub {STOPWORDS_REPO} at commit {STOPWORDS_COMMIT}, file dist/{{lang}}.json",
         f"  ldnoobw:   GitHub {LDNOOBW_REPO} at commit {LDNOOBW_COMMIT}, file {{lang}}",
         "Then install it once with `textsieve resources add DIR`, or pass `--resources DIR`,",
@@ -202,15 +239,15 @@ def missing_message(missing: list[str]) -> str:
 def add_resources(src: str | Path) -> Path:
     """Validate ``src`` and copy its lists into the user cache; return the cache folder.
 
-    Only the known list files are copied (not whatever else the folder holds). Lists already
-    in the cache that ``src`` lacks are kept, so languages can be added one at a time. The new
-    folder is assembled next to the destination and then swapped in, so a concurrent reader
-    sees either the old or the new set, never a half-copied one.
+    Only list files are copied (RPv2's languages and others, not whatever else the folder
+    holds). Lists already in the cache that ``src`` lacks are kept, so languages can be added
+    one at a time. The new folder is assembled next to the destination and then swapped in, so
+    a concurrent reader sees either the old or the new set, never a half-copied one.
     """
     root = Path(src).expanduser()
     if not root.is_dir():
         raise ResourceError(f"resources folder {root} does not exist or is not a directory")
-    present = [rel for rel in _all_relpaths() if (root / rel).is_file()]
+    present = [rel for rel in _all_relpaths() if (root / rel).is_file()] + _extra_relpaths(root)
     if not present:
         expected = ", ".join(_all_relpaths())
         raise ResourceError(
@@ -225,7 +262,7 @@ def add_resources(src: str | Path) -> Path:
     staging = Path(tempfile.mkdtemp(prefix=".resources.", suffix=".tmp", dir=dest.parent))
     try:
         if dest.is_dir():
-            for rel in _all_relpaths():
+            for rel in _all_relpaths() + _extra_relpaths(dest):
                 if (dest / rel).is_file():
                     (staging / rel).parent.mkdir(parents=True, exist_ok=True)
                     shutil.copyfile(dest / rel, staging / rel)

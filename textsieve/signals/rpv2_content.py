@@ -27,7 +27,8 @@ def lorem_ipsum(v: BatchViews) -> DocScores:
 
 
 @signal("rps_doc_stop_word_fraction", level="doc", group=G, needs=("stop_words",),
-        definition="Raw tokens in the language's stop-word list / number of raw tokens.")
+        definition="Raw tokens in the language's stop-word list / number of raw tokens "
+                   "(null where the document's language has no list).")
 def stop_word_fraction(v: BatchViews) -> DocScores:
     value, _ = ratio(v.raw(rk.D_STOP_TOKENS), v.raw(rk.D_RAW_TOKENS))
     value[v.words(wk.W_WORDS) == 0] = 0.0  # RPv2 guards on normalized words (spec §11.3)
@@ -35,6 +36,7 @@ def stop_word_fraction(v: BatchViews) -> DocScores:
 
 
 @signal("rps_doc_ldnoobw_words", level="doc", group=G, needs=("bad_words",),
-        definition="Number of normalized word n-grams found in the language's LDNOOBW list.")
+        definition="Number of normalized word n-grams found in the language's LDNOOBW list "
+                   "(null where the document's language has no list).")
 def ldnoobw_words(v: BatchViews) -> DocScores:
     return DocScores(v.bad_word_counts.astype(np.float64))

@@ -18,6 +18,7 @@ from textsieve.exec.memory import lean_arrow_memory
 from textsieve.io.attributes import LENGTH_COLUMN, SCORE_SUFFIX
 from textsieve.signals import REGISTRY, Signal
 from textsieve.signals.spans import span_type, to_arrow
+from textsieve.stages.annotate_lang import AUTO_LANG, attach_counts, count_lacking, lacking_lists, null_where_lacking
 from textsieve.text.views import BatchViews, WordListTables
 
 MINHASH_GROUP = "minhash"
@@ -48,7 +49,6 @@ class WorkerSetup:
     lang_model: str | None = None  # name of the language-id model that resolves AUTO_LANG
 
 
-AUTO_LANG = "auto"
 _STATE: dict = {}
 _LOADED: dict[tuple[tuple[str, str], ...], tuple[dict[str, object], dict[str, Signal]]] = {}
 
@@ -139,9 +139,12 @@ def annotate_batch(task: BatchTask) -> pa.RecordBatch:
     ]
     model_sigs: dict[str, Signal] = _STATE["model_sigs"]
     sigs = [REGISTRY[name] for name in setup.signals] + [model_sigs[name] for name in setup.model_signals]
+    # A language without the list a signal needs gets null there, not RPv2's 0.0 (annotate_lang).
+    lacking = lacking_lists(views.langs, {need for sig in sigs for need in sig.needs}, setup.stop_words,
+                            setup.bad_words)
     scalars: list[pa.Array] = []
     for sig in sigs:
-        scores = sig.fn(views)
+        scores = null_where_lacking(sig, sig.fn(views), lacking)
         if sig.dtype == "str":
             columns.append(pa.array(list(scores.values), pa.string(),
                                     mask=None if scores.valid is None else ~np.asarray(scores.valid)))
@@ -159,7 +162,8 @@ def annotate_batch(task: BatchTask) -> pa.RecordBatch:
             from textsieve.dedup import fast_minhash
 
             columns += list(fast_minhash.fast_minhash_columns(buf, off).values())
-    return pa.RecordBatch.from_arrays(columns + scalars, schema=_schema(setup))
+    batch = pa.RecordBatch.from_arrays(columns + scalars, schema=_schema(setup))
+    return attach_counts(batch, count_lacking(views.langs, lacking))
 
 
 def _schema(setup: WorkerSetup) -> pa.Schema:

@@ -23,12 +23,15 @@ _LOREM = re.compile(r"lorem ipsum", re.IGNORECASE)
 
 
 class WordListTables:
-    """Stop-word and bad-word lists of RPv2's languages, prepared once per process."""
+    """Stop-word and bad-word lists by language, prepared once per process. RPv2's five take
+    the first table slots; any other language with a list (a user-supplied one) follows."""
 
     def __init__(self, stop_words: dict[str, frozenset[str]], bad_words: dict[str, frozenset[str]]):
         self.stop_words = stop_words
         self.bad_words = bad_words
-        self.stop_table = rk.StopWordTable([stop_words.get(lang) for lang in LANGS])
+        self.langs: tuple[str, ...] = LANGS + tuple(sorted(set(stop_words) - set(LANGS)))
+        self.slot = {lang: i for i, lang in enumerate(self.langs)}
+        self.stop_table = rk.StopWordTable([stop_words.get(lang) for lang in self.langs])
         # For LDNOOBW: the word counts of all entries, and the first words of every entry, so a
         # document none of whose words starts an entry is ruled out with one set operation.
         self.bad_ngram_sizes = {lang: sorted({e.count(" ") + 1 for e in words})
@@ -84,7 +87,8 @@ class BatchViews:
         cps = np.frombuffer("".join(self.texts).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
         doc_off = np.zeros(self.n_docs + 1, dtype=np.int64)
         doc_off[1:] = np.cumsum(self.lengths)
-        lang_idx = np.array([LANGS.index(g) if g in LANGS else -1 for g in self.langs], dtype=np.int64)
+        slot = self.word_lists.slot
+        lang_idx = np.array([slot.get(g, -1) if g else -1 for g in self.langs], dtype=np.int64)
         st = self.word_lists.stop_table
         return rk.scan_raw(cps, doc_off, lang_idx, t.flags, t.norm_len, t.norm_numeric, t.norm_ascii,
                            st.hashes, st.lang_off, st.word_off, st.chars)
