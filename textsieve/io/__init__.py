@@ -7,7 +7,7 @@
             ...
         reader.skipped  # records left out, with file:line and reason
 
-Formats: JSON Lines (.jsonl/.json/.ndjson, optionally .gz/.zst), Parquet, WARC/ARC (responses),
+Formats: JSON Lines (.jsonl/.json/.ndjson, optionally .gz/.zst/.zstd), Parquet, WARC/ARC (responses),
 WET (conversions) and folders of .txt files. See `paths` for the shard conventions and
 `errors` for how problems are located.
 """

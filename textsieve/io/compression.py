@@ -1,4 +1,4 @@
-"""Stream decompression of .gz and .zst files that notices truncation and corruption.
+"""Stream decompression of .gz and .zst/.zstd files that notices truncation and corruption.
 
 Why not ``fsspec.open(..., compression="infer")``: a truncated .zst stream ends silently there
 (the data just stops), a truncated web-scale file must not pass for a complete one, and the
@@ -18,6 +18,7 @@ import zstandard
 CHUNK_SIZE = 1 << 20  # read size from storage
 PIECE_SIZE = 1 << 16  # decompression step: bounds what one damaged spot can take with it
 SALVAGE_STEP = 64
+ZSTD_SUFFIXES = (".zst", ".zstd")  # one source for every place that matches zstd file names
 
 
 class CorruptStream(Exception):
@@ -25,11 +26,11 @@ class CorruptStream(Exception):
 
 
 def compression_of(path: str) -> str | None:
-    """"gzip", "zstd" or None, from the file name."""
+    """"gzip", "zstd" or None, from the file name (`.gz`; `.zst` and `.zstd`, both seen in the wild)."""
     lower = path.lower()
     if lower.endswith(".gz"):
         return "gzip"
-    if lower.endswith(".zst"):
+    if lower.endswith(ZSTD_SUFFIXES):
         return "zstd"
     return None
 

@@ -1,4 +1,4 @@
-"""JSON Lines reader (plain, .gz, .zst): one JSON object per line.
+"""JSON Lines reader (plain, .gz, .zst or .zstd): one JSON object per line.
 
 Lines are split from decompressed 1 MiB chunks with ``bytes.split`` and each one is decoded and
 parsed on its own, so invalid UTF-8 or a malformed line is reported with its exact line number

@@ -28,13 +28,14 @@ from typing import Any
 import fsspec
 from fsspec.core import url_to_fs
 
+from .compression import ZSTD_SUFFIXES
 from .errors import InputError
 
 # Longest suffix first: ".warc.wet.gz" must win over ".gz"-style matches of shorter entries.
 _SUFFIX_FORMATS: tuple[tuple[str, str], ...] = tuple(
     sorted(
         {
-            **{f".{ext}{comp}": "jsonl" for ext in ("jsonl", "json", "ndjson") for comp in ("", ".gz", ".zst")},
+            **{f".{ext}{comp}": "jsonl" for ext in ("jsonl", "json", "ndjson") for comp in ("", ".gz", *ZSTD_SUFFIXES)},
             ".parquet": "parquet",
             ".warc": "warc",
             ".warc.gz": "warc",

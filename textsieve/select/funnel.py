@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
 import duckdb
 
-from textsieve.select.compile import Compiled, compile_recipe, q, read_schema
+from textsieve.io.locations import register_filesystems
+from textsieve.select.compile import Compiled, Schema, compile_recipe, q, read_schema
 from textsieve.select.recipe import Recipe
 
 
@@ -87,16 +89,22 @@ def line_masks(c: Compiled) -> tuple[dict[str, int], list[int]]:
     return line_bit, sorted(masks)
 
 
-def funnel_sql(c: Compiled, source: str | None = None, precomputed: bool = False) -> tuple[str, list[tuple[str, str]]]:
+def funnel_sql(c: Compiled, source: str | None = None, precomputed: bool = False,
+               group: str | None = None) -> tuple[str, list[tuple[str, str]]]:
     """The aggregate query and the (figure, rule) order of its output columns. `source` replaces
     the FROM clause (it must be aliased `a`); with `precomputed`, the kept characters of each
-    line mask come from columns `__ts_k<mask>` of `a` (see `linefast`) instead of SQL."""
+    line mask come from columns `__ts_k<mask>` of `a` (see `linefast`) instead of SQL. With
+    `group` (an SQL expression over `source`), one row per group value, the value first (the
+    report's funnel per source and per language)."""
     names = c.order
     doc_idx = {n: i for i, n in enumerate(n for n in names if n in c.doc_rules)}
     line_bit, masks = line_masks(c)
     base = [f"{c.schema.length_sql} AS _len"]
     base += [f"coalesce({c.doc_rules[n]}, FALSE) AS _d{i}" for n, i in doc_idx.items()]
     mid = ["_len"] + [f"_d{i}" for i in doc_idx.values()]
+    if group is not None:
+        base.append(f"{group} AS _g")
+        mid.append("_g")
     if line_bit and precomputed:
         base += [f'a."__ts_k{b}" AS _k{b}' for b in masks]
         mid += [f"_k{b}" for b in masks]
@@ -125,15 +133,24 @@ def funnel_sql(c: Compiled, source: str | None = None, precomputed: bool = False
                  f"coalesce(sum(_len), 0) - coalesce(sum({kept}) FILTER (WHERE {survive}), 0)"]
         cols += [("alone", n), ("chars_alone", n), ("cum", n), ("chars_cum", n)]
     sql = (f"WITH base AS (SELECT {', '.join(base)} FROM {source or c.from_sql()}), "
-           f"mid AS (SELECT {', '.join(mid)} FROM base) SELECT {', '.join(aggs)} FROM mid")
+           f"mid AS (SELECT {', '.join(mid)} FROM base) "
+           + (f"SELECT {', '.join(aggs)} FROM mid" if group is None else
+              f"SELECT _g, {', '.join(aggs)} FROM mid GROUP BY _g"))
     return sql, cols
 
 
-def connect(threads: int | None = None) -> duckdb.DuckDBPyConnection:
+def connect(threads: int | None = None, locations: Iterable[str] = ()) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection that can read `locations` (local paths or any fsspec URL, see
+    `textsieve.io.locations`)."""
     con = duckdb.connect()
     if threads:
         con.execute(f"SET threads = {int(threads)}")
-    return con
+    return register_filesystems(con, locations)
+
+
+def schema_files(schema: Schema) -> list[str]:
+    """Every Parquet file a query over `schema` may read (for `connect`)."""
+    return [f for files in schema.files.values() for f in files]
 
 
 def compute_funnel(directory: str, recipe: Recipe, threads: int | None = None) -> Funnel:
@@ -147,7 +164,7 @@ def compute_funnel(directory: str, recipe: Recipe, threads: int | None = None) -
         vals = fast_funnel_values(recipe, schema, threads)
     else:
         sql, cols = funnel_sql(compiled)
-        row = connect(threads).execute(sql).fetchone()
+        row = connect(threads, schema_files(schema)).execute(sql).fetchone()
         vals = dict(zip(cols, (int(v or 0) for v in row)))
     total, total_chars = vals[("total", "")], vals[("total_chars", "")]
     rules = []
