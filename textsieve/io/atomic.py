@@ -7,7 +7,6 @@ Works for any fsspec filesystem; on local disks the rename is atomic.
 
 from __future__ import annotations
 
-import os
 import uuid
 from contextlib import contextmanager
 from typing import IO, Iterator
@@ -16,13 +15,15 @@ import fsspec
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-TMP_MARK = ".tmp-"
+from textsieve.io.leftovers import TMP_MARK, writer_tag
 
 
 def temp_name(final: str) -> str:
-    """A unique sibling name of `final` that no reader mistakes for a finished file."""
+    """A unique sibling name of `final` that no reader mistakes for a finished file. It names
+    its writer (`PID@HOST`) so a later run can tell a dead run's leftover from a live run's file
+    (`io.leftovers.remove_stale_temps`)."""
     head, _, tail = final.rpartition("/")
-    name = f".{tail}{TMP_MARK}{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    name = f".{tail}{TMP_MARK}{writer_tag()}-{uuid.uuid4().hex[:8]}"
     return f"{head}/{name}" if head else name
 
 
@@ -51,12 +52,18 @@ class AtomicParquetWriter:
     Rows are re-cut into row groups of exactly `row_group_rows` (the last one shorter), so the
     file's layout does not depend on how the producer batched its work, and readers get row
     groups large enough to decode efficiently (small row groups make nested columns slow).
+    `close(final=...)` may publish under another name than the one given at opening (annotate
+    decides only at the end of a part whether it holds a whole shard or one part of it).
     """
 
     def __init__(self, fs: fsspec.AbstractFileSystem, final: str, schema: pa.Schema,
                  compression: str = "zstd", row_group_rows: int = 8192):
-        self._ctx = atomic_open(fs, final)
-        self._fh = self._ctx.__enter__()
+        self._fs, self.final = fs, final
+        parent = final.rpartition("/")[0]
+        if parent:
+            fs.makedirs(parent, exist_ok=True)
+        self._tmp = temp_name(final)
+        self._fh = fs.open(self._tmp, "wb")
         self._writer = pq.ParquetWriter(self._fh, schema, compression=compression)
         self._rows = row_group_rows
         self._pending: list[pa.RecordBatch] = []
@@ -84,17 +91,25 @@ class AtomicParquetWriter:
         """Key-value metadata for the file footer (known only once all rows are written)."""
         self._writer.add_key_value_metadata(metadata)
 
-    def close(self) -> None:
-        self._flush()
-        self._writer.close()
-        self._ctx.__exit__(None, None, None)
-
-    def abort(self, exc: BaseException) -> None:
-        """Drop the temporary file (called when the work producing the shard failed)."""
+    def close(self, final: str | None = None) -> None:
+        """Finish the file and publish it as `final` (default: the name given at opening)."""
         try:
+            self._flush()
             self._writer.close()
-        finally:
+            self._fh.close()
+            target = final or self.final
+            parent = target.rpartition("/")[0]
+            if parent:
+                self._fs.makedirs(parent, exist_ok=True)
+            self._fs.mv(self._tmp, target)
+        except BaseException as exc:
+            self.abort(exc)
+            raise
+
+    def abort(self, exc: BaseException | None = None) -> None:
+        """Drop the temporary file (called when the work producing the shard failed)."""
+        for step in (self._writer.close, self._fh.close, lambda: self._fs.rm(self._tmp)):
             try:
-                self._ctx.__exit__(type(exc), exc, exc.__traceback__)
+                step()
             except BaseException:
                 pass

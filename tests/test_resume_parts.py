@@ -1,0 +1,289 @@
+"""Interrupted stand-alone commands resume: the same command, re-run, finishes the work without
+`--overwrite`, keeps what was finished, and leaves output byte-identical to an uninterrupted
+run and no temporary files behind (issue 10, items 1 and 9).
+
+Kills use the test hook TEXTSIEVE_TEST_DELAY_PER_BATCH (a sleep per progress update, see
+`stages.progress`), so SIGKILL lands where some work is finished and some is not. Inputs are
+real web documents from the shared dev corpus."""
+
+from __future__ import annotations
+
+import gzip
+import itertools
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from _shared import SHARED, missing_reason
+
+from textsieve.io.leftovers import TMP_MARK, remove_stale_temps, remove_stale_work_dirs, writer_tag
+
+N_SHARDS = 3
+
+
+def _cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "textsieve.cli", *args]
+
+
+def _run(cmd: list[str]) -> subprocess.CompletedProcess:
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180,
+                          env={**os.environ, "TEXTSIEVE_TEST_DELAY_PER_BATCH": "0"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+def _kill_when(cmd: list[str], ready, delay: float, what: str) -> None:
+    """Start `cmd` slowed down by the test hook; SIGKILL it as soon as `ready()` holds."""
+    env = {**os.environ, "TEXTSIEVE_TEST_DELAY_PER_BATCH": str(delay)}
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    try:
+        while not ready():
+            if proc.poll() is not None:
+                raise AssertionError(f"the run ended before {what}: {proc.stderr.read().decode()[-2000:]}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out waiting for {what}")
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.wait(timeout=30)
+        proc.stderr.close()
+    assert proc.returncode == -signal.SIGKILL, f"killed {what}, but it had already exited"
+
+
+def _temps(root: Path) -> list[Path]:
+    return [p for p in root.rglob("*") if TMP_MARK in p.name]
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def _web_docs(shared_dir: Path, n: int) -> list[str]:
+    with gzip.open(shared_dir / "corpora" / "dev" / "web_sample.jsonl.gz", "rt", encoding="utf-8") as fh:
+        return [line.rstrip("\n") for line in itertools.islice(fh, n)]
+
+
+# --------------------------------------------------------------------------- temporary files
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_stale_temps_removed_only_when_their_writer_is_gone(tmp_path):
+    import fsspec
+
+    host = writer_tag().split("@", 1)[1]
+    out = tmp_path / "out"
+    (out / "sub").mkdir(parents=True)
+    final = out / "a.parquet"
+    final.write_bytes(b"finished")
+    dead = out / "sub" / f".b.parquet{TMP_MARK}{_dead_pid()}@{host}-0123abcd"
+    old_form = out / f".c.parquet{TMP_MARK}{_dead_pid()}-0123abcd"  # textsieve before pid@host names
+    live = out / f".d.parquet{TMP_MARK}{os.getppid()}@{host}-0123abcd"  # a live process, older than the file
+    mine = out / f".e.parquet{TMP_MARK}{writer_tag()}-0123abcd"
+    remote_new = out / f".f.parquet{TMP_MARK}1@another-host-0123abcd"
+    remote_old = out / f".g.parquet{TMP_MARK}1@another-host-0123abcd"
+    newer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    reused = out / f".h.parquet{TMP_MARK}{newer.pid}@{host}-0123abcd"  # its pid now names a newer process
+    for p in (dead, old_form, live, mine, remote_new, remote_old, reused):
+        p.write_bytes(b"partial")
+    two_days, an_hour = time.time() - 2 * 86400, time.time() - 3600
+    os.utime(remote_old, (two_days, two_days))
+    os.utime(reused, (an_hour, an_hour))
+    try:
+        removed = remove_stale_temps(fsspec.filesystem("file"), str(out))
+    finally:
+        newer.kill()
+        newer.wait()
+    expected = [dead, old_form, remote_old] + ([reused] if Path("/proc/self/stat").exists() else [])
+    assert sorted(Path(p).name for p in removed) == sorted(p.name for p in expected)
+    assert all(p.exists() for p in (final, live, mine, remote_new))
+
+    work = tmp_path / "tmp"
+    work.mkdir()
+    (work / f"textsieve-dedup-exact-{_dead_pid()}@{host}.abcd_123").mkdir()
+    (work / f"textsieve-dedup-fuzzy-{writer_tag()}.abcd_123").mkdir()
+    (work / "textsieve-dedup-x1y2z3w4").mkdir()  # untagged (older textsieve): cannot tell, kept
+    assert [Path(p).name.split("-")[2] for p in remove_stale_work_dirs(str(work))] == ["exact"]
+    assert sorted(p.name for p in work.iterdir()) == sorted(
+        [f"textsieve-dedup-fuzzy-{writer_tag()}.abcd_123", "textsieve-dedup-x1y2z3w4"])
+
+
+# --------------------------------------------------------------------------- annotate, one large file
+
+
+def test_killed_annotate_resumes_from_its_last_finished_part(shared_dir, tmp_path):
+    docs = tmp_path / "big.jsonl.gz"
+    with gzip.open(docs, "wt", encoding="utf-8") as fh:
+        fh.write("\n".join(_web_docs(shared_dir, 430)) + "\n")
+    resources = str(shared_dir / "golden" / "rpv2_resources")
+
+    def cmd(out: Path, *extra: str) -> list[str]:
+        return _cli("annotate", str(docs), "-o", str(out), "--workers", "1", "--batch-size", "20",
+                    "--part-size", "100", "--resources", resources, "-q", *extra)
+
+    clean = tmp_path / "clean"
+    _run(cmd(clean))
+    reference = (clean / "big.parquet").read_bytes()
+
+    out = tmp_path / "out"
+    parts = out / ".big.parquet.parts"
+
+    def two_parts_and_a_third_open() -> bool:  # killed mid-shard, with a part half written
+        return len(list(parts.glob("part-*.parquet"))) >= 2 and bool(list(out.glob(f".big.parquet{TMP_MARK}*")))
+
+    _kill_when(cmd(out), two_parts_and_a_third_open, 0.1, "annotate had finished two parts")
+    finished = sorted(p.name for p in parts.glob("part-*.parquet"))
+    assert not (out / "big.parquet").exists() and 2 <= len(finished) < 5
+    assert _temps(out), "the kill should have left the open part's temporary file"
+
+    # other settings: the finished parts are work of those settings, so refuse (one line, no traceback)
+    other = subprocess.run(cmd(out, "--signals", "repetition"), capture_output=True, text=True, timeout=120)
+    assert other.returncode != 0 and "--overwrite" in other.stderr and "Traceback" not in other.stderr
+    assert sorted(p.name for p in parts.glob("part-*.parquet")) == finished
+
+    # the same command: resumes from the last finished part, no --overwrite needed
+    _run(cmd(out))
+    assert (out / "big.parquet").read_bytes() == reference, "resumed output differs from an uninterrupted run"
+    result = json.loads((out / "annotate.json").read_text())["result"]
+    assert result["parts_resumed"] == len(finished), "finished parts were recomputed"
+    assert result["documents_resumed"] == 100 * len(finished) and result["documents"] == 430
+    assert not parts.exists() and not _temps(out), "parts or temporary files were left behind"
+    assert sorted(p.name for p in out.iterdir()) == ["annotate.json", "big.parquet"]
+
+
+# --------------------------------------------------------------------------- later stages
+
+
+@pytest.fixture(scope="module")
+def annotated(tmp_path_factory) -> Path:
+    """N_SHARDS shards of real web text (with some documents repeated across shards, so dedup
+    finds groups), annotated once; each test works on a copy. Also a DSIR target file."""
+    if not (SHARED / "golden").is_dir():
+        pytest.skip(missing_reason(SHARED))
+    from textsieve.stages.annotate import AnnotateConfig, run_annotate
+
+    d = tmp_path_factory.mktemp("annotated")
+    lines = _web_docs(SHARED, 180)
+    (d / "docs").mkdir()
+    for k in range(N_SHARDS):
+        mine = lines[k::N_SHARDS]
+        repeats = [json.dumps(dict(json.loads(x), id=f"copy-{k}-{j}")) for j, x in enumerate(lines[:8])]
+        with gzip.open(d / "docs" / f"s{k}.jsonl.gz", "wt", encoding="utf-8") as fh:
+            fh.write("\n".join(mine + repeats) + "\n")
+    with gzip.open(d / "target.jsonl.gz", "wt", encoding="utf-8") as fh:
+        fh.write("\n".join(lines[:40]) + "\n")
+    run_annotate(AnnotateConfig(inputs=[str(d / "docs")], output=str(d / "attrs"), workers=1,
+                                resources=str(SHARED / "golden" / "rpv2_resources"), progress=False))
+    return d
+
+
+def _copy(annotated: Path, dest: Path) -> Path:
+    shutil.copytree(annotated / "attrs", dest)
+    return dest
+
+
+def _count(folder: Path, pattern: str = "s[0-9]*.parquet") -> int:
+    return len(list(folder.glob(pattern))) if folder.is_dir() else 0
+
+
+def test_killed_dedup_exact_and_fuzzy_rerun_without_overwrite(annotated, tmp_path):
+    clean = _copy(annotated, tmp_path / "clean")
+    attrs = _copy(annotated, tmp_path / "attrs")
+    spill = tmp_path / "spill"
+    spill.mkdir()
+
+    def exact(a: Path) -> list[str]:
+        return _cli("dedup", "exact", str(a), "--workers", "1", "--tmp-dir", str(spill), "-q")
+
+    def fuzzy(a: Path) -> list[str]:
+        return _cli("dedup", "fuzzy", str(a), "--threshold", "0.8", "--tmp-dir", str(spill), "-q")
+
+    _run(exact(clean))
+    _run(fuzzy(clean))
+    # exact: killed while writing its shards; fuzzy: killed while spilling band partitions
+    for cmd, folder, ready in ((exact, "_dedup_exact", lambda: 1 <= _count(attrs / "_dedup_exact") < N_SHARDS),
+                               (fuzzy, "_dedup_fuzzy", lambda: bool(list(spill.iterdir())))):
+        out = attrs / folder
+        _kill_when(cmd(attrs), ready, 0.5, f"{folder} was half done")
+        assert list(spill.iterdir()), "the killed run should have left its partition spill"
+        _run(cmd(attrs))  # the same command: no --overwrite needed
+        assert _files(out) == _files(clean / folder), f"{folder} differs from an uninterrupted run"
+        assert not _temps(attrs) and not list(spill.iterdir()), "leftovers of the killed run remain"
+
+
+def test_killed_dsir_fit_resumes(annotated, tmp_path):
+    clean = _copy(annotated, tmp_path / "clean")
+    attrs = _copy(annotated, tmp_path / "attrs")
+
+    def fit(a: Path) -> list[str]:
+        return _cli("dsir", "fit", "--raw", str(a), "--target", str(annotated / "target.jsonl.gz"), "--name", "web",
+                    "--buckets", "2000", "-q", "--json")
+
+    _run(fit(clean))
+    out = attrs / "_dsir_web"
+    _kill_when(fit(attrs), lambda: 1 <= _count(out) < N_SHARDS, 0.5, "dsir fit had weighed some shards")
+    done = {p.name: p.stat().st_mtime_ns for p in out.glob("s*.parquet")}
+    res = json.loads(_run(fit(attrs)).stdout)
+    assert res["model_reused"] and res["shards_skipped"] == len(done) >= 1, "finished work was redone"
+    assert {p.name: p.stat().st_mtime_ns for p in out.glob("s*.parquet") if p.name in done} == done
+    assert _files(out) == _files(clean / "_dsir_web") and not _temps(attrs)
+
+
+def _selection(out: Path) -> dict[str, bytes]:
+    files = _files(out)
+    doc = json.loads(files.pop("selection.json"))
+    for k in ("characters_written_this_run", "shards_skipped"):  # what this invocation did
+        doc["counts"].pop(k)
+    return files | {"selection.json": json.dumps(doc, sort_keys=True).encode()}
+
+
+def test_select_resumes_an_interrupted_run_and_never_needs_overwrite_for_it(annotated, tmp_path):
+    attrs = _copy(annotated, tmp_path / "attrs")
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text('name: words\nrules:\n  words: "rps_doc_word_count >= 60"\n')
+    other = tmp_path / "other.yaml"
+    other.write_text('name: words\nrules:\n  words: "rps_doc_word_count >= 10"\n')
+
+    def select(out: Path, r: Path = recipe, *extra: str) -> list[str]:
+        return _cli("select", str(attrs), "-r", str(r), "-o", str(out), "--workers", "1", "-q", *extra)
+
+    _run(select(tmp_path / "clean"))
+    reference = _selection(tmp_path / "clean")
+
+    # killed while writing shards: the same command resumes, keeping the finished shards
+    out = tmp_path / "out"
+    _kill_when(select(out), lambda: 1 <= _count(out, "s[0-9]*.jsonl.gz") < N_SHARDS, 0.6, "select had written a shard")
+    assert json.loads((out / "selection.json").read_text())["status"] == "running"
+    done = {p.name: p.stat().st_mtime_ns for p in out.glob("s*.jsonl.gz")}
+    _run(select(out))
+    assert {p.name: p.stat().st_mtime_ns for p in out.glob("s*.jsonl.gz") if p.name in done} == done
+    assert _selection(out) == reference and not _temps(out)
+
+    # other settings over a finished or a partly written selection: refuse (one line) ...
+    for status, keep in (("done", N_SHARDS), ("running", 1)):
+        for p in sorted(out.glob("s*.jsonl.gz"))[keep:]:
+            p.unlink()
+        state = json.loads((out / "selection.json").read_text()) | {"status": status}
+        (out / "selection.json").write_text(json.dumps(state))
+        proc = subprocess.run(select(out, other), capture_output=True, text=True, timeout=120)
+        assert proc.returncode != 0 and "--overwrite" in proc.stderr and "Traceback" not in proc.stderr, status
+
+    # ... but a run that crashed before writing any shard (e.g. on a bad default) left nothing
+    # to protect: any re-run starts afresh, without --overwrite
+    crashed = tmp_path / "crashed"
+    crashed.mkdir()
+    (crashed / "selection.json").write_text(json.dumps({"stage": "select", "status": "running",
+                                                        "fingerprint": "0123456789abcdef", "inputs": []}))
+    _run(select(crashed))
+    assert _selection(crashed) == reference
