@@ -31,9 +31,9 @@ def corpus(tmp_path_factory):
     return d
 
 
-def _read(out):
+def _read(out, set_name="dedup_exact"):
     rows = []
-    for p in sorted((out / "_dedup_exact").glob("*.parquet")):
+    for p in sorted((out / f"_{set_name}").glob("*.parquet")):
         rows += pq.read_table(p).to_pylist()
     return {r["id"]: r for r in rows}
 
@@ -55,16 +55,16 @@ def test_exact_first_occurrence_kept(corpus, tmp_path):
 
     out2 = tmp_path / "o2"
     assert main(["dedup", "exact", str(corpus), "-o", str(out2), "-q", "--normalize", "rpv2"]) == 0
-    r2 = _read(out2)
-    assert not r2["b/upper"]["dup_exact_keep"] and not r2["b/punct"]["dup_exact_keep"]
-    assert r2["b/upper"]["dup_exact_group"] == r2["a/0"]["dup_exact_group"]
+    r2 = _read(out2, "dedup_exact_rpv2")  # the settings name the set and its columns
+    assert not r2["b/upper"]["dup_exact_rpv2_keep"] and not r2["b/punct"]["dup_exact_rpv2_keep"]
+    assert r2["b/upper"]["dup_exact_rpv2_group"] == r2["a/0"]["dup_exact_rpv2_group"]
 
     # Bloom mode agrees here (300 docs, fp 1e-6) and has no group ids
     out3 = tmp_path / "o3"
     assert main(["dedup", "exact", str(corpus), "-o", str(out3), "-q", "--bloom-fp", "1e-6",
                  "--bloom-capacity", "1000"]) == 0
-    r3 = _read(out3)
-    assert {k: v["dup_exact_keep"] for k, v in r3.items()} == {k: v["dup_exact_keep"] for k, v in r.items()}
+    r3 = _read(out3, "dedup_exact_bloom")
+    assert {k: v["dup_exact_bloom_keep"] for k, v in r3.items()} == {k: v["dup_exact_keep"] for k, v in r.items()}
     assert main(["dedup", "exact", str(corpus), "-o", str(out3), "-q", "--bloom-fp", "0.01"]) == 2  # needs capacity
 
 
@@ -91,7 +91,8 @@ def test_bloom_false_positive_rate_within_setting(rate):
 
 
 def _set_files(out) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted((out / "_dedup_exact").iterdir()) if p.is_file()}
+    (set_dir,) = out.glob("_dedup_exact*")
+    return {p.name: p.read_bytes() for p in sorted(set_dir.iterdir()) if p.is_file()}
 
 
 @pytest.mark.parametrize("mode", [[], ["--bloom-fp", "1e-6", "--bloom-capacity", "1000"]])
@@ -104,3 +105,50 @@ def test_same_bytes_for_any_worker_count(corpus, tmp_path, mode):
         assert main(["dedup", "exact", str(corpus), "-o", str(out), "-q", "--workers", workers, *mode]) == 0
         outs.append(_set_files(out))
     assert outs[0] == outs[1] and len(outs[0]) == 3  # a, b, summary.json
+
+
+def test_other_settings_get_their_own_set(corpus, tmp_path, capsys):
+    """Issue 10 item 11: re-running with another --normalize (or in Bloom mode) keeps the earlier
+    result beside the new one (nothing thrown away), recipes read each set's columns, and a set
+    made with other Bloom settings is never replaced silently."""
+    from textsieve.select.funnel import compute_funnel
+    from textsieve.select.recipe import Recipe
+    from textsieve.stages.dedup_exact import ExactConfig, exact_names, run_exact
+
+    ann = tmp_path / "ann"
+    assert main(["annotate", str(corpus), "-o", str(ann), "--signals", "minhash", "-q", "--workers", "1"]) == 0
+    assert main(["dedup", "exact", str(ann), "-q"]) == 0
+    plain = _set_files(ann)
+    assert main(["dedup", "exact", str(ann), "-q", "--normalize", "rpv2"]) == 0
+    assert main(["dedup", "exact", str(ann), "-q", "--bloom-fp", "1e-6"]) == 0
+    assert sorted(p.name for p in ann.glob("_dedup_exact*")) == ["_dedup_exact", "_dedup_exact_bloom",
+                                                                "_dedup_exact_rpv2"]
+    assert {p.name: p.read_bytes() for p in (ann / "_dedup_exact").iterdir()} == plain  # the first run is kept
+    assert exact_names("rpv2") == ("dedup_exact_rpv2", "dup_exact_rpv2")
+    assert exact_names("rpv2", bloom=True) == ("dedup_exact_rpv2_bloom", "dup_exact_rpv2_bloom")
+    r2 = _read(ann, "dedup_exact_rpv2")
+    assert not r2["b/upper"]["dup_exact_rpv2_keep"] and r2["a/0"]["dup_exact_rpv2_size"] == 2
+    summary = json.loads((ann / "_dedup_exact_rpv2" / "summary.json").read_text())
+    assert summary["columns"] == ["dup_exact_rpv2_group", "dup_exact_rpv2_size", "dup_exact_rpv2_keep"]
+
+    recipe = Recipe.from_rules({"raw": "dup_exact_keep", "norm": "dup_exact_rpv2_keep", "bloom": "dup_exact_bloom_keep"})
+    alone = {r.name: r.removed_alone for r in compute_funnel(str(ann), recipe).rules}
+    assert alone["raw"] == alone["bloom"] == 51
+    assert alone["norm"] >= 51 + 2  # rpv2 also catches the case/punctuation variants
+
+    bloom = _read(ann, "dedup_exact_bloom")
+    before = {p.name: p.read_bytes() for p in (ann / "_dedup_exact_bloom").iterdir()}
+    assert main(["dedup", "exact", str(ann), "-q", "--bloom-fp", "0.01"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("textsieve: error: dedup exact:") and "bloom_fp=1e-06 (now 0.01)" in err
+    assert "--overwrite" in err and err.count("\n") == 1
+    assert {p.name: p.read_bytes() for p in (ann / "_dedup_exact_bloom").iterdir()} == before
+    run_exact(ExactConfig(inputs=[str(ann)], bloom_fp=0.01, overwrite=True, progress=False))
+    assert json.loads((ann / "_dedup_exact_bloom" / "summary.json").read_text())["bloom_fp"] == 0.01
+    assert set(_read(ann, "dedup_exact_bloom")) == set(bloom)
+
+    # a plain-named set that an older textsieve made with --normalize rpv2 is not silently replaced
+    s = ann / "_dedup_exact" / "summary.json"
+    s.write_text(json.dumps(dict(json.loads(s.read_text()), normalize="rpv2")))
+    assert main(["dedup", "exact", str(ann), "-q"]) == 2
+    assert "normalize='rpv2' (now 'none')" in capsys.readouterr().err

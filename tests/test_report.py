@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SHARED
+from _shared import SHARED
 from textsieve.cli import main
 from textsieve.report.collect import collect, comparisons, locate
 from textsieve.select.recipe import Recipe
@@ -24,7 +24,8 @@ N_DOCS = 1500
 
 @pytest.fixture(scope="session")
 def run_dir(tmp_path_factory) -> Path:
-    """A `textsieve run`-shaped folder: attrs/ (annotate + dedup fuzzy/exact + DSIR) and selected/ (gopher)."""
+    """A `textsieve run`-shaped folder: attrs/ (annotate with ts_lang + dedup fuzzy/exact (two
+    normalizations) + DSIR) and selected/ (gopher)."""
     corpus = SHARED / "corpora" / "dev" / "web_sample.jsonl.gz"
     if not corpus.is_file():
         pytest.skip(f"dev corpus not found at {corpus} (set TEXTSIEVE_SHARED)")
@@ -42,9 +43,11 @@ def run_dir(tmp_path_factory) -> Path:
     run = root / "run"
     attrs = str(run / "attrs")
     res = str(SHARED / "golden" / "rpv2_resources")
-    for argv in (["annotate", str(src), "-o", attrs, "--resources", res, "--lang-field", "meta.lang"],
+    for argv in (["annotate", str(src), "-o", attrs, "--resources", res, "--lang-field", "meta.lang",
+                  "--model", "lang=builtin:py3langid"],
                  ["dedup", "fuzzy", attrs, "--threshold", "0.8", "--threshold", "0.7"],
                  ["dedup", "exact", attrs],
+                 ["dedup", "exact", attrs, "--normalize", "rpv2"],
                  ["dsir", "fit", "--target", str(SHARED / "corpora" / "dev" / "target_wiki.jsonl.gz"),
                   "--raw", attrs, "--name", "wiki"],
                  ["select", attrs, "--recipe", "gopher", "-o", str(run / "selected")]):
@@ -125,3 +128,189 @@ def test_report_renders_in_chromium(run_dir: Path, tmp_path: Path) -> None:
     keep = Path(__file__).resolve().parents[1] / ".pytest_cache"
     if keep.is_dir():
         shutil.copy(shot, keep / "report.png")  # for a person to look at after the run
+
+
+# ---------------------------------------------------------------- issue 10 item 14: views per source / language
+
+def _records(run_dir: Path) -> list[dict]:
+    with gzip.open(run_dir.parent / "in" / "web.jsonl.gz", "rt", encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh]
+
+
+def _counts(values) -> dict:
+    out: dict = {}
+    for v in values:
+        out[v] = out.get(v, 0) + 1
+    return out
+
+
+def test_funnel_per_source_and_per_language(run_dir: Path) -> None:
+    """The funnel broken down by the records' `source` (re-read from the source) and by
+    `ts_lang` (an attribute column) adds up to the whole funnel, value by value."""
+    from textsieve.report.breakdown import MAX_GROUPS
+
+    d = collect(str(run_dir))  # gopher, from selected/selection.json
+    by = {b.title: b for b in d.breakdowns}
+    assert set(by) == {"source", "language"}
+    src, lang = by["source"], by["language"]
+    assert (src.field, src.origin, lang.field, lang.origin) == ("source", "source records", "ts_lang",
+                                                                 "attribute column")
+    want = _counts(r["source"] for r in _records(run_dir))
+    top = sorted(want.items(), key=lambda kv: (-kv[1], kv[0]))
+    assert src.n_values == len(want)
+    shown = [(r.value, r.documents) for r in src.rows]
+    if len(want) > MAX_GROUPS + 1:
+        assert shown[:-1] == top[:MAX_GROUPS] and shown[-1] == (f"({len(want) - MAX_GROUPS:,} other values)",
+                                                                sum(n for _, n in top[MAX_GROUPS:]))
+    else:
+        assert shown == top
+    f = d.funnel
+    steps = [r.removed_cumulative - (f.rules[i - 1].removed_cumulative if i else 0) for i, r in enumerate(f.rules)]
+    for b in (src, lang):
+        assert b.rules == [r.name for r in f.rules]
+        assert sum(r.documents for r in b.rows) == d.documents and sum(r.kept for r in b.rows) == f.kept
+        assert sum(r.kept_chars for r in b.rows) == f.kept_chars
+        assert [sum(r.removed[i] for r in b.rows) for i in range(len(f.rules))] == steps
+        for r in b.rows:
+            assert r.documents == r.kept + sum(r.removed)
+    assert lang.rows[0].value == "en" and lang.rows[0].documents > d.documents // 2
+
+
+def test_by_field_choices(run_dir: Path, tmp_path: Path, capsys) -> None:
+    """--by: a dotted record field, an attribute column of another set, or a clear error."""
+    from textsieve.report.breakdown import BreakdownError
+
+    d = collect(str(run_dir), by="meta.lang")
+    b = d.breakdowns[0]
+    assert (b.title, b.origin) == ("meta.lang", "source records")
+    want = _counts(r["meta"]["lang"] for r in _records(run_dir))
+    assert {r.value: r.documents for r in b.rows if not r.value.startswith("(")}.items() <= want.items()
+    d = collect(str(run_dir / "attrs"), recipe_spec="gopher", by="dup_exact_keep")  # the _dedup_exact set
+    b = d.breakdowns[0]
+    assert b.origin == "attribute column" and {r.value: r.documents for r in b.rows}["false"] == \
+        d.dedup_exact_sets["dedup_exact"]["n_removed"]
+    assert set(d.dedup_exact_sets) == {"dedup_exact", "dedup_exact_rpv2"}
+    with pytest.raises(BreakdownError, match=r"--by sorce: not an attribute column .*first record has: id, meta"):
+        collect(str(run_dir), by="sorce")
+    assert main(["report", str(run_dir), "--by", "sorce", "-o", str(tmp_path / "r.html")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("textsieve: error: report: --by sorce") and err.count("\n") == 1
+
+
+def test_language_from_the_lang_field_and_parquet_sources(shared_dir: Path, tmp_path: Path, monkeypatch) -> None:
+    """Without ts_lang the language view reads annotate's --lang-field from the records; a
+    Parquet source is read column by column (nested struct fields too); a large corpus is
+    re-read on a process pool with the same result."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    import textsieve.report.breakdown as bd
+    from textsieve.report.breakdown import BreakdownError
+
+    with gzip.open(shared_dir / "corpora" / "dev" / "web_sample.jsonl.gz", "rt", encoding="utf-8") as fh:
+        recs = [json.loads(line) for _, line in zip(range(300), fh)]
+    (tmp_path / "in").mkdir()
+    pq.write_table(pa.table({"id": [r["id"] for r in recs[:200]], "text": [r["text"] for r in recs[:200]],
+                             "source": [r["source"] for r in recs[:200]],
+                             "meta": pa.array([{"lang": r["meta"]["lang"]} for r in recs[:200]])}),
+                   tmp_path / "in" / "p.parquet")
+    (tmp_path / "in" / "q.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs[200:]))
+    ann = tmp_path / "ann"
+    assert main(["annotate", str(tmp_path / "in"), "-o", str(ann), "--signals", "rps_doc_word_count",
+                 "--lang-field", "meta.lang", "--workers", "1", "-q"]) == 0
+    serial = bd.record_values(str(ann), ["source"], True)
+    monkeypatch.setattr(bd, "PARALLEL_DOCS", 0)
+    assert bd.record_values(str(ann), ["source"], True, workers=2).equals(serial) and serial.num_rows == 300
+    assert serial.column("__lang").to_pylist() == [r["meta"]["lang"] for r in recs]
+    d = collect(str(ann), recipe_spec=None)
+    by = {b.title: b for b in d.breakdowns}
+    assert by["language"].field == "meta.lang" and by["language"].origin == "source records"
+    langs = _counts(r["meta"]["lang"] for r in recs)
+    assert {r.value: r.documents for r in by["language"].rows}["en"] == langs["en"]
+    assert by["source"].n_values == len(_counts(r["source"] for r in recs)) and not by["source"].rules
+    assert collect(str(ann), by="meta.lang").breakdowns[0].rows[0].documents == langs["en"]
+    (tmp_path / "in").rename(tmp_path / "moved")  # sources gone: the report still works, and says why
+    d = collect(str(ann))
+    assert not d.breakdowns and any("cannot be re-read" in n for n in d.notes)
+    with pytest.raises(BreakdownError, match="--by source: not an attribute column, and the source records cannot"):
+        collect(str(ann), by="source")
+
+
+def test_log_axis_for_heavy_tails(run_dir: Path, shared_dir: Path, tmp_path: Path) -> None:
+    """Heavy-tailed signals (word and sentence counts here, perplexity always) get log10 bins;
+    bounded fractions stay linear; every value is still counted somewhere."""
+    from textsieve.report.scales import wants_log
+
+    d = collect(str(run_dir))
+    q = {x.name: x.hist for x in d.signals}
+    assert q["rps_doc_word_count"].log and q["rps_doc_num_sentences"].log
+    assert not q["rps_doc_frac_unique_words"].log and not q["rps_doc_stop_word_fraction"].log
+    wc = q["rps_doc_word_count"]
+    assert wc.edges[:3] == [1.0, 2.0, 3.0]  # whole-number bins at the low end, not a comb of empty ones
+    assert sum(wc.counts) + wc.above + wc.below + wc.nulls == d.documents
+    assert wants_log("ts_perplexity_wiki", 100, 0, 500.0, 900.0) and not wants_log("ts_perplexity_wiki_bucket", 100,
+                                                                                     0, 1.0, 2.0)
+    # a real perplexity signal: a small LM trained on the wiki target, scored on web + wiki text
+    with gzip.open(shared_dir / "corpora" / "dev" / "target_wiki.jsonl.gz", "rt", encoding="utf-8") as fh:
+        wiki = [json.loads(line)["text"] for _, line in zip(range(300), fh)]
+    (tmp_path / "wiki.jsonl").write_text("".join(json.dumps({"id": f"w{i}", "text": t}) + "\n"
+                                                 for i, t in enumerate(wiki[:250])))
+    pool = _records(run_dir)[:150] + [{"id": f"p{i}", "text": t} for i, t in enumerate(wiki[250:])]
+    (tmp_path / "pool.jsonl").write_text("".join(json.dumps(r) + "\n" for r in pool))
+    assert main(["train", "lm", "--corpus", str(tmp_path / "wiki.jsonl"), "-o", str(tmp_path / "wiki.tsm"), "-q"]) == 0
+    assert main(["annotate", str(tmp_path / "pool.jsonl"), "-o", str(tmp_path / "ann"), "--signals",
+                 "rps_doc_word_count", "--model", f"wiki={tmp_path / 'wiki.tsm'}", "--workers", "1", "-q"]) == 0
+    q = {x.name: x.hist for x in collect(str(tmp_path / "ann")).signals}
+    assert q["ts_perplexity_wiki"].log and not q["ts_perplexity_wiki"].edges and q["ts_perplexity_wiki"].lo > 0
+    assert not q["ts_perplexity_wiki_bucket"].log
+
+
+def test_clusters_are_not_repeated_across_thresholds(run_dir: Path, tmp_path: Path) -> None:
+    """The exact copy of the first document is one fuzzy cluster at both 0.8 and 0.7: it is
+    listed once, under 0.8, marked as also at 0.7, and the 0.7 list says what it left out."""
+    from textsieve.report.html import render
+    from textsieve.report.html_views import distinct_clusters
+
+    d = collect(str(run_dir))
+    per = d.dedup_fuzzy["thresholds"]
+    both = {c["cluster_id"] for c in per["0.8"]["largest_clusters"]} & {c["cluster_id"] for c in
+                                                                      per["0.7"]["largest_clusters"]}
+    assert both, "the fixture's copy of the first document clusters at both thresholds"
+    lists = {t: (shown, repeated) for t, shown, repeated in distinct_clusters(d.dedup_fuzzy)}
+    assert list(lists) == ["0.8", "0.7"] and lists["0.7"][1] >= 1
+    assert not both & {c["cluster_id"] for c in lists["0.7"][0]}
+    page = render(d)
+    dedup = page[page.index('<section id="dedup">'):]
+    dedup = dedup[:dedup.index("</section>")]
+    for cid in both:
+        assert dedup.count(f"<code>{cid}</code>") == 1
+    assert "also at ≥ 0.7" in dedup and "are not repeated" in dedup
+    assert "exact (dup_exact_rpv2_*)" in dedup  # both exact sets are reported
+
+
+def test_views_render_in_chromium(run_dir: Path, tmp_path: Path) -> None:
+    """The new sections render: every chart drawn, no JavaScript error; a screenshot of them
+    is kept in .pytest_cache for a person to look at."""
+    out = tmp_path / "report.html"
+    assert main(["report", "-q", str(run_dir), "-o", str(out)]) == 0
+    page = out.read_text("utf-8")
+    for anchor in ('id="by-source"', 'id="by-language"', 'data-chart="by-language-docs"',
+                   'data-chart="by-source-funnel"', "(log scale)"):
+        assert anchor in page, anchor
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"headless check skipped: {CHROMIUM} not installed (apt-get install chromium)")
+    n_svg = page.count('<svg class="chart"')
+    dom = _chromium(["--dump-dom", out.resolve().as_uri()], tmp_path)
+    body = re.search(r"<body([^>]*)>", dom.stdout).group(1)
+    assert htmllib.unescape(re.search(r'data-errors="([^"]*)"', body).group(1)) == "", body
+    assert re.search(r'data-charts="(\d+)/(\d+)"', body).groups() == (str(n_svg), str(n_svg))
+    views = tmp_path / "views.html"  # the page with only the new sections, for the screenshot
+    keep = ("by-source", "by-language", "dedup")
+    views.write_text(re.sub(r'<section id="([^"]+)">.*?</section>',
+                            lambda m: m.group(0) if m.group(1) in keep else "", page, flags=re.S), "utf-8")
+    shot = tmp_path / "views.png"
+    res = _chromium([f"--screenshot={shot}", "--window-size=1280,2600", views.resolve().as_uri()], tmp_path)
+    assert res.returncode == 0 and shot.stat().st_size > 50_000, res.stderr[-2000:]
+    cache = Path(__file__).resolve().parents[1] / ".pytest_cache"
+    if cache.is_dir():
+        shutil.copy(shot, cache / "report-views.png")

@@ -19,6 +19,7 @@ class ReportConfig:
     selection: str | None = None  # a select output folder (has selection.json), if not inside run_dir
     examples: int = 3  # example documents per rule and side
     threads: int | None = None
+    by: str | None = None  # field the funnel is broken down by (default: `source`, when present)
 
 
 def write_report(cfg: ReportConfig) -> str:
@@ -28,7 +29,7 @@ def write_report(cfg: ReportConfig) -> str:
     from textsieve.report.collect import collect
     from textsieve.report.html import render
 
-    data = collect(cfg.run_dir, cfg.recipe, cfg.selection, examples=cfg.examples, threads=cfg.threads)
+    data = collect(cfg.run_dir, cfg.recipe, cfg.selection, examples=cfg.examples, threads=cfg.threads, by=cfg.by)
     page = render(data)
     fs, path = fsspec.core.url_to_fs(cfg.output)
     with atomic_open(fs, path, "wb") as fh:

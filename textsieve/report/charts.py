@@ -12,6 +12,7 @@ from html import escape
 from typing import Sequence
 
 from textsieve.report.collect import Histogram, Threshold
+from textsieve.report.scales import log_ticks
 
 W, H = 560, 220
 ML, MR, MT, MB = 58, 16, 26, 44  # margins: left (y labels), right, top (threshold labels), bottom (x labels)
@@ -106,20 +107,39 @@ def histogram_svg(h: Histogram, thresholds: Sequence[Threshold] = (), name: str 
             return None
     else:
         lo, hi = h.lo, h.hi
-        span = (hi - lo) or 1.0
+        if h.log:  # bins and ticks equal in log10(v)
+            t0, span = math.log10(lo), (math.log10(hi / lo) or 1.0)
+
+            def tr(v: float) -> float:
+                return math.log10(v) if v > 0 else -math.inf
+
+            def edge(f: float) -> float:
+                return 10 ** (t0 + span * f)
+        else:
+            t0, span = lo, (hi - lo) or 1.0
+
+            def tr(v: float) -> float:
+                return v
+
+            def edge(f: float) -> float:
+                return lo + span * f
 
         def xpos(v: float) -> float | None:
-            return ML + pw * (v - lo) / span if lo <= v <= hi else None
+            return ML + pw * (tr(v) - t0) / span if lo <= v <= hi else None
 
-        bw = pw / max(n, 1)
         for i, c in enumerate(h.counts):
-            a, b = lo + span * i / n, lo + span * (i + 1) / n
+            if h.edges:  # whole-number bins [a, b): a..b-1
+                a, b = h.edges[i], h.edges[i + 1]
+                mid, what = a, fmt(a) if b == a + 1 else f"{fmt(a)}–{fmt(b - 1)}"
+            else:
+                a, b = edge(i / n), edge((i + 1) / n)
+                mid, what = (math.sqrt(a * b) if h.log else (a + b) / 2), f"[{fmt(a)}, {fmt(b)})"
+            x0, x1 = (ML + pw * (tr(v) - t0) / span for v in (a, b))
             bh = yv(c)
-            mid = (a + b) / 2
             fill = BAR_OUT if any(not th.passes(mid) for th in thresholds) else BAR
-            parts.append(f'<rect x="{ML + i * bw:.1f}" y="{MT + ph - bh:.1f}" width="{max(bw - 1, 0.5):.1f}" '
-                         f'height="{bh:.1f}" fill="{fill}"><title>[{fmt(a)}, {fmt(b)}): {c:,} {y_label}</title></rect>')
-        for t in nice_ticks(lo, hi, 6):
+            parts.append(f'<rect x="{x0:.1f}" y="{MT + ph - bh:.1f}" width="{max(x1 - x0 - 1, 0.5):.1f}" '
+                         f'height="{bh:.1f}" fill="{fill}"><title>{what}: {c:,} {y_label}</title></rect>')
+        for t in (log_ticks(lo, hi) if h.log else nice_ticks(lo, hi, 6)):
             x = xpos(t)
             if x is not None:
                 parts.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{MT + ph}" y2="{MT + ph + 4}" class="axis"/>')
@@ -141,6 +161,7 @@ def histogram_svg(h: Histogram, thresholds: Sequence[Threshold] = (), name: str 
     if edge_notes:
         parts.append(f'<text x="{ML + pw}" y="{MT - 10}" class="tlabel" text-anchor="end">'
                      f'off-scale: {escape(", ".join(edge_notes))}</text>')
+    x_label += " (log scale)" if h.log and not h.categorical else ""
     parts.append(f'<text x="{ML + pw / 2:.1f}" y="{H - 6}" class="axlabel" text-anchor="middle">{escape(x_label)}</text>')
     parts.append(f'<text transform="translate(13,{MT + ph / 2:.1f}) rotate(-90)" class="axlabel" '
                  f'text-anchor="middle">{escape(y_label)}</text>')
@@ -167,5 +188,71 @@ def funnel_svg(total: int, steps: Sequence[tuple[str, int, int]], name: str = "f
         parts.append(f'<text x="{lw + bw + 8}" y="{y + 17}" class="tick">{escape(note)}</text>')
     parts.append(f'<text x="{lw + bw / 2}" y="{h - 6}" class="axlabel" text-anchor="middle">'
                  f'documents remaining after each rule (cumulative, recipe order)</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+#: Colours of the rules in a stacked bar (kept is BAR); cycled when a recipe has more rules.
+RULE_COLOURS = ("#e45756", "#f58518", "#eeca3b", "#b279a2", "#ff9da6", "#9d755d", "#72b7b2", "#54a24b",
+                "#bab0ac", "#d67195", "#79706e", "#d37295")
+
+
+def _short(label: str, n: int = 28) -> str:
+    return label if len(label) <= n else label[: n - 1] + "…"
+
+
+def count_bars_svg(rows: Sequence[tuple[str, int]], name: str, unit: str = "documents") -> str:
+    """Horizontal bars, one per (label, count), proportional to the largest count."""
+    row, lw, bw = 22, 200, 260
+    h = row * len(rows) + 34
+    top = max((c for _, c in rows), default=0) or 1
+    total = sum(c for _, c in rows) or 1
+    parts = [_svg_open(name, lw + bw + 130, h, f"{unit} per value")]
+    for i, (label, c) in enumerate(rows):
+        y = 8 + i * row
+        parts.append(f'<text x="{lw - 8}" y="{y + 14}" class="flabel" text-anchor="end">{escape(_short(label))}'
+                     f'<title>{escape(label)}</title></text>')
+        parts.append(f'<rect x="{lw}" y="{y + 3}" width="{max(bw * c / top, 0.5):.1f}" height="{row - 7}" fill="{BAR}">'
+                     f'<title>{escape(label)}: {c:,} {unit} ({100 * c / total:.1f}%)</title></rect>')
+        parts.append(f'<text x="{lw + bw * c / top + 6:.1f}" y="{y + 14}" class="tick">{c:,} ({100 * c / total:.1f}%)'
+                     f'</text>')
+    parts.append(f'<text x="{lw + bw / 2}" y="{h - 6}" class="axlabel" text-anchor="middle">{escape(unit)}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def stacked_share_svg(rows: Sequence[tuple[str, int, int, Sequence[int]]], rules: Sequence[str], name: str) -> str:
+    """One 100% bar per group: the share the recipe keeps (blue), then the share each rule
+    removes at its step (recipe order, one colour per rule, legend on top).
+    `rows` = (label, documents, kept, removed per rule)."""
+    row, lw, bw = 22, 200, 300
+    per_line = 4
+    legend = [("kept", BAR)] + [(r, RULE_COLOURS[i % len(RULE_COLOURS)]) for i, r in enumerate(rules)]
+    lh = 16 * math.ceil(len(legend) / per_line) + 6
+    h = lh + row * len(rows) + 30
+    w = lw + bw + 110
+    parts = [_svg_open(name, w, h, "kept and removed share per value")]
+    for k, (label, colour) in enumerate(legend):
+        x, y = 8 + (k % per_line) * ((w - 16) / per_line), 4 + 16 * (k // per_line)
+        parts.append(f'<rect x="{x:.1f}" y="{y + 2}" width="10" height="10" fill="{colour}"/>')
+        parts.append(f'<text x="{x + 14:.1f}" y="{y + 11}" class="tick">{escape(_short(label, 24))}</text>')
+    for i, (label, docs, kept, removed) in enumerate(rows):
+        y = lh + i * row
+        parts.append(f'<text x="{lw - 8}" y="{y + 14}" class="flabel" text-anchor="end">{escape(_short(label))}'
+                     f'<title>{escape(label)}</title></text>')
+        parts.append(f'<rect x="{lw}" y="{y + 3}" width="{bw}" height="{row - 7}" fill="#eef1f5"/>')
+        x = float(lw)
+        for (what, colour), n in zip(legend, [kept, *removed]):
+            if n <= 0 or not docs:
+                continue
+            seg = bw * n / docs
+            verb = "kept" if what == "kept" else f"removed by {what}"
+            parts.append(f'<rect x="{x:.1f}" y="{y + 3}" width="{max(seg, 0.5):.1f}" height="{row - 7}" fill="{colour}">'
+                         f'<title>{escape(label)}: {n:,} of {docs:,} {verb} ({100 * n / docs:.1f}%)</title></rect>')
+            x += seg
+        share = f"{100 * kept / docs:.1f}% kept" if docs else "–"
+        parts.append(f'<text x="{lw + bw + 8}" y="{y + 14}" class="tick">{escape(share)}</text>')
+    parts.append(f'<text x="{lw + bw / 2}" y="{h - 6}" class="axlabel" text-anchor="middle">share of the value\'s '
+                 f'documents: kept, or removed at each rule (recipe order)</text>')
     parts.append("</svg>")
     return "".join(parts)

@@ -12,14 +12,14 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import duckdb
+import fsspec
 
 from textsieve.io.attributes import SCORE_SUFFIX, attribute_sets, attribute_shards, read_shard_meta, source_documents
 from textsieve.select.compile import Compiled, Schema, _Compiler, compile_recipe, lit, q, read_schema
-from textsieve.select.funnel import Funnel, compute_funnel
+from textsieve.select.funnel import Funnel, compute_funnel, connect, schema_files
 from textsieve.select.recipe import (Between, Binary, Call, Col, In, IsNull, Lit, Node, Recipe, RecipeError, Rule,
                                      Unary, columns_of, load_recipe)
 
@@ -58,6 +58,8 @@ class Histogram:
     above: int = 0  # values right of hi (not drawn)
     mean: float | None = None
     median: float | None = None
+    log: bool = False  # bins equal in log10(v) over [lo, hi] (heavy tails, see `report.scales`)
+    edges: list[float] = field(default_factory=list)  # bin edges when not equal (log bins of integers)
 
 
 @dataclass
@@ -110,37 +112,64 @@ class ReportData:
     pipeline: str | None
     sets: list[str]
     notes: list[str] = field(default_factory=list)
+    breakdowns: list = field(default_factory=list)  # report.breakdown.Breakdown: per source, per language
+    dedup_exact_sets: dict[str, dict] = field(default_factory=dict)  # every `dedup exact` set: its summary
 
 
 # ---------------------------------------------------------------- locating the run
 
+def _child(base: str, name: str) -> str:
+    """`base`/`name`, in the form the user gave `base` (local path or fsspec URL)."""
+    return f"{base.rstrip('/')}/{name}" if base.rstrip("/") else name
+
+
+def _is_file(location: str) -> bool:
+    fs, path = fsspec.core.url_to_fs(location)
+    return fs.isfile(path)
+
+
+def _subfolders_with(location: str, name: str) -> list[str]:
+    """The sub-folders of `location` that hold a file `name`, sorted, in the user's form."""
+    fs, root = fsspec.core.url_to_fs(location)
+    root = root.rstrip("/")
+    found = (p[len(root) + 1:].rsplit("/", 1)[0] for p in fs.glob(f"{root}/*/{name}"))
+    return sorted(_child(location, sub) for sub in found)
+
+
+def read_text(location: str) -> str:
+    """A UTF-8 text file at a local path or fsspec URL."""
+    with fsspec.open(location, "rb") as fh:
+        return fh.read().decode("utf-8")
+
+
 def locate(run_dir: str, selection: str | None = None) -> tuple[str, str | None, str | None]:
     """(annotate folder, select output folder or None, resolved pipeline file or None) of a run
-    folder: an annotate output (has annotate.json) or a `textsieve run` output (attrs/, selected/)."""
-    root = Path(run_dir)
-    if not root.is_dir():
+    folder: an annotate output (has annotate.json) or a `textsieve run` output (attrs/, selected/).
+    Local paths and fsspec URLs (memory://, s3://...) alike."""
+    fs, path = fsspec.core.url_to_fs(run_dir)
+    if not fs.isdir(path):
         raise FileNotFoundError(f"report: {run_dir} is not a folder")
-    if (root / "annotate.json").is_file():
-        ann = root
+    if _is_file(_child(run_dir, "annotate.json")):
+        ann = run_dir
     else:
-        found = sorted(p.parent for p in root.glob("*/annotate.json"))
+        found = _subfolders_with(run_dir, "annotate.json")
         if not found:
             raise FileNotFoundError(f"report: {run_dir} has no annotate.json (neither an annotate output folder "
                                     f"nor a `textsieve run` folder with attrs/annotate.json)")
-        ann = root / "attrs" if (root / "attrs" / "annotate.json").is_file() else found[0]
+        ann = _child(run_dir, "attrs") if _is_file(_child(run_dir, "attrs/annotate.json")) else found[0]
     sel = None
     if selection:
-        if not (Path(selection) / "selection.json").is_file():
+        if not _is_file(_child(selection, "selection.json")):
             raise FileNotFoundError(f"report: --selection {selection}: no selection.json there")
         sel = selection
     else:
-        cands = sorted(p.parent for p in root.glob("*/selection.json"))
-        if (root / "selected" / "selection.json").is_file():
-            sel = str(root / "selected")
+        cands = _subfolders_with(run_dir, "selection.json")
+        if _is_file(_child(run_dir, "selected/selection.json")):
+            sel = _child(run_dir, "selected")
         elif cands:
-            sel = str(cands[0])
-    pipe = root / "pipeline.resolved.yaml"
-    return str(ann), sel, str(pipe) if pipe.is_file() else None
+            sel = cands[0]
+    pipe = _child(run_dir, "pipeline.resolved.yaml")
+    return ann, sel, pipe if _is_file(pipe) else None
 
 
 def resolve_recipe(spec: str | None, selection: dict | None) -> Recipe | None:
@@ -216,14 +245,19 @@ def comparisons(rule: Rule) -> list[tuple[Node, Threshold]]:
 
 # ---------------------------------------------------------------- histograms
 
-def histogram(con: duckdb.DuckDBPyConnection, values_sql: str, cuts: list[float] = ()) -> Histogram:
+def histogram(con: duckdb.DuckDBPyConnection, values_sql: str, cuts: list[float] = (), name: str = "",
+              log: bool | None = False) -> Histogram:
     """Histogram of the column `v` of `values_sql`. Integer quantities with few values get one bar
     per value; otherwise BINS equal bins over [min, 99.5th percentile] (extended to a threshold
-    that lies within reach), with what falls outside counted in `below`/`above`."""
+    that lies within reach), with what falls outside counted in `below`/`above`. `log` None:
+    log10 bins when the quantity `name` is heavy-tailed (`report.scales.wants_log`)."""
+    from textsieve.report.scales import fill_log, wants_log
+
     src = f"(SELECT CAST(v AS DOUBLE) AS v FROM ({values_sql}) WHERE v IS NULL OR NOT isnan(CAST(v AS DOUBLE)))"
-    total, n, lo, hi, p_hi, mean, med, distinct, ints = con.execute(
+    total, n, lo, hi, p_hi, mean, med, distinct, ints, nonpos, p99, lo_pos = con.execute(
         f"SELECT count(*), count(v), min(v), max(v), approx_quantile(v, 0.995), avg(v), approx_quantile(v, 0.5), "
-        f"approx_count_distinct(v), bool_and(v = floor(v)) FROM {src}").fetchone()
+        f"approx_count_distinct(v), bool_and(v = floor(v)), count_if(v <= 0), approx_quantile(v, 0.99), "
+        f"min(v) FILTER (WHERE v > 0) FROM {src}").fetchone()
     h = Histogram(int(total), int(total - n), [], mean=mean, median=med)
     if not n:
         return h
@@ -232,6 +266,10 @@ def histogram(con: duckdb.DuckDBPyConnection, values_sql: str, cuts: list[float]
         if len(rows) <= MAX_DISTINCT:
             h.categorical, h.values, h.counts = True, [float(r[0]) for r in rows], [int(r[1]) for r in rows]
             return h
+    if log or (log is None and wants_log(name, int(n), int(nonpos), med, p99)):
+        if lo_pos is not None:
+            return fill_log(con, src, h, float(lo_pos), p_hi, float(hi), int(n), int(nonpos), list(cuts), BINS,
+                            bool(ints), int(distinct))
     top = p_hi if p_hi is not None and p_hi > lo else hi
     for c in cuts:
         if top < c <= hi and c <= lo + 3 * (top - lo):
@@ -272,7 +310,7 @@ def signal_quantities(con, schema: Schema, cuts: dict[str, list[Threshold]]) -> 
         else:
             sql = f"SELECT unnest([_x.score for _x in {q(name)}]) AS v FROM {src}"
             unit = "lines"
-        out.append(Quantity(name, name, unit, histogram(con, sql, [t.value for t in th]), th))
+        out.append(Quantity(name, name, unit, histogram(con, sql, [t.value for t in th], name=name, log=None), th))
     return out
 
 
@@ -378,15 +416,14 @@ def _line_examples(con, rule: Rule, compiled: Compiled, frm: str, per_side: int)
 # ---------------------------------------------------------------- the whole report
 
 def collect(run_dir: str, recipe_spec: str | None = None, selection_dir: str | None = None,
-            examples: int = 3, threads: int | None = None) -> ReportData:
-    """Every figure the report shows."""
+            examples: int = 3, threads: int | None = None, by: str | None = None) -> ReportData:
+    """Every figure the report shows. `by`: the field the funnel is broken down by (default
+    `source`, when the documents or the attributes have it; see `report.breakdown`)."""
     ann, sel_dir, pipe = locate(run_dir, selection_dir)
-    selection = json.loads((Path(sel_dir) / "selection.json").read_text("utf-8")) if sel_dir else None
+    selection = json.loads(read_text(_child(sel_dir, "selection.json"))) if sel_dir else None
     recipe = resolve_recipe(recipe_spec, selection)
     schema = read_schema(ann)
-    con = duckdb.connect()
-    if threads:
-        con.execute(f"SET threads = {int(threads)}")
+    con = connect(threads, schema_files(schema))  # reads fsspec URLs (memory://, s3://) too
     notes = []
     docs, chars = con.execute(f"SELECT count(*), coalesce(sum({schema.length_sql}), 0) FROM "
                               f"read_parquet({_files(schema, 'a')}) AS a").fetchone()
@@ -427,16 +464,19 @@ def collect(run_dir: str, recipe_spec: str | None = None, selection_dir: str | N
                                      cuts.get(col, []), group="dsir"))
 
     def summary(set_name: str) -> dict | None:
-        p = Path(ann) / f"_{set_name}" / "summary.json"
-        return json.loads(p.read_text("utf-8")) if p.is_file() else None
+        p = _child(ann, f"_{set_name}/summary.json")
+        return json.loads(read_text(p)) if _is_file(p) else None
 
-    fuzzy, exact = summary("dedup_fuzzy"), summary("dedup_exact")
+    # every `dedup exact` set: one per result-changing setting (`stages.dedup_exact.exact_names`)
+    exact_sets = {n: s for n in sets if n == "dedup_exact" or n.startswith("dedup_exact_") if (s := summary(n))}
+    fuzzy = summary("dedup_fuzzy")
+    exact = exact_sets.get("dedup_exact") or next(iter(exact_sets.values()), None)
     sizes: dict[str, Histogram] = {}
     for name, col in schema.columns.items():
-        if name.startswith("dup_fuzzy_t") and name.endswith("_size") or name == "dup_exact_size":
+        if name.startswith(("dup_fuzzy_t", "dup_exact")) and name.endswith("_size"):
             key = name[:-len("_size")]
             files = _files(schema, col.alias)
-            group = key + ("_group" if key == "dup_exact" else "_cluster")
+            group = key + ("_group" if key.startswith("dup_exact") else "_cluster")
             sizes[key] = histogram(con, f"SELECT any_value({q(name)}) AS v FROM read_parquet({files}) "
                                         f"WHERE {q(name)} > 1 GROUP BY {q(group)}")
 
@@ -447,8 +487,12 @@ def collect(run_dir: str, recipe_spec: str | None = None, selection_dir: str | N
     else:
         notes.append("No recipe: give --recipe NAME|PATH (or a select output folder) to see thresholds, "
                      "the funnel and examples.")
+    from textsieve.report.breakdown import breakdowns
+
+    views, view_notes = breakdowns(con, ann, schema, compiled, by)
     return ReportData(run_dir, ann, int(docs), int(chars), recipe, funnel, signals, derived, dsir, fuzzy, exact,
-                      sizes, ex or [], selection, Path(pipe).read_text("utf-8") if pipe else None, sets, notes)
+                      sizes, ex or [], selection, read_text(pipe) if pipe else None, sets, notes + view_notes,
+                      views, exact_sets)
 
 
 __all__ = ["collect", "locate", "comparisons", "histogram", "Threshold", "Histogram", "Quantity", "ReportData",

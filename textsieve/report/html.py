@@ -14,6 +14,7 @@ from typing import Any
 from textsieve import __version__
 from textsieve.report.charts import fmt, funnel_svg, histogram_svg
 from textsieve.report.collect import Example, Histogram, Quantity, ReportData, RuleExamples
+from textsieve.report.html_views import breakdown_links, breakdown_sections, distinct_clusters
 
 TEXT_CHARS = 700
 LINE_CHARS = 160
@@ -83,6 +84,8 @@ def _caption(h: Histogram, unit: str) -> str:
         bits.append(f"median {fmt(h.median)}")
     if h.above:
         bits.append(f"{h.above:,} above {fmt(h.hi)} not shown")
+    if h.log:
+        bits.append("log x axis (heavy tail)" + (f", {h.below:,} at ≤ 0 not shown" if h.below else ""))
     return " · ".join(bits)
 
 
@@ -107,12 +110,12 @@ def _overview(d: ReportData) -> str:
     cards = [("documents", f"{d.documents:,}"), ("characters", f"{d.characters:,}")]
     if d.funnel:
         cards.append(("kept by recipe", f"{d.funnel.kept:,} ({_pct(d.funnel.kept, d.funnel.total)})"))
-    for key, s in (("fuzzy", d.dedup_fuzzy), ("exact", d.dedup_exact)):
-        if s and key == "exact":
-            cards.append(("exact duplicates removed", f"{s.get('n_removed', 0):,}"))
-        elif s:
-            for t, v in s.get("thresholds", {}).items():
-                cards.append((f"fuzzy dups removed @{t}", f"{v.get('n_removed', 0):,}"))
+    if d.dedup_fuzzy:
+        for t, v in d.dedup_fuzzy.get("thresholds", {}).items():
+            cards.append((f"fuzzy dups removed @{t}", f"{v.get('n_removed', 0):,}"))
+    for set_name, s in (d.dedup_exact_sets or ({"dedup_exact": d.dedup_exact} if d.dedup_exact else {})).items():
+        tag = "" if set_name == "dedup_exact" else f" ({set_name[len('dedup_exact_'):]})"
+        cards.append((f"exact duplicates removed{tag}", f"{s.get('n_removed', 0):,}"))
     rows = [("annotate folder", d.annotate_dir), ("attribute sets", ", ".join(d.sets) or "none")]
     if d.recipe:
         rows.append(("recipe", f"{d.recipe.name} — {d.recipe.description}" if d.recipe.description else d.recipe.name))
@@ -184,14 +187,15 @@ def _members(members: list[dict], samples: list[str] | None) -> str:
 
 
 def _dedup(d: ReportData) -> str:
-    if not d.dedup_fuzzy and not d.dedup_exact:
+    if not d.dedup_fuzzy and not d.dedup_exact and not d.dedup_exact_sets:
         return ('<section id="dedup"><h2>Deduplication</h2><p class="muted">No dedup attribute sets (run '
                 '<code>textsieve dedup fuzzy|exact DIR</code>).</p></section>')
     rows, parts = [], []
-    if d.dedup_exact:
-        s = d.dedup_exact
-        rows.append(("exact", s.get("normalize", ""), s.get("n_groups", 0), s.get("n_docs_in_groups", 0),
-                     s.get("n_removed", 0), s.get("n_docs", 0)))
+    exact_sets = d.dedup_exact_sets or ({"dedup_exact": d.dedup_exact} if d.dedup_exact else {})
+    for set_name, s in exact_sets.items():  # one set per result-changing setting
+        how = f"normalize {s.get('normalize', '')}" + (f", Bloom fp {s.get('bloom_fp')}" if s.get("mode") == "bloom" else "")
+        rows.append((f"exact ({set_name.replace('dedup_', 'dup_')}_*)", how, s.get("n_groups", 0),
+                     s.get("n_docs_in_groups", 0), s.get("n_removed", 0), s.get("n_docs", 0)))
     if d.dedup_fuzzy:
         for t, v in d.dedup_fuzzy.get("thresholds", {}).items():
             rows.append((f"fuzzy ≥ {t}", f"bands {d.dedup_fuzzy.get('bands', '')}, verify {d.dedup_fuzzy.get('verify', '')}",
@@ -204,25 +208,37 @@ def _dedup(d: ReportData) -> str:
              + "</table>")
     figs = []
     for key, h in d.cluster_sizes.items():
-        label = "exact duplicate group size" if key == "dup_exact" else f"fuzzy cluster size ({key[-3:].replace('t', '0.')})"
+        label = (f"exact duplicate group size ({key})" if key.startswith("dup_exact")
+                 else f"fuzzy cluster size ({key[-3:].replace('t', '0.')})")
         figs.append(_figure(Quantity(key, label, "clusters", h)))
     parts.append(f'<section id="dedup"><h2>Deduplication</h2>{table}')
     if figs:
         parts.append('<h3>Cluster sizes</h3><div class="grid">' + "".join(figs) + "</div>")
-    if d.dedup_fuzzy:
-        for t, v in d.dedup_fuzzy.get("thresholds", {}).items():
-            top = v.get("largest_clusters") or []
-            if top:
-                parts.append(f"<h3>Largest fuzzy clusters at ≥ {escape(t)}</h3><table><tr><th class='n'>size</th>"
-                             f"<th>members (first line of text)</th></tr>" + "".join(
-                                 f"<tr><td class='n'>{c.get('size', 0):,}</td><td>{_members(c.get('members', []), c.get('samples'))}</td></tr>"
-                                 for c in top[:8]) + "</table>")
-    if d.dedup_exact and d.dedup_exact.get("largest_groups"):
-        parts.append("<h3>Largest exact-duplicate groups</h3><table><tr><th class='n'>size</th><th>sample</th>"
-                     "<th>members</th></tr>" + "".join(
-                         f"<tr><td class='n'>{g.get('size', 0):,}</td><td>{escape(str(g.get('sample', ''))[:160])}</td>"
-                         f"<td>{_members(g.get('members', []), None)}</td></tr>" for g in d.dedup_exact["largest_groups"][:8])
-                     + "</table>")
+    if d.dedup_fuzzy:  # each cluster once: identical clusters at several thresholds are listed at the highest
+        for t, shown, repeated in distinct_clusters(d.dedup_fuzzy):
+            note = (f"<p class='muted'>{repeated:,} of its largest clusters are the same as clusters listed above "
+                    f"at a higher threshold and are not repeated.</p>" if repeated else "")
+            if not shown and not repeated:
+                continue
+            parts.append(f"<h3>Largest fuzzy clusters at ≥ {escape(t)}</h3>{note}")
+            if shown:
+                parts.append("<table><tr><th class='n'>size</th><th>cluster id</th><th>members (first line of text)"
+                             "</th></tr>" + "".join(
+                                 f"<tr><td class='n'>{c.get('size', 0):,}</td><td><code>{c.get('cluster_id', '')}</code>"
+                                 + (f"<div class='muted'>also at ≥ {escape(', '.join(c['_also']))}</div>"
+                                    if c.get("_also") else "")
+                                 + f"</td><td>{_members(c.get('members', []), c.get('samples'))}</td></tr>"
+                                 for c in shown) + "</table>")
+    listed: set[tuple] = set()
+    for set_name, s in exact_sets.items():
+        groups = [g for g in s.get("largest_groups") or [] if (g.get("group"), g.get("size")) not in listed][:8]
+        listed |= {(g.get("group"), g.get("size")) for g in groups}
+        if groups:
+            label = "" if set_name == "dedup_exact" else f" ({set_name.replace('dedup_', 'dup_')}_*)"
+            parts.append(f"<h3>Largest exact-duplicate groups{escape(label)}</h3><table><tr><th class='n'>size</th>"
+                         "<th>sample</th><th>members</th></tr>" + "".join(
+                             f"<tr><td class='n'>{g.get('size', 0):,}</td><td>{escape(str(g.get('sample', ''))[:160])}</td>"
+                             f"<td>{_members(g.get('members', []), None)}</td></tr>" for g in groups) + "</table>")
     return "".join(parts) + "</section>"
 
 
@@ -290,7 +306,8 @@ def _examples(d: ReportData) -> str:
 
 
 def _nav(d: ReportData) -> str:
-    links = [("overview", "Overview", 1), ("funnel", "Selection funnel", 1), ("signals", "Signals", 1)]
+    links = [("overview", "Overview", 1), ("funnel", "Selection funnel", 1), *breakdown_links(d),
+             ("signals", "Signals", 1)]
     if d.derived:
         links.append(("derived", "Rule quantities", 2))
     links.append(("doc-signals", "Document-level", 2))
@@ -310,5 +327,5 @@ def render(d: ReportData) -> str:
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" '
             f'content="width=device-width, initial-scale=1"><title>{escape(title)}</title>{JS_HEAD}<style>{CSS}</style>'
             f'</head><body><header><h1>{escape(title)}</h1><div class="sub">{sub}</div></header><div class="wrap">'
-            f'{_nav(d)}<main>{_overview(d)}{_funnel(d)}{_signals(d)}{_dedup(d)}{_dsir(d)}{_examples(d)}</main></div>'
+            f'{_nav(d)}<main>{_overview(d)}{_funnel(d)}{breakdown_sections(d)}{_signals(d)}{_dedup(d)}{_dsir(d)}{_examples(d)}</main></div>'
             f'{JS_TAIL}</body></html>')

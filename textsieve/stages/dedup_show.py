@@ -75,6 +75,73 @@ def show_cluster(directory: str, cluster: int, threshold: float | None = None, b
     return "\n".join(out)
 
 
+DEFAULT_TOP = 20  # clusters listed by `dedup show` without --cluster
+
+
+def list_clusters(directory: str, threshold: float | None = None, top: int = DEFAULT_TOP, width: int = 100) -> str:
+    """A printable list of the `top` largest clusters at `threshold` (default: the lowest stored
+    threshold, whose clusters are the largest): size, cluster id and the first line of its
+    representative (the member whose id_int is the cluster id). Why: `--cluster ID` needs an id,
+    and this is where a user finds one. Reads only the cluster columns plus a few texts."""
+    if top < 1:
+        raise ValueError(f"dedup show: --top must be at least 1, not {top}")
+    table = ShardTable.open(directory)
+    fs, paths = attribute_shards(directory, FUZZY_SET)
+    by_rel = {p.split(f"/_{FUZZY_SET}/", 1)[1]: p for p in paths}
+    stems = sorted(_thresholds(pq.read_schema(fs.open(paths[0], "rb")).names), key=lambda s: int(s[11:]))
+    if not stems:
+        raise ValueError(f"no dup_fuzzy_t*_cluster columns in {directory}/_{FUZZY_SET}; run `textsieve dedup fuzzy`")
+    stem = tkey(threshold) if threshold is not None else stems[0]
+    if stem not in stems:
+        have = ", ".join(f"{int(s[11:]) / 100:g}" for s in stems)
+        raise ValueError(f"dedup show: no clusters at threshold {threshold} in {directory}/_{FUZZY_SET} "
+                         f"(stored: {have}); run `textsieve dedup fuzzy {directory} --threshold {threshold}`")
+    col = f"{stem}_cluster"
+    per_shard = []  # (cluster id per row, in a cluster?) per annotate shard
+    for rel in table.rels:
+        with fs.open(by_rel[rel], "rb") as fh:
+            c = pq.read_table(fh, columns=[col]).column(0)
+        valid = pc.is_valid(c).to_numpy(zero_copy_only=False)
+        per_shard.append((pc.fill_null(c, 0).to_numpy(zero_copy_only=False).astype(np.uint64), valid))
+    everything = np.concatenate([v[m] for v, m in per_shard]) if per_shard else np.zeros(0, np.uint64)
+    cids, sizes = np.unique(everything, return_counts=True)
+    order = np.lexsort((cids, -sizes))[:top]  # largest first, ties by id
+    want = {int(cids[k]): int(sizes[k]) for k in order}
+    reps: dict[int, int] = {}  # cluster id -> ordinal of its representative
+    wanted = np.asarray(list(want), dtype=np.uint64)
+    for i, (cl, valid) in enumerate(per_shard):
+        hit = np.flatnonzero(np.isin(cl, wanted) & valid)
+        if not hit.shape[0]:
+            continue
+        ii = id_ints(table.read(i, ["id"]).column("id").take(pa.array(hit)))
+        for k, v in zip(hit, ii):
+            if int(v) == int(cl[k]):
+                reps[int(v)] = int(table.base[i] + k)
+    texts = gather_texts(table, np.asarray(list(reps.values()), dtype=np.int64)) if reps else {}
+    t = f"{int(stem[11:]) / 100:g}"
+    out = [f"{cids.shape[0]:,} clusters at threshold {t} ({col}), {int(sizes.sum()):,} documents in them"
+           + (f"; the {len(order)} largest:" if cids.shape[0] else "")]
+    if cids.shape[0]:
+        w = max(len(str(int(c))) for c in want)
+        out.append(f"{'size':>8}  {'cluster id':<{w}}  first line (of the member with the smallest id_int)")
+        for cid, size in want.items():
+            text = texts.get(reps.get(cid, -1), "")
+            out.append(f"{size:>8,}  {cid:<{w}}  {first_lines(text, 1, width)}")
+        out.append(f"members of one: textsieve dedup show {directory} --cluster ID"
+                   + (f" --threshold {t}" if len(stems) > 1 else ""))
+    if len(stems) > 1:
+        out.append("thresholds stored: " + ", ".join(f"{int(s[11:]) / 100:g}" for s in stems) + " (--threshold T)")
+    return "\n".join(out)
+
+
+def show(directory: str, cluster: int | None = None, threshold: float | None = None, bands: str = "rpv2",
+         lines: int = 2, top: int = DEFAULT_TOP) -> str:
+    """`dedup show`: one cluster's report with `cluster`, else the list of the largest clusters."""
+    if cluster is None:
+        return list_clusters(directory, threshold, top)
+    return show_cluster(directory, cluster, threshold, bands=bands, lines=lines)
+
+
 def export_rpv2_clusters(directory: str, threshold: float, output: str) -> int:
     """Write RPv2's cluster file: `id`, `id_int`, `cluster_id` of documents in clusters of >= 2,
     ordered by (cluster_id, id_int). Returns the number of rows."""
