@@ -15,7 +15,9 @@ Column kinds:
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
 
 import fsspec
@@ -125,12 +127,31 @@ def _local(path: str, fs: fsspec.AbstractFileSystem) -> str:
 def read_schema(directory: str) -> Schema:
     """Columns of annotate's shards and of every attribute set under `directory`."""
     fs, files = attribute_shards(directory)
-    schema = Schema(directory, {"a": [_local(p, fs) for p in files]}, {})
+    sets = [("", _arrow_schema(fs, files[0]), [_local(p, fs) for p in files])]
+    for name in attribute_sets(directory):
+        try:
+            sfs, sfiles = attribute_shards(directory, name)
+        except FileNotFoundError:
+            continue
+        sets.append((name, _arrow_schema(sfs, sfiles[0]), [_local(p, sfs) for p in sfiles]))
+    return schema_from_arrow(directory, sets)
+
+
+def _arrow_schema(fs: fsspec.AbstractFileSystem, path: str) -> pa.Schema:
+    with fs.open(path, "rb") as fh:
+        return pq.ParquetFile(fh).schema_arrow
+
+
+def schema_from_arrow(directory: str, sets: list[tuple[str, pa.Schema, list[str]]]) -> Schema:
+    """The rule columns of attribute sets given as (set name, Arrow schema, files); "" is
+    annotate's shards and comes first. `read_schema` reads the schemas from storage; the
+    pipeline's dry-run passes the schemas its planned stages *will* write (files empty), so
+    every rule is checked before anything runs."""
+    (_, main, main_files), rest = sets[0], sets[1:]
+    schema = Schema(directory, {"a": list(main_files)}, {})
     owners: dict[str, list[str]] = {}
 
-    def add(alias: str, set_name: str, path: str) -> None:
-        with fs.open(path, "rb") as fh:
-            arrow = pq.ParquetFile(fh).schema_arrow
+    def add(alias: str, set_name: str, arrow: pa.Schema) -> None:
         names = set(arrow.names)
         for f in arrow:
             if f.name in KEY_COLUMNS or (f.name.endswith(SCORE_SUFFIX) and f.name[: -len(SCORE_SUFFIX)] in names):
@@ -144,16 +165,12 @@ def read_schema(directory: str) -> Schema:
             schema.columns.setdefault(f.name, Column(f.name, kind, alias, f.type, set_name,
                                                      twin if kind == "doc" and twin in names else None))
 
-    add("a", "", files[0])
-    for i, name in enumerate(attribute_sets(directory)):
-        try:
-            sfs, sfiles = attribute_shards(directory, name)
-        except FileNotFoundError:
-            continue
+    add("a", "", main)
+    for i, (name, arrow, files) in enumerate(rest):
         alias = f"s{i}"
-        schema.files[alias] = [_local(p, sfs) for p in sfiles]
+        schema.files[alias] = list(files)
         schema.sets[alias] = name
-        add(alias, name, sfiles[0])
+        add(alias, name, arrow)
     schema.ambiguous = {k: v for k, v in owners.items() if len(v) > 1}
     return schema
 
@@ -176,10 +193,20 @@ class _Compiler:
             raise self.fail(f"column {name!r} exists in several attribute sets: {self.schema.ambiguous[name]}")
         col = self.schema.columns.get(name)
         if col is None:
-            models = [f"{m}.predict" for m in self.models]
-            raise self.fail(f"unknown column {name!r}; valid names: {', '.join(self.schema.valid_names() + models)}")
+            valid = self.schema.valid_names() + [f"{m}.predict" for m in self.models]
+            near = difflib.get_close_matches(name, valid, n=1, cutoff=0.6)
+            hint = f"did you mean {near[0]!r}? " if near else ""
+            raise self.fail(f"unknown column {name!r}; {hint}valid names: {', '.join(valid)}")
         self.used.add(col.alias)
         return col
+
+    def check_known(self, node: Node) -> None:
+        """Fail on the first unknown column of `node` (with its "did you mean"), before a check
+        that only looks at known columns could report a misleading error instead."""
+        for name in columns_of(node):
+            alias, _, attr = name.partition(".")
+            if not (attr and alias in self.models and name not in self.schema.columns):
+                self.column(name)
 
     def iterate(self, names: list[str]) -> tuple[str, dict[str, str]]:
         """What to iterate for line columns `names` and each column's element SQL. Iterating
@@ -315,6 +342,7 @@ class _Compiler:
             return f"{fn}({', '.join(sqls)})", "num"
         if len(args) != 1:
             raise self.fail(f"{f}() takes one argument")
+        self.check_known(args[0])
         line_cols = [c for c in columns_of(args[0]) if self.schema.columns.get(c) and self.schema.columns[c].kind == "line"]
         if not line_cols:
             raise self.fail(f"{f}() reduces a line-level signal, but {args[0]!r} uses none; line-level "
@@ -388,6 +416,7 @@ def compile_recipe(recipe: Recipe, schema: Schema, models: dict[str, object] | N
     doc, line, relations = {}, {}, {"a"}
     line_cols: list[str] = []  # every line column of every line rule: iterated together
     for rule in recipe.line_rules:
+        _Compiler(schema, rule, models).check_known(rule.node)
         used = [n for n in columns_of(rule.node) if schema.columns.get(n) and schema.columns[n].kind == "line"]
         if not used:
             raise _Compiler(schema, rule, models).fail(
@@ -421,6 +450,12 @@ def load_models(recipe: Recipe) -> dict[str, object]:
 
     out = {}
     for alias, path in recipe.models.items():
+        tried = recipe.model_search.get(alias)
+        if tried and not Path(path).exists():
+            written, places = tried[0], tried[1:]
+            where = " and ".join(f"{pl} ({lbl})" for pl, lbl in zip(places, (
+                ["the recipe's folder", "the working directory"] if len(places) == 2 else ["the working directory"])))
+            raise RecipeError(f"recipe {recipe.name!r}: model {alias!r}: {written!r} not found; looked in {where}")
         try:
             out[alias] = load_model(path)
         except (OSError, ValueError) as exc:

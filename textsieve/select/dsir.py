@@ -35,6 +35,7 @@ targets' normalised weights.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -62,6 +63,7 @@ class Resample:
     pool: int = 0  # documents in the pool
     ess_per_target: dict = field(default_factory=dict)
     shortfall: int = 0  # requested documents that could not be drawn (k > eligible without replacement)
+    annotated: int | None = None  # with a survivor set: documents in the annotated folder (pool = survivors)
 
     @property
     def documents(self) -> int:
@@ -69,10 +71,13 @@ class Resample:
         return int(self.count.sum())
 
     def summary(self) -> dict:
-        return {"documents": self.documents, "distinct": int(len(self.row)), "tokens": self.tokens,
-                "ess": self.ess, "ess_fraction": self.ess / self.eligible if self.eligible else 0.0,
-                "ess_per_target": self.ess_per_target, "eligible": self.eligible, "pool": self.pool,
-                "shortfall": self.shortfall}
+        out = {"documents": self.documents, "distinct": int(len(self.row)), "tokens": self.tokens,
+               "ess": self.ess, "ess_fraction": self.ess / self.eligible if self.eligible else 0.0,
+               "ess_per_target": self.ess_per_target, "eligible": self.eligible, "pool": self.pool,
+               "shortfall": self.shortfall}
+        if self.annotated is not None:  # drawn from a recipe's survivors: say from how many
+            out |= {"recipe_survivors": self.pool, "annotated": self.annotated}
+        return out
 
 
 def effective_sample_size(log_w: np.ndarray) -> float:
@@ -151,7 +156,7 @@ def _quotas(total: int, props: np.ndarray) -> np.ndarray:
 def resample(directory: str, targets: list[tuple[str, float]], k: int | None = None, tokens: int | None = None,
              replace: bool = False, seed: int = 0, temperature: float = DEFAULT_TEMPERATURE,
              weight: str = "normalized", min_tokens: int = DEFAULT_MIN_TOKENS,
-             prior_ngrams: float = DEFAULT_PRIOR_NGRAMS) -> Resample:
+             prior_ngrams: float = DEFAULT_PRIOR_NGRAMS, within: Mapping[str, np.ndarray] | None = None) -> Resample:
     """Draw documents of the annotated pool `directory` toward the DSIR targets (see module doc).
 
     Exactly one of `k` (documents) and `tokens` (token budget) is given. Documents with fewer
@@ -159,6 +164,12 @@ def resample(directory: str, targets: list[tuple[str, float]], k: int | None = N
     eligible; the reference uses 100. Asking for more documents than are eligible (without
     replacement) returns all eligible ones and reports the difference as `shortfall`.
     `prior_ngrams` (n0, for `weight="normalized"`) is explained in the module doc.
+
+    `within` (source shard -> rows, e.g. a recipe's survivors, see `survivors`) narrows the
+    pool to those documents *before* anything else: the pool mean of the shrinkage, the ESS and
+    the Gumbel noise (drawn in document order over the survivors only) are then exactly those
+    of a pool that holds only the survivors, so filtering first in one step draws the same
+    documents as materializing the survivors, annotating and fitting on them.
     """
     if (k is None) == (tokens is None):
         raise ValueError("give exactly one of k (documents) or tokens (token budget)")
@@ -181,6 +192,14 @@ def resample(directory: str, targets: list[tuple[str, float]], k: int | None = N
     props = props / props.sum()
 
     sc = load_scores(directory, names)
+    annotated = None
+    if within is not None:
+        from textsieve.select.survivors import survivor_mask
+
+        annotated = len(sc.row)
+        keep = survivor_mask(sc.shard, sc.row, within)
+        sc = _Scores(sc.shard[keep], sc.row[keep], sc.id[keep], sc.tokens[keep],
+                     {t: (a[keep], b[keep]) for t, (a, b) in sc.scores.items()})
     n = len(sc.row)
     eligible = sc.tokens >= max(1, min_tokens)
     logw = {}
@@ -236,7 +255,7 @@ def resample(directory: str, targets: list[tuple[str, float]], k: int | None = N
     return Resample(shard=sc.shard[sel], row=sc.row[sel], count=counts[sel], ess=ess, id=sc.id[sel],
                     log_weight=drawn_w[sel], target=np.array(names, dtype=object)[drawn_by[sel]],
                     tokens=int((sc.tokens[sel] * counts[sel]).sum()), eligible=int(eligible.sum()), pool=n,
-                    ess_per_target=ess_t, shortfall=shortfall)
+                    ess_per_target=ess_t, shortfall=shortfall, annotated=annotated)
 
 
 def _draw_with_replacement(rng: np.random.Generator, logw: np.ndarray, tokens: np.ndarray, quota: float,

@@ -347,6 +347,9 @@ class Recipe:
     name: str = "recipe"
     description: str = ""
     models: dict[str, str] = field(default_factory=dict)
+    # alias -> [path as written, places looked in] for a relative model path found nowhere, so
+    # the error can say where it looked (see `resolve_model_path`)
+    model_search: dict[str, list[str]] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not self.rules:
@@ -384,12 +387,13 @@ class Recipe:
             items = list(raw.items())
         else:
             raise RecipeError(f"recipe {name!r}: 'rules' must be a mapping of name: condition")
-        models = {}
+        models, search = {}, {}
         for alias, path in (doc.get("models") or {}).items():
-            p = Path(str(path))
-            models[str(alias)] = str(p if p.is_absolute() or base is None else base / p)
+            models[str(alias)], tried = resolve_model_path(str(path), base)
+            if tried:
+                search[str(alias)] = [str(path), *tried]
         return cls(rules=[_rule(str(n), t) for n, t in items], name=str(doc.get("name", name)),
-                   description=str(doc.get("description", "")), models=models)
+                   description=str(doc.get("description", "")), models=models, model_search=search)
 
     @classmethod
     def from_yaml(cls, text: str, name: str = "recipe", base: Path | None = None) -> "Recipe":
@@ -417,6 +421,22 @@ class Recipe:
             except OSError:
                 h.update(path.encode())
         return h.hexdigest()[:16]
+
+
+def resolve_model_path(path: str, base: Path | None) -> tuple[str, list[str]]:
+    """Where a recipe's `models:` entry lives: an absolute path or URL as is; a relative one
+    beside the recipe file (`base`) first, then in the working directory, so a recipe and its
+    model travel together but `textsieve learn -o q.json` in the current folder also works.
+    Returns (path, []) when found, else (the first candidate, every place tried)."""
+    p = Path(path)
+    if "://" in path or p.is_absolute():
+        return path, []
+    places = list(dict.fromkeys(([str((base / p).resolve())] if base is not None else [])
+                                + [str((Path.cwd() / p).resolve())]))
+    for place in places:
+        if Path(place).exists():
+            return place, []
+    return places[0], places
 
 
 def _rule(name: str, text: Any) -> Rule:

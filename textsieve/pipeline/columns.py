@@ -1,0 +1,137 @@
+"""Check every recipe of a pipeline against the columns its planned stages will write.
+
+Why: a rule is otherwise compiled only when its stage runs, so a typo in `select.recipe` failed
+after annotate, dedup and DSIR had run for hours, while `--dry-run` printed a fine plan. Each
+stage's output columns follow from its config alone: annotate's from the signals, word lists
+and models (`stages.annotate.planned_schema`), dedup's from the chosen settings and thresholds,
+DSIR's from each fit's name. Attribute sets already in `OUT/attrs` (an earlier run, or sets a
+user added) are joinable too, so they count. Rules are compiled against that planned schema by
+the same compiler `select` uses (`compile.schema_from_arrow`), so a dry-run accepts exactly the
+rules the real run accepts, and reports the same errors (with "did you mean").
+
+A DSIR fit with a `recipe` sees the columns of the stages before it: annotate, dedup and the
+fits listed earlier; `select` sees them all.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from textsieve.pipeline.config import PipelineConfig, PipelineConfigError
+from textsieve.pipeline.stages import attrs_dir, build
+
+KEYS = [pa.field("id", pa.string()), pa.field("shard", pa.string()), pa.field("row", pa.int64())]
+
+
+def _set(columns: list[tuple[str, pa.DataType]]) -> pa.Schema:
+    return pa.schema(KEYS + [pa.field(n, t) for n, t in columns])
+
+
+def exact_set(cfg: PipelineConfig) -> tuple[str, pa.Schema]:
+    """(set name, schema) that `dedup exact` will write with the pipeline's settings."""
+    from textsieve.stages import dedup_exact
+
+    ex = build(cfg, "dedup_exact", progress=False)
+    if hasattr(dedup_exact, "exact_names"):  # sets named by their settings
+        name, prefix = dedup_exact.exact_names(ex.normalize, ex.bloom_fp is not None)
+    else:  # pragma: no cover - older layout
+        name, prefix = dedup_exact.EXACT_SET, "dup_exact"
+    return name, _set([(f"{prefix}_group", pa.uint64()), (f"{prefix}_size", pa.int64()),
+                       (f"{prefix}_keep", pa.bool_())])
+
+
+def fuzzy_set(cfg: PipelineConfig) -> tuple[str, pa.Schema]:
+    """(set name, schema) that `dedup fuzzy` will write: three columns per threshold."""
+    from textsieve.stages.dedup import FUZZY_SET, tkey
+
+    fz = build(cfg, "dedup_fuzzy", progress=False)
+    cols: list[tuple[str, pa.DataType]] = []
+    for t in fz.thresholds:
+        cols += [(f"{tkey(t)}_cluster", pa.uint64()), (f"{tkey(t)}_size", pa.int64()), (f"{tkey(t)}_keep", pa.bool_())]
+    return FUZZY_SET, _set(cols)
+
+
+def dsir_set(name: str) -> tuple[str, pa.Schema]:
+    """(set name, schema) that `dsir fit --name NAME` writes."""
+    from textsieve.select.dsir_fit import column_names, set_name
+
+    raw, norm, tokens = column_names(name)
+    return set_name(name), _set([(raw, pa.float64()), (norm, pa.float64()), (tokens, pa.int64())])
+
+
+def existing_sets(attrs: str) -> dict[str, pa.Schema]:
+    """Schemas of the attribute sets already under `attrs` ({} when nothing is there yet)."""
+    from textsieve.io.attributes import attribute_sets, attribute_shards
+    from textsieve.select.compile import _arrow_schema
+
+    try:
+        names = attribute_sets(attrs)
+    except (FileNotFoundError, NotADirectoryError):
+        return {}
+    out = {}
+    for name in names:
+        try:
+            fs, files = attribute_shards(attrs, name)
+        except FileNotFoundError:
+            continue
+        out[name] = _arrow_schema(fs, files[0])
+    return out
+
+
+def planned_sets(cfg: PipelineConfig) -> list[tuple[str, str, pa.Schema]]:
+    """(stage, set name, schema) of every stage in run order; annotate's set name is ""."""
+    from textsieve.stages.annotate import planned_schema
+
+    d = cfg.data
+    out = [("annotate", "", planned_schema(build(cfg, "annotate", progress=False)))]
+    if d["dedup"]["exact"] is not None:
+        out.append(("dedup_exact", *exact_set(cfg)))
+    if d["dedup"]["fuzzy"] is not None:
+        out.append(("dedup_fuzzy", *fuzzy_set(cfg)))
+    for fit in d["dsir"]:
+        out.append((f"dsir:{fit['name']}", *dsir_set(fit["name"])))
+    return out
+
+
+def check_rules(cfg: PipelineConfig) -> None:
+    """Compile every recipe of the pipeline (`select.recipe`, each `dsir[i].recipe`) against the
+    columns available when its stage runs; raise PipelineConfigError naming the YAML path."""
+    from textsieve.select.compile import compile_recipe, schema_from_arrow
+    from textsieve.select.recipe import RecipeError
+
+    d = cfg.data
+    wants = [(i, fit) for i, fit in enumerate(d["dsir"]) if fit.get("recipe") is not None]
+    if d["select"] is None and not wants:
+        return
+    attrs = attrs_dir(cfg)
+    planned = planned_sets(cfg)
+    on_disk = existing_sets(attrs)
+
+    def schema_before(stage: str | None):
+        """Columns joinable when `stage` runs (None: after every stage)."""
+        sets: dict[str, pa.Schema] = {}
+        main = planned[0][2]
+        own = stage.partition(":")[2] if stage else ""
+        for name, arrow in on_disk.items():
+            if not (own and name == dsir_set(own)[0]):  # a fit never filters on the weights it replaces
+                sets[name] = arrow
+        for st, name, arrow in planned[1:]:
+            if st == stage:
+                break
+            sets[name] = arrow
+        return schema_from_arrow(attrs, [("", main, [])] + [(n, a, []) for n, a in sorted(sets.items())])
+
+    checks = [(f"dsir[{i}].recipe", f"dsir:{fit['name']}", build(cfg, "dsir", progress=False, index=i).recipe)
+              for i, fit in wants]
+    if d["select"] is not None:
+        sel = build(cfg, "select", progress=False)
+        if sel.recipe is not None:
+            checks.append(("select.recipe", None, sel.recipe))
+    for where, stage, recipe in checks:
+        from textsieve.select.survivors import as_recipe
+
+        try:
+            compile_recipe(as_recipe(recipe), schema_before(stage))
+        except RecipeError as exc:
+            raise PipelineConfigError(f"{cfg.source}: {where}: {exc} (checked against the columns the planned "
+                                      f"stages will write)") from None
