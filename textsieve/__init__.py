@@ -1,3 +1,40 @@
-"""textsieve: curate LLM pre-training text with RedPajama-V2 quality signals, dedup and selection."""
+"""textsieve: curate LLM pre-training text with RedPajama-V2 quality signals, dedup and selection.
+
+`import textsieve as ts` gives the Python API (`textsieve.api`): `ts.annotate`, `ts.dedup_exact`,
+`ts.dedup_fuzzy`, `ts.dsir_fit`, `ts.select`, `ts.funnel`, `ts.run`, `ts.load_recipe`,
+`ts.read_documents` and `ts.attributes`. They are loaded on first use (PEP 562), so `import
+textsieve` stays cheap: the CLI imports it for `__version__` on every call.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+__all__ = ["__version__", "annotate", "dedup_exact", "dedup_fuzzy", "dsir_fit", "select", "funnel", "run",
+           "load_recipe", "read_documents", "attributes"]
+#: the names `textsieve.api` exports at the top level
+_API = tuple(__all__[1:])
+
+if TYPE_CHECKING:  # for type checkers and IDEs; at run time `__getattr__` loads them lazily
+    from textsieve.api import (annotate, attributes, dedup_exact, dedup_fuzzy, dsir_fit, funnel, load_recipe,
+                               read_documents, run, select)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "select":
+        # `textsieve.select` is also the subpackage of the selection modules: it is made callable
+        # (see textsieve/select/__init__.py) so `ts.select(...)` and `import textsieve.select.x`
+        # both work, whichever is imported first.
+        return importlib.import_module("textsieve.select")
+    if name in _API:
+        value = getattr(importlib.import_module("textsieve.api"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'textsieve' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_API))

@@ -9,10 +9,14 @@ pool at all, which keeps tracebacks and profiling simple.
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
 from collections import deque
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable, Iterable, Iterator, TypeVar
+
+from textsieve.errors import TextsieveError
+from textsieve.exec.clean_spawn import clean_spawn_context
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -38,15 +42,38 @@ def ordered_map(fn: Callable[[T], R], tasks: Iterable[T], *, workers: int,
         return
     limit = max_pending or 2 * workers
     # spawn, not fork: the parent holds Arrow thread pools and progress threads that must not
-    # be duplicated mid-operation into children.
-    ctx = mp.get_context("spawn")
-    with ctx.Pool(workers, initializer=initializer, initargs=initargs) as pool:
+    # be duplicated mid-operation into children. The clean-main context keeps workers from
+    # re-running the caller's script (safe without a main guard, see `clean_spawn`), and the
+    # executor (unlike `multiprocessing.Pool`, which respawns dead workers forever) fails fast
+    # when a worker dies or its initializer raises.
+    pool = ProcessPoolExecutor(workers, mp_context=clean_spawn_context(), initializer=initializer,
+                               initargs=initargs)
+    finished = False
+    try:
         pending: deque = deque()
         for task in tasks:
-            pending.append((task, pool.apply_async(fn, (task,))))
+            pending.append((task, pool.submit(fn, task)))
             while len(pending) >= limit:
-                done_task, result = pending.popleft()
-                yield done_task, result.get()
+                done_task, future = pending.popleft()
+                yield done_task, _result(future)
         while pending:
-            done_task, result = pending.popleft()
-            yield done_task, result.get()
+            done_task, future = pending.popleft()
+            yield done_task, _result(future)
+        finished = True
+    finally:
+        # on an error or an abandoned iterator, drop queued work instead of computing it
+        pool.shutdown(wait=finished, cancel_futures=not finished)
+
+
+class WorkerCrashError(TextsieveError, RuntimeError):
+    """A worker process of the local pool died (killed, out of memory, or its setup failed)."""
+
+
+def _result(future: Future) -> Any:
+    try:
+        return future.result()
+    except BrokenProcessPool as exc:
+        raise WorkerCrashError(
+            f"a worker process exited unexpectedly ({exc}); it may have been killed or run out of "
+            "memory, or failed while starting (its traceback is printed above); re-run with "
+            "workers=1 (--workers 1) to see the error in the main process") from None

@@ -1,0 +1,304 @@
+"""The Python API: `import textsieve as ts`, then one function per stage.
+
+    ts.annotate("data/*.jsonl.gz", output="attrs", workers=2)
+    ts.dedup_exact("attrs")
+    ts.dedup_fuzzy("attrs", thresholds=[0.8])
+    ts.dsir_fit("attrs", targets="wiki.jsonl.gz", name="wiki")
+    ts.select("attrs", recipe="gopher", dry_run=True)      # the funnel
+    ts.select("attrs", recipe="gopher", output="selected")
+    ts.attributes("attrs").filter("rps_doc_word_count__score > 50")   # a DuckDB relation
+
+Why it is built this way: each stage already has one config dataclass (`AnnotateConfig`,
+`ExactConfig`, `FuzzyConfig`, `DsirFitConfig`, `SelectConfig`) that the CLI and the pipeline
+file fill too. A stage function takes the stage's input first and *every* other field of that
+dataclass as a keyword argument, read from `dataclasses.fields` when this module is imported,
+so a field someone adds is an API keyword at once and a default has one source (the
+dataclass). An unknown keyword is a `TypeError` that names the nearest valid one and lists
+them all. Each function returns the stage's result dataclass. Paths may be `str` or
+`os.PathLike`.
+
+Worker processes never re-run the caller's script (`textsieve.exec.clean_spawn`), so a plain
+script without `if __name__ == "__main__":` is safe.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import inspect
+import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
+
+from textsieve.document import Document
+from textsieve.io.readers import ReadOptions
+from textsieve.pipeline.run import PipelineResult
+from textsieve.select.dsir_fit import DsirFitConfig, DsirFitResult
+from textsieve.select.dsir import Resample
+from textsieve.select.funnel import Funnel
+from textsieve.select.materialize import SelectConfig, SelectResult
+from textsieve.select.recipe import Recipe
+from textsieve.stages.annotate import AnnotateConfig, AnnotateResult
+from textsieve.stages.dedup import FuzzyConfig, FuzzyResult
+from textsieve.stages.dedup_exact import ExactConfig, ExactResult
+
+if TYPE_CHECKING:
+    import duckdb
+    import polars
+    import pyarrow
+
+__all__ = ["annotate", "dedup_exact", "dedup_fuzzy", "dsir_fit", "select", "funnel", "run", "load_recipe",
+           "read_documents", "attributes", "build_config"]
+
+PathLike = str | os.PathLike
+Inputs = PathLike | Sequence[PathLike]
+C = TypeVar("C")
+
+
+# ---------------------------------------------------------------- configs from keywords
+
+def _plain(value: Any) -> Any:
+    """`os.PathLike` -> str, also inside lists and tuples (configs hold plain strings)."""
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_plain(v) for v in value)
+    return value
+
+
+def _is_list_field(f: dataclasses.Field) -> bool:
+    """A field typed exactly `list[...]` (not `str | list[str]`, where a string means itself)."""
+    tp = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
+    return str(tp).replace(" ", "").startswith("list[")
+
+
+def _required(f: dataclasses.Field) -> bool:
+    return f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+
+
+def _default(f: dataclasses.Field) -> Any:
+    """A field's default (a fresh value for factories), or `inspect.Parameter.empty`."""
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return inspect.Parameter.empty
+
+
+def build_config(cls: type[C], api_name: str, values: Mapping[str, Any]) -> C:
+    """Config dataclass `cls` from keyword `values`: what every stage function does first.
+
+    Unknown names raise TypeError naming the nearest valid one; a lone value for a `list[...]`
+    field (one input path, one threshold) is wrapped in a list; path objects become strings."""
+    fields = dataclasses.fields(cls)  # type: ignore[arg-type]
+    names = [f.name for f in fields]
+    unknown = [k for k in values if k not in names]
+    if unknown:
+        near = difflib.get_close_matches(unknown[0], names, n=1)
+        hint = f" (did you mean {near[0]!r}?)" if near else ""
+        raise TypeError(f"{api_name}() got an unexpected keyword argument {unknown[0]!r}{hint}; "
+                        f"valid keyword arguments: {', '.join(names)}")
+    missing = [f.name for f in fields if _required(f) and f.name not in values]
+    if missing:
+        raise TypeError(f"{api_name}() missing required keyword argument(s): {', '.join(missing)}")
+    kw: dict[str, Any] = {}
+    for f in fields:
+        if f.name in values:
+            v = _plain(values[f.name])
+            if _is_list_field(f) and isinstance(v, (str, int, float)) and not isinstance(v, bool):
+                v = [v]
+            kw[f.name] = v
+    return cls(**kw)
+
+
+def _signature(fn: Callable, cls: type, first: str | None, extra: Sequence[inspect.Parameter] = ()) -> None:
+    """Give `fn` the signature `(first, *, <every field of cls>, *extra)` and list the fields in
+    its docstring, so `help()` and notebooks show the real options (with their defaults)."""
+    params, lines = [], []
+    own = inspect.signature(fn)
+    if first is not None:
+        params.append(own.parameters[first])
+    for f in dataclasses.fields(cls):
+        if f.name == first:
+            continue
+        default = _default(f)
+        params.append(inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=f.type))
+        opt = f.metadata.get("textsieve.option")
+        about = getattr(opt, "help", "") or ""
+        shown = "required" if default is inspect.Parameter.empty else f"default {default!r}"
+        lines.append(f"    {f.name} ({shown}){': ' + about if about else ''}")
+    params += list(extra)
+    fn.__signature__ = own.replace(parameters=params)  # type: ignore[attr-defined]
+    fn.__doc__ = inspect.cleandoc(fn.__doc__ or "") + f"\n\nKeyword arguments (the fields of {cls.__name__}):\n" + "\n".join(lines)
+
+
+def _stage(cls: type[C], api_name: str, first: str | None, first_value: Any, options: dict[str, Any]) -> C:
+    values = dict(options)
+    if isinstance(values.get("recipe"), Mapping):  # a recipe written inline, as in a pipeline file
+        values["recipe"] = load_recipe(values["recipe"])
+    if first is not None:
+        if first in values:
+            raise TypeError(f"{api_name}() got multiple values for argument {first!r}")
+        values[first] = first_value
+    return build_config(cls, api_name, values)
+
+
+# ---------------------------------------------------------------- stages
+
+def annotate(inputs: Inputs, **options: Any) -> AnnotateResult:
+    """Compute quality signals for `inputs` (files, folders, globs or URLs) into attribute
+    shards under `output` (`textsieve annotate`)."""
+    from textsieve.stages.annotate import run_annotate
+
+    return run_annotate(_stage(AnnotateConfig, "annotate", "inputs", inputs, options))
+
+
+def dedup_exact(inputs: Inputs, **options: Any) -> ExactResult:
+    """Exact duplicates of an annotate folder (or raw inputs with `output=`), written as the
+    attribute set `_dedup_exact` (`textsieve dedup exact`)."""
+    from textsieve.stages.dedup_exact import run_exact
+
+    return run_exact(_stage(ExactConfig, "dedup_exact", "inputs", inputs, options))
+
+
+def dedup_fuzzy(directory: PathLike, **options: Any) -> FuzzyResult:
+    """MinHash-LSH clusters of an annotate folder at `thresholds`, written as `_dedup_fuzzy`
+    (`textsieve dedup fuzzy`)."""
+    from textsieve.stages.dedup import run_fuzzy
+
+    return run_fuzzy(_stage(FuzzyConfig, "dedup_fuzzy", "directory", directory, options))
+
+
+def dsir_fit(raw: PathLike, **options: Any) -> DsirFitResult:
+    """Fit DSIR importance weights of the annotated pool `raw` toward `targets` and store them
+    as `_dsir_<name>` (`textsieve dsir fit`)."""
+    from textsieve.select.dsir_fit import run_fit
+
+    return run_fit(_stage(DsirFitConfig, "dsir_fit", "raw", raw, options))
+
+
+@overload
+def select(directory: PathLike, *, dry_run: Literal[False] = ..., **options: Any) -> SelectResult: ...
+@overload
+def select(directory: PathLike, *, dry_run: Literal[True], **options: Any) -> Funnel | Resample: ...
+
+
+def select(directory: PathLike, *, dry_run: bool = False, **options: Any) -> SelectResult | Funnel | Resample:
+    """Select documents of an annotate folder with a `recipe` (a bundled name, a YAML path, a
+    mapping or a `Recipe`) and/or DSIR targets (`dsir="wiki"`, with `k=` or `tokens=`), writing
+    them to `output` (`textsieve select`). `dry_run=True` writes nothing and returns what
+    `select --dry-run` prints: the recipe's `Funnel`, or with DSIR targets the draw (`Resample`,
+    see its `.summary()`)."""
+    from textsieve.select.materialize import SelectError, preview_draw, resolve_select_config, run_select
+
+    if options.get("recipe") is not None:  # fail on a bad recipe before any work
+        options["recipe"] = load_recipe(options["recipe"])
+    cfg = _stage(SelectConfig, "select", "directory", directory, options)
+    if cfg.recipe is None and cfg.dsir is None:
+        raise SelectError("select() needs recipe=... and/or dsir=...; see `textsieve recipes`")
+    if not dry_run:
+        return run_select(cfg)
+    cfg = resolve_select_config(cfg)
+    if cfg.dsir is None:
+        from textsieve.select.funnel import compute_funnel
+
+        assert isinstance(cfg.recipe, Recipe)  # loaded above; resolving keeps it
+        return compute_funnel(cfg.directory, cfg.recipe, threads=cfg.threads)
+    return preview_draw(cfg)
+
+
+def funnel(directory: PathLike, recipe: str | os.PathLike | Mapping[str, Any] | Recipe, *,
+           threads: int | None = None) -> Funnel:
+    """The dry-run funnel of `recipe` over an annotate folder: what each rule removes, alone and
+    cumulatively (attribute columns only, no text read). `.table()` prints it."""
+    from textsieve.select.funnel import compute_funnel
+
+    return compute_funnel(os.fspath(directory), load_recipe(recipe), threads=threads)
+
+
+def run(pipeline: PathLike | Mapping[str, Any], *, output: PathLike | None = None, executor: str | None = None,
+        address: str | None = None, quiet: bool = False) -> PipelineResult:
+    """Run a pipeline (`textsieve run`): a YAML file, or the same document as a mapping (its
+    relative paths are then relative to the working directory). `output`, `executor` and
+    `address` override the file's keys, as the CLI options do; `quiet` hides progress."""
+    from textsieve.pipeline.config import load, validate
+    from textsieve.pipeline.run import run_pipeline
+
+    if isinstance(pipeline, Mapping):
+        cfg = validate(dict(pipeline), "<pipeline dict>", Path.cwd())
+    else:
+        cfg = load(os.fspath(pipeline))
+    if output is not None:
+        out = os.fspath(output)
+        cfg.data["output"] = out if "://" in out else str(Path(out).resolve())
+    if executor is not None:
+        cfg.data["executor"] = executor
+    if address is not None:
+        cfg.data["address"] = address
+    if cfg.data["address"] and cfg.data["executor"] != "ray":
+        raise ValueError("address= is only used with executor='ray'")
+    return run_pipeline(cfg, quiet=quiet)
+
+
+# ---------------------------------------------------------------- recipes, documents, attributes
+
+def load_recipe(spec: str | os.PathLike | Mapping[str, Any] | Recipe) -> Recipe:
+    """A `Recipe` from a bundled name (`"gopher"`), a YAML file, a mapping shaped like a recipe
+    file (`{"name": ..., "rules": {...}}`; relative model paths against the working directory),
+    or a `Recipe` (returned as is)."""
+    from textsieve.select.recipe import load_recipe as _load
+
+    if isinstance(spec, Recipe):
+        return spec
+    if isinstance(spec, Mapping):
+        return Recipe.from_dict(dict(spec), name=str(spec.get("name", "recipe")), base=Path.cwd())
+    return _load(os.fspath(spec))
+
+
+def read_documents(paths: Inputs, **options: Any) -> Iterator[Document]:
+    """The `Document`s (id, text, row, lang, url, meta) of every input, in shard order: JSON
+    Lines (plain, .gz, .zst), Parquet, WARC/WET/ARC and folders of .txt, local or fsspec URLs.
+    `row` is the record's index within its own file. Keyword arguments are the fields of
+    `ReadOptions` (`text_field`, `id_field`, `lang_field`, `url_field`, `on_error`)."""
+    from textsieve.io.paths import expand_inputs
+    from textsieve.io.readers import ShardReader
+
+    opts = build_config(ReadOptions, "read_documents", options)
+    items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    for shard in expand_inputs([os.fspath(p) for p in items]):
+        yield from ShardReader(shard, opts)
+
+
+@overload
+def attributes(directory: PathLike, as_: Literal["duckdb"] = ..., *, columns: Sequence[str] | None = ...,
+               connection: Any = ...) -> "duckdb.DuckDBPyRelation": ...
+@overload
+def attributes(directory: PathLike, as_: Literal["arrow"], *, columns: Sequence[str] | None = ...,
+               connection: None = ...) -> "pyarrow.Table": ...
+@overload
+def attributes(directory: PathLike, as_: Literal["polars"], *, columns: Sequence[str] | None = ...,
+               connection: None = ...) -> "polars.LazyFrame": ...
+
+
+def attributes(directory: PathLike, as_: str = "duckdb", *, columns: Sequence[str] | None = None,
+               connection: Any = None) -> Any:
+    """Every attribute of an annotate folder in one table, one row per document: annotate's
+    signals plus every attribute set beside them (`_dedup_exact`, `_dedup_fuzzy`, `_dsir_<name>`,
+    ...), LEFT JOINed on (shard, row) as `select` joins them. `as_`: "duckdb" (a lazy relation;
+    `connection=` to put it on yours), "arrow" (a `pyarrow.Table`) or "polars" (a lazy
+    `polars.LazyFrame`; needs polars). `columns` keeps only those. See
+    `textsieve.io.attribute_view` for naming."""
+    from textsieve.io.attribute_view import attributes as _view
+
+    return _view(os.fspath(directory), as_, columns=list(columns) if columns is not None else None,
+                 connection=connection)
+
+
+_signature(annotate, AnnotateConfig, "inputs")
+_signature(dedup_exact, ExactConfig, "inputs")
+_signature(dedup_fuzzy, FuzzyConfig, "directory")
+_signature(dsir_fit, DsirFitConfig, "raw")
+_signature(select, SelectConfig, "directory",
+           [inspect.Parameter("dry_run", inspect.Parameter.KEYWORD_ONLY, default=False, annotation="bool")])
+_signature(read_documents, ReadOptions, "paths")

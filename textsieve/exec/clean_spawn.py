@@ -1,0 +1,70 @@
+"""A `spawn` multiprocessing context whose workers never re-run the caller's `__main__`.
+
+Why: with the spawn (and forkserver) start method, every new worker first re-imports the
+parent's main module (`init_main_from_path` / `init_main_from_name` in the preparation data),
+so that pickled `__main__` functions resolve. A plain user script such as
+
+    import textsieve as ts
+    ts.annotate("data.jsonl.gz", output="attrs", workers=2)
+
+has no `if __name__ == "__main__":` guard, so each worker re-runs the whole script, reaches the
+pool again while still bootstrapping, and dies with multiprocessing's "bootstrapping phase"
+RuntimeError; `multiprocessing.Pool` then respawns it, forever (the hang of issue 10).
+forkserver does not help: its children get the same preparation data and import the script too.
+
+Every function and task textsieve sends to its pools lives in textsieve's own modules, so the
+workers do not need the user's main module at all. `CleanMainContext` starts each worker while
+`sys.modules["__main__"]` is briefly a bare stand-in module (no `__file__`, no `__spec__`): the
+preparation data then names no main module and the child imports only what it unpickles. The
+swap is held under a lock and lasts only as long as launching the child (pickling its
+preparation data and process object), including respawns from a pool's helper threads.
+Scripts with a main guard, `python -m pkg.mod`, notebooks and the CLI behave as before, minus
+the needless re-import. Do not use this context for functions defined in `__main__`.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import types
+from collections.abc import Iterator
+from contextlib import contextmanager
+from multiprocessing import context as mp_context
+from typing import Any
+
+_SWAP_LOCK = threading.RLock()
+
+
+@contextmanager
+def bare_main() -> Iterator[None]:
+    """While active, `__main__` is an empty module, so spawn's preparation data names none."""
+    with _SWAP_LOCK:
+        saved = sys.modules.get("__main__")
+        sys.modules["__main__"] = types.ModuleType("__main__")
+        try:
+            yield
+        finally:
+            if saved is None:  # pragma: no cover - an interpreter always has __main__
+                sys.modules.pop("__main__", None)
+            else:
+                sys.modules["__main__"] = saved
+
+
+class CleanMainProcess(mp_context.SpawnProcess):
+    """A spawned process whose preparation data carries no main module to re-import."""
+
+    @staticmethod
+    def _Popen(process_obj: Any) -> Any:  # noqa: N802 - multiprocessing's hook name
+        with bare_main():
+            return mp_context.SpawnProcess._Popen(process_obj)
+
+
+class CleanMainContext(mp_context.SpawnContext):
+    """The spawn context, with `CleanMainProcess` for every process it (or a pool on it) starts."""
+
+    Process = CleanMainProcess
+
+
+def clean_spawn_context() -> CleanMainContext:
+    """A fresh context object (cheap); pass it as `mp_context=` / `context=` to a pool."""
+    return CleanMainContext()
