@@ -2,19 +2,37 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
-SHARED = Path(os.environ.get("TEXTSIEVE_SHARED", Path(__file__).resolve().parents[2] / "shared"))
+from _shared import SHARED, SKIP_TAG, missing_reason
 
 
 @pytest.fixture
 def shared_dir() -> Path:
     if not (SHARED / "golden").is_dir():
-        pytest.skip(f"shared data not found at {SHARED} (set TEXTSIEVE_SHARED)")
+        pytest.skip(missing_reason(SHARED))
     return SHARED
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """End the run with one line counting the tests skipped for want of shared data, so a
+    checkout outside the sibling layout cannot silently run a third of the suite. (An outermost
+    wrapper, so the line comes after pytest's short summary of the skip reasons.)"""
+    yield
+    n = sum(SKIP_TAG in _skip_reason(rep) for rep in terminalreporter.stats.get("skipped", []))
+    if n:
+        terminalreporter.write_line(f"{n} test{'s' if n != 1 else ''} skipped: shared data not found at "
+                                    f"{SHARED} {SKIP_TAG}", yellow=True, bold=True)
+
+
+def _skip_reason(report) -> str:
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:  # (path, lineno, "Skipped: reason")
+        return str(longrepr[2])
+    return str(longrepr)
 
 
 @pytest.fixture
