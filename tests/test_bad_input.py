@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import sysconfig
 from pathlib import Path
 
@@ -15,13 +14,9 @@ import zstandard
 
 from textsieve.io import InputError, ReadOptions, ShardReader, SkippedRecord, expand_inputs
 
+from _shared import SHARED
 
-def _shared() -> Path:
-    env = os.environ.get("TEXTSIEVE_SHARED")
-    return Path(env) if env else Path(__file__).resolve().parents[2] / "shared"
-
-
-RAW = _shared() / "corpora" / "dev" / "raw"
+RAW = SHARED / "corpora" / "dev" / "raw"
 needs_raw = pytest.mark.skipif(not RAW.is_dir(), reason=f"real WARC files not found at {RAW} (set TEXTSIEVE_SHARED)")
 
 

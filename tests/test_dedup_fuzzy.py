@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import gzip
-import os
 import json
 import shutil
 from pathlib import Path
@@ -20,7 +19,7 @@ from textsieve.dedup.components import components
 THRESHOLDS = ("1.0", "0.9", "0.8", "0.7")
 
 
-SHARED = Path(os.environ.get("TEXTSIEVE_SHARED", Path(__file__).resolve().parents[2] / "shared"))
+from _shared import SHARED
 
 
 def _shared() -> Path:
@@ -199,6 +198,44 @@ def test_show_prints_members_and_jaccard(annotated, golden, capsys):
     assert f"{len(ids)} documents" in out and all(i in out for i in ids)
     assert "pairwise estimated Jaccard" in out
     assert main(["dedup", "show", str(annotated), "--cluster", "12345"]) == 2
+
+
+def _golden_top(golden: dict, t: str, n: int) -> list[tuple[int, int, str]]:
+    """(size, cluster id, representative id) of RPv2's `n` largest clusters at `t`."""
+    sizes: dict[int, int] = {}
+    rep: dict[int, str] = {}
+    for m in golden["thresholds"][t]["members"]:
+        sizes[m["cluster_id"]] = sizes.get(m["cluster_id"], 0) + 1
+        rep[m["cluster_id"]] = m["cluster_rep_id"]
+    return [(s, c, rep[c]) for c, s in sorted(sizes.items(), key=lambda kv: (-kv[1], kv[0]))[:n]]
+
+
+def test_show_without_cluster_lists_the_largest(annotated, golden, capsys):
+    """Issue 10 item 11: `dedup show DIR` (no --cluster) lists the largest clusters at the lowest
+    stored threshold, `--threshold` picks another, `--top` caps the list; ids are usable."""
+    _fuzzy(annotated)
+    texts = {}
+    with gzip.open(_shared() / "corpora/dev/web_sample.jsonl.gz", "rt", encoding="utf-8") as fh:
+        for line in fh:
+            r = json.loads(line)
+            texts[r["id"]] = r["text"]
+    for argv, t, n in (([], "0.7", 20), (["--threshold", "0.9", "--top", "3"], "0.9", 3)):
+        assert main(["dedup", "show", str(annotated), *argv]) == 0
+        out = capsys.readouterr().out.splitlines()
+        want = _golden_top(golden, t, n)
+        assert out[0].startswith(f"{golden['thresholds'][t]['n_clusters']:,} clusters at threshold {t}"), out[0]
+        rows = out[2:2 + n]
+        assert [tuple(r.split()[:2]) for r in rows] == [(f"{s:,}", str(c)) for s, c, _ in want]
+        for r, (_, _, rep_id) in zip(rows, want):  # the first line of the representative's text
+            first = next(ln.strip() for ln in texts[rep_id].splitlines() if ln.strip())
+            assert first[:40] in r
+        assert "--cluster ID" in out[2 + n] and out[-1].startswith("thresholds stored: 0.7, 0.8, 0.9, 1")
+    _, cid, _ = _golden_top(golden, "0.7", 1)[0]  # an id from the list works with --cluster
+    assert main(["dedup", "show", str(annotated), "--cluster", str(cid)]) == 0
+    assert f"cluster {cid} (dup_fuzzy_t70)" in capsys.readouterr().out
+    assert main(["dedup", "show", str(annotated), "--top", "0"]) == 2
+    assert main(["dedup", "show", str(annotated), "--threshold", "0.5"]) == 2
+    assert "stored: 0.7, 0.8, 0.9, 1" in capsys.readouterr().err
 
 
 def test_missing_band_columns_error(tmp_path, capsys):

@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import SHARED
+from _shared import SHARED
 from textsieve.cli import main
 from textsieve.select.dsir import effective_sample_size, resample
 from textsieve.select.dsir_features import HashedNgramParams, featurize

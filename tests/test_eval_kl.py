@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import SHARED
+from _shared import SHARED
 from textsieve.cli import main
 from textsieve.select.kl import KLEvalConfig, evaluate_kl, kl_divergence
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import random
 from itertools import islice
 from pathlib import Path
@@ -18,6 +17,7 @@ import xxhash
 from textsieve.dedup import fast_minhash as fm
 from textsieve.dedup import minhash as mh
 from textsieve.text.normalize import normalize
+from _shared import SHARED
 
 
 @pytest.fixture(params=["native", "numba"])
@@ -42,8 +42,7 @@ def _enc(text: str) -> bytes:
 
 @pytest.fixture(scope="module")
 def dev_texts() -> list[str]:
-    shared = Path(os.environ.get("TEXTSIEVE_SHARED", Path(__file__).resolve().parents[2] / "shared"))
-    path = shared / "corpora" / "dev" / "web_sample.jsonl.gz"
+    path = SHARED / "corpora" / "dev" / "web_sample.jsonl.gz"
     if not path.exists():
         pytest.skip(f"dev corpus not found at {path} (set TEXTSIEVE_SHARED)")
     with gzip.open(path, "rt", encoding="utf-8") as fh:

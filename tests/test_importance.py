@@ -97,7 +97,7 @@ def samples(shared_dir_module):
     return read_texts(corp / "target_wiki.jsonl.gz", 300), read_texts(corp / "web_sample.jsonl.gz", 1500)
 
 
-SHARED = Path(__import__("os").environ.get("TEXTSIEVE_SHARED", Path(__file__).resolve().parents[2] / "shared"))
+from _shared import SHARED
 
 
 @pytest.fixture(scope="module")

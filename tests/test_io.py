@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import sysconfig
 import time
 import uuid
@@ -18,13 +17,9 @@ import zstandard
 
 from textsieve.io import InputError, ReadOptions, Shard, ShardReader, detect_format, expand_inputs, read_documents
 
+from _shared import SHARED
 
-def _shared() -> Path:
-    env = os.environ.get("TEXTSIEVE_SHARED")
-    return Path(env) if env else Path(__file__).resolve().parents[2] / "shared"
-
-
-DEV = _shared() / "corpora" / "dev"
+DEV = SHARED / "corpora" / "dev"
 RAW = DEV / "raw"
 WEB = DEV / "web_sample.jsonl.gz"
 needs_corpora = pytest.mark.skipif(not WEB.exists(), reason=f"shared dev corpora not found at {DEV} (set TEXTSIEVE_SHARED)")

@@ -23,7 +23,7 @@ LABEL = "meta.human_quality_label"
 def dclm_annotated(tmp_path_factory) -> Path:
     """The 218 `dclm-majority/` documents, split by label into good.jsonl / bad.jsonl of one
     folder, annotated once per session."""
-    from conftest import SHARED
+    from _shared import SHARED
 
     src = SHARED / "corpora" / "dev" / "web_sample.jsonl.gz"
     if not src.is_file():

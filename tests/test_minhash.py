@@ -5,7 +5,6 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-import os
 import string
 import unicodedata
 from fractions import Fraction
@@ -22,16 +21,12 @@ from textsieve.dedup.sha1_kernel import LANES, sha1_digests
 P61 = (1 << 61) - 1
 M32 = (1 << 32) - 1
 
+from _shared import SHARED
 
-def _shared() -> Path:
-    env = os.environ.get("TEXTSIEVE_SHARED")
-    return Path(env) if env else Path(__file__).resolve().parents[2] / "shared"
-
-
-GOLDEN = _shared() / "golden"
+GOLDEN = SHARED / "golden"
 needs_golden = pytest.mark.skipif(
     not (GOLDEN / "rpv2_signals_dev.jsonl.gz").exists(),
-    reason=f"RPv2 golden files not found under {GOLDEN} (set TEXTSIEVE_SHARED to the shared/ dir)",
+    reason=f"RPv2 golden files not found under {GOLDEN} (set TEXTSIEVE_SHARED)",
 )
 
 _PUNCT = str.maketrans("", "", string.punctuation)

@@ -7,7 +7,6 @@ from textsieve.io.attributes import without_conveniences
 
 import gzip
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +18,7 @@ import pytest
 from textsieve.models.classifier import ClassifierConfig, FastTextClassifier, prepare, train_classifier
 from textsieve.models.format import load_model_file, save_model
 from textsieve.stages.annotate import AnnotateConfig, run_annotate
+from _shared import SHARED
 
 
 def test_prepare_is_rpv2():
@@ -28,11 +28,10 @@ def test_prepare_is_rpv2():
 
 @pytest.fixture(scope="module")
 def linear_model(tmp_path_factory) -> tuple[str, dict]:
-    shared = Path(os.environ.get("TEXTSIEVE_SHARED", Path(__file__).resolve().parents[2] / "shared"))
-    if not (shared / "corpora" / "dev").is_dir():
-        pytest.skip(f"dev corpora not found under {shared}")
+    if not (SHARED / "corpora" / "dev").is_dir():
+        pytest.skip(f"dev corpora not found under {SHARED} (set TEXTSIEVE_SHARED)")
     out = str(tmp_path_factory.mktemp("clf") / "wiki.tsm")
-    dev = shared / "corpora" / "dev"
+    dev = SHARED / "corpora" / "dev"
     res = train_classifier(ClassifierConfig(positive=[str(dev / "target_wiki.jsonl.gz")],
                                             negative=[str(dev / "web_sample.jsonl.gz")], output=out, label="wiki",
                                             backend="linear", progress=False))

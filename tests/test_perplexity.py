@@ -6,7 +6,6 @@ import gzip
 import io
 import json
 import math
-import os
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +17,7 @@ from textsieve.models.format import ModelFormatError
 from textsieve.models.ngram_lm_model import hash_words, read_arpa, train_kn, write_arpa
 from textsieve.models.perplexity import PerplexityModel, heldout_perplexities, load_arpa, load_lm, tokenize
 
-SHARED = Path(os.environ.get("TEXTSIEVE_SHARED", Path(__file__).resolve().parents[2] / "shared"))
+from _shared import SHARED
 
 
 def read_texts(path: Path, n: int | None = None) -> list[str]:

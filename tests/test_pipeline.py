@@ -59,7 +59,7 @@ REQUIRED_SECTIONS = {"dsir": {"name": "wiki", "targets": ["t.jsonl"]}, "select":
 SAMPLES = {"inputs": ["docs.jsonl.gz"], "targets": ["t.jsonl"], "name": "wiki", "recipe": "gopher",
            "models": {"m": "builtin:py3langid"}, "signals": ["rps_doc_word_count", "minhash"], "lang_field": "lang",
            "workers": 2, "threads": 2, "resources": "res", "tmp_dir": "tmp", "bloom_fp": 0.01, "bloom_capacity": 10,
-           "model_path": "m.dsir", "k": 5, "thresholds": [0.9, 0.7], "dsir": "wiki", "tokens": 100, "address": "localhost:6379", "executor": "ray"}
+           "model_path": "m.dsir", "k": 5, "lang": "de", "thresholds": [0.9, 0.7], "dsir": "wiki", "tokens": 100, "address": "localhost:6379", "executor": "ray"}
 
 
 @pytest.mark.parametrize("spec", STAGES, ids=lambda s: s.name)
@@ -154,7 +154,7 @@ def test_wrong_types_and_missing_keys_name_the_yaml_path():
 def test_cross_checks():
     with pytest.raises(PipelineConfigError, match=r"dedup.fuzzy.thresholds\[0\]: 1.5 must be in \(0, 1\]"):
         validate({**MINIMAL, "dedup": {"fuzzy": {"thresholds": [1.5]}}})
-    with pytest.raises(PipelineConfigError, match="exactly one of 'recipe'"):
+    with pytest.raises(PipelineConfigError, match=r"give 'recipe' \(filter\), 'dsir' \(resample\) or both"):
         validate({**MINIMAL, "select": {"format": "parquet"}})
     with pytest.raises(PipelineConfigError, match="exactly one of 'k'"):
         validate({**MINIMAL, "select": {"dsir": "wiki"}})
@@ -235,7 +235,7 @@ def test_example_pipeline_runs_on_the_sample_and_records_its_resolved_config(sam
     assert main(["run", str(p), "-o", str(out), "-q"]) == 0
     assert capsys.readouterr().err == ""  # --quiet: no progress, no info
     assert sorted(x.name for x in (out / "attrs").glob("*.parquet")) == [f"part-{k}.parquet" for k in range(3)]
-    for s in ("_dedup_exact", "_dedup_fuzzy"):
+    for s in ("_dedup_exact_rpv2", "_dedup_fuzzy"):  # the example normalizes: the set is named by it
         assert len(list((out / "attrs" / s).glob("*.parquet"))) == 3
     selected = [json.loads(line) for k in range(3)
                 for line in gzip.open(out / "selected" / f"part-{k}.jsonl.gz", "rt", encoding="utf-8")]

@@ -19,7 +19,7 @@ from textsieve.exec.ray_exec import KILL_ENV, RayUnavailable, ray_ordered_map, r
 from textsieve.stages.dedup import FuzzyConfig, run_fuzzy  # noqa: E402
 
 THRESHOLDS = [0.9, 0.8, 0.7]
-SHARED = Path(os.environ.get("TEXTSIEVE_SHARED", Path(__file__).resolve().parents[2] / "shared"))
+from _shared import SHARED
 
 
 @pytest.fixture(scope="module")

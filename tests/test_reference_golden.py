@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -30,13 +29,9 @@ from textsieve.signals.reference import (
 LANGUAGES = ("en", "de", "fr", "es", "it")
 GOLDEN_FILES = ("rpv2_signals_dev.jsonl.gz", "rpv2_signals_edgecases.jsonl.gz")
 
+from _shared import SHARED
 
-def _shared_dir() -> Path:
-    env = os.environ.get("TEXTSIEVE_SHARED")
-    return Path(env) if env else Path(__file__).resolve().parents[2] / "shared"
-
-
-GOLDEN = _shared_dir() / "golden"
+GOLDEN = SHARED / "golden"
 
 
 def typed(x: Any) -> Any:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -22,13 +21,9 @@ from textsieve.signals.resources import (
 STOP_SIZES = {"en": 570, "de": 596, "fr": 606, "es": 577, "it": 619}
 BAD_SIZES = {"en": 403, "de": 66, "fr": 91, "es": 68, "it": 168}
 
+from _shared import SHARED
 
-def _shared() -> Path:
-    env = os.environ.get("TEXTSIEVE_SHARED")
-    return Path(env) if env else Path(__file__).resolve().parents[2] / "shared"
-
-
-GOLDEN = _shared() / "golden" / "rpv2_resources"
+GOLDEN = SHARED / "golden" / "rpv2_resources"
 needs_golden = pytest.mark.skipif(not GOLDEN.is_dir(), reason=f"golden resources not found at {GOLDEN}")
 
 

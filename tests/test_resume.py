@@ -63,7 +63,7 @@ def corpus(tmp_path_factory) -> Path:
                 "annotate": {"batch_size": 10},
                 "dedup": {"exact": {"normalize": "rpv2"}, "fuzzy": {"thresholds": [0.8, 0.7]}},
                 "dsir": [{"name": "docs", "targets": [str(d / "target.jsonl.gz")], "buckets": 2000}],
-                "select": {"recipe": {"rules": {"unique": "dup_exact_keep", "near": "dup_fuzzy_t80_keep",
+                "select": {"recipe": {"rules": {"unique": "dup_exact_rpv2_keep", "near": "dup_fuzzy_t80_keep",
                                                 "words": "rps_doc_word_count >= 30",
                                                 "docs_like": "ts_dsir_docs_norm > -5"}}}}
     (d / "pipeline.yaml").write_text(yaml.safe_dump(pipeline))
@@ -126,7 +126,7 @@ def test_killed_runs_resume_to_identical_outputs(corpus):
     assert {p.name: p.stat().st_mtime_ns for p in attrs.glob("s*.parquet") if p.name in finished} == finished, \
         "finished annotate shards were redone"
     assert len(list(attrs.glob("s*.parquet"))) == N_SHARDS and _state(out, "dedup_exact") == "done"
-    exact_files = {p.name: p.stat().st_mtime_ns for p in (attrs / "_dedup_exact").iterdir()}
+    exact_files = {p.name: p.stat().st_mtime_ns for p in (attrs / "_dedup_exact_rpv2").iterdir()}
 
     # 3. re-run; kill in select, after some selected shards are written
     sel = out / "selected"
@@ -135,7 +135,7 @@ def test_killed_runs_resume_to_identical_outputs(corpus):
         return sel.is_dir() and 1 <= len(list(sel.glob("s*.jsonl.gz"))) < N_SHARDS
 
     _kill_when(corpus, some_selected, 0.3, "select had written some shards")
-    assert {p.name: p.stat().st_mtime_ns for p in (attrs / "_dedup_exact").iterdir()} == exact_files, \
+    assert {p.name: p.stat().st_mtime_ns for p in (attrs / "_dedup_exact_rpv2").iterdir()} == exact_files, \
         "dedup exact was redone although it had finished"
     assert _state(out, "dedup_fuzzy") == "done" and _state(out, "dsir_docs") == "done"
     assert _state(out, "select") == "running"

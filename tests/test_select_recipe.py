@@ -56,7 +56,8 @@ def test_syntax_errors_name_rule_and_operators(text, fragment):
 
 
 @pytest.mark.parametrize("text, fragment", [
-    ("rps_doc_wordcount > 5", "unknown column 'rps_doc_wordcount'; valid names: dup_exact_group, dup_exact_keep, "
+    ("rps_doc_wordcount > 5", "unknown column 'rps_doc_wordcount'; did you mean 'rps_doc_word_count'? "
+                              "valid names: dup_exact_group, dup_exact_keep, "
                               "rps_doc_mean_word_length, rps_doc_word_count, rps_lines_num_words"),
     ("rps_lines_num_words > 5", "'rps_lines_num_words' is a line-level signal"),
     ("rps_doc_word_count", "is a value, not a condition"),

@@ -44,6 +44,12 @@ def main(argv: list[str] | None = None) -> int:
     except (TextsieveError, ValueError, FileNotFoundError) as exc:
         print(f"textsieve: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `textsieve ... | head`: the reader left; not an error of ours
+        try:
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit
+        except OSError:
+            pass
+        return 0
     except KeyboardInterrupt:
         print("textsieve: interrupted; finished shards are kept, re-run to continue", file=sys.stderr)
         return 130

@@ -14,31 +14,17 @@ import json
 import sys
 from collections import Counter
 
+from textsieve.commands.options import ExamplesFormatter, add_config_options, config_from_args, examples
 
-def parse_targets(spec: str) -> list[tuple[str, float]]:
-    """'wiki' or 'wiki:0.7,code:0.3' -> [(name, weight)]."""
-    out = []
-    for part in (p.strip() for p in spec.split(",")):
-        if not part:
-            continue
-        name, _, w = part.partition(":")
-        try:
-            weight = float(w) if w else 1.0
-        except ValueError:
-            raise ValueError(f"--dsir {spec!r}: weight {w!r} of target {name!r} is not a number") from None
-        out.append((name.strip(), weight))
-    if not out:
-        raise ValueError(f"--dsir {spec!r}: no target name")
-    return out
+#: The `select` options that `dsir resample` shares (one definition: SelectConfig's).
+RESAMPLE_FIELDS = ("directory", "dsir", "k", "tokens", "replace", "seed", "temperature", "min_tokens",
+                   "prior_ngrams", "dsir_weight")
 
 
 def run_fit_cmd(args: argparse.Namespace) -> int:
     from textsieve.select.dsir_fit import DsirFitConfig, run_fit
 
-    res = run_fit(DsirFitConfig(targets=args.target, raw=args.raw, name=args.name, buckets=args.buckets,
-                                ngrams=args.ngrams, hash_seed=args.hash_seed, smoothing=args.smoothing,
-                                text_field=args.text_field, model_path=args.model, overwrite=args.overwrite,
-                                progress=not args.quiet))
+    res = run_fit(config_from_args(DsirFitConfig, args))
     summary = {"model": res.model_path, "attribute_set": res.set_dir, "columns": list(res.columns),
                "documents": res.documents, "target_docs": res.target_docs, "model_reused": res.model_reused,
                "shards_written": len(res.shards_written), "shards_skipped": len(res.shards_skipped),
@@ -55,10 +41,14 @@ def run_fit_cmd(args: argparse.Namespace) -> int:
 
 def run_resample_cmd(args: argparse.Namespace) -> int:
     from textsieve.select.dsir import resample
+    from textsieve.select.materialize import SelectConfig, resolve_select_config
 
-    r = resample(args.directory, parse_targets(args.dsir), k=args.k, tokens=args.tokens, replace=args.replace,
-                 seed=args.seed, temperature=args.temperature, weight=args.weight, min_tokens=args.min_tokens,
-                 prior_ngrams=args.prior_ngrams)
+    cfg = resolve_select_config(config_from_args(SelectConfig, args))
+    if cfg.dsir is None:
+        raise ValueError("dsir resample: --dsir NAME[:W][,NAME2:W2] is required")
+    r = resample(cfg.directory, cfg.dsir, k=cfg.k, tokens=cfg.tokens, replace=cfg.replace, seed=cfg.seed,
+                 temperature=cfg.temperature, weight=cfg.dsir_weight, min_tokens=cfg.min_tokens,
+                 prior_ngrams=cfg.prior_ngrams)
     out = r.summary()
     sources = Counter(str(i).split("/", 1)[0] for i in r.id)
     out["sources"] = len(sources)
@@ -76,55 +66,31 @@ def run_resample_cmd(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_resample_options(p: argparse.ArgumentParser) -> None:
-    """Sampling options shared with `textsieve select --dsir` (call it to keep them identical)."""
-    from textsieve.select.dsir_defaults import DEFAULT_MIN_TOKENS, DEFAULT_PRIOR_NGRAMS, DEFAULT_TEMPERATURE, WEIGHTS
-
-    g = p.add_mutually_exclusive_group(required=True)
-    g.add_argument("--k", type=int, help="number of documents to draw")
-    g.add_argument("--tokens", type=int, help="token budget to draw (word/punctuation tokens)")
-    p.add_argument("--replace", action="store_true", help="draw with replacement (default: without, Gumbel top-k)")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0); the same seed gives the same draw")
-    p.add_argument("--temperature", type=float, default=DEFAULT_TEMPERATURE,
-                   help=f"divides the log weights: lower -> closer to top-k, higher -> closer to uniform "
-                        f"(default {DEFAULT_TEMPERATURE})")
-    p.add_argument("--weight", choices=WEIGHTS, default="normalized",
-                   help="normalized: log ratio per n-gram, shrunk by --prior-ngrams (default); raw: the "
-                        "reference's sum, which grows with length and makes sampling top-k")
-    p.add_argument("--prior-ngrams", type=float, default=DEFAULT_PRIOR_NGRAMS,
-                   help=f"normalized weight = sum of log ratios / (n-grams + this): short documents need "
-                        f"stronger evidence; 0 = plain mean (default {DEFAULT_PRIOR_NGRAMS})")
-    p.add_argument("--min-tokens", type=int, default=DEFAULT_MIN_TOKENS,
-                   help=f"documents with fewer tokens are never drawn (default {DEFAULT_MIN_TOKENS}; reference 100)")
-
-
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     d = sub.add_parser("dsir", parents=[common], help="DSIR importance weights toward a target (fit, resample)",
                        description=__doc__.split("\n\n", 1)[1])
     dsub = d.add_subparsers(dest="dsir_command", required=True, metavar="SUBCOMMAND")
     f = dsub.add_parser("fit", parents=[common], help="fit target/raw n-gram models, store per-document weights",
+                        formatter_class=ExamplesFormatter,
+                        epilog=examples("textsieve dsir fit --target wiki.jsonl.gz --raw attrs/ --name wiki",
+                                        "textsieve dsir fit --target wiki.jsonl.gz --raw attrs/ --name wiki_gopher "
+                                        "--recipe gopher"),
                         description="Fit bag-of-hashed-n-gram models on the target and on the annotated pool, "
                                     "save the model and write the attribute set RAW/_dsir_NAME with columns "
                                     "ts_dsir_NAME (sum log ratio), ts_dsir_NAME_norm (mean per n-gram) and "
                                     "ts_dsir_NAME_tokens. Deduplicate the pool first.")
-    f.add_argument("--target", required=True, nargs="+", metavar="T", help="target documents (files, folders, globs)")
-    f.add_argument("--raw", required=True, metavar="ANNOTATED_DIR", help="output folder of `textsieve annotate`")
-    f.add_argument("--name", required=True, help="target name: letters, digits, '_' (used in column names)")
-    f.add_argument("--buckets", type=int, default=10_000, help="hash buckets (default 10,000)")
-    f.add_argument("--ngrams", type=int, default=2, help="n-gram order: 1..n are used (default 2)")
-    f.add_argument("--hash-seed", type=int, default=0, help="hash seed (default 0; `eval kl` measures with 1)")
-    f.add_argument("--smoothing", type=float, default=1.0,
-                   help="additive pseudo-count per bucket (default 1; 0 = the reference's +1e-8)")
-    f.add_argument("--text-field", default="text", metavar="FIELD", help="text field of the target records")
-    f.add_argument("--model", default=None, metavar="PATH", help="where to store the model (default RAW/_dsir_NAME/model.dsir)")
-    f.add_argument("--overwrite", action="store_true", help="refit and rewrite everything")
+    from textsieve.select.dsir_fit import DsirFitConfig
+    from textsieve.select.materialize import SelectConfig
+
+    add_config_options(f, DsirFitConfig)
     f.add_argument("--json", action="store_true", help="print a JSON summary")
     f.set_defaults(func=run_fit_cmd)
     r = dsub.add_parser("resample", parents=[common], help="draw a selection and report its size, ESS and sources",
+                        formatter_class=ExamplesFormatter,
+                        epilog=examples("textsieve dsir resample attrs/ --dsir wiki --k 50",
+                                        "textsieve dsir resample attrs/ --dsir wiki --tokens 20000 --temperature 0.1"),
                         description="Draw from the stored DSIR weights without writing documents (use "
                                     "`textsieve select --dsir` for that) and report what the draw looks like.")
-    r.add_argument("directory", metavar="ANNOTATED_DIR")
-    r.add_argument("--dsir", required=True, metavar="NAME[:W],...", help="target(s), optionally weighted")
-    add_resample_options(r)
+    add_config_options(r, SelectConfig, only=RESAMPLE_FIELDS)
     r.add_argument("--json", action="store_true", help="print one JSON object")
     r.set_defaults(func=run_resample_cmd)

@@ -15,8 +15,8 @@ section is present, annotate always runs):
     read:     {text_field, id_field, lang_field, on_error}
     annotate: {signals, lang, models, resources, batch_size, workers}
     dedup:    {exact: {normalize, bloom_fp, ...}, fuzzy: {thresholds, bands, verify, keep, ...}}
-    dsir:     [{name, targets, buckets, ngrams, ...}, ...]
-    select:   {recipe | dsir, k, tokens, format, ...}
+    dsir:     [{name, targets, buckets, ngrams, ..., recipe}, ...]   (recipe: fit the raw side on its survivors)
+    select:   {recipe and/or dsir, k, tokens, format, ...}  (both: DSIR draws from the survivors)
 
 Relative paths are relative to the pipeline file's folder. Errors name the YAML path
 (`dedup.fuzzy.thresholds[1]`), and unknown keys the nearest valid one.
@@ -38,6 +38,7 @@ from textsieve.select.materialize import SelectConfig
 from textsieve.stages.annotate import AnnotateConfig
 from textsieve.stages.dedup import FuzzyConfig
 from textsieve.stages.dedup_exact import ExactConfig
+from textsieve.options import choices_of, default_of
 
 EXECUTORS = ("local", "ray")
 EXECUTOR_FIELDS = ("executor", "address")
@@ -63,7 +64,6 @@ class StageSpec:
     shared: dict[str, str] = field(default_factory=dict)
     derived: dict[str, str] = field(default_factory=dict)
     types: dict[str, Any] = field(default_factory=dict)  # YAML-side type where it differs
-    defaults: dict[str, Any] = field(default_factory=dict)  # YAML-side default where it differs
 
     def shared_fields(self) -> dict[str, str]:
         """`shared`, plus the executor choice wherever a stage config has one: it is
@@ -78,15 +78,16 @@ STAGES: tuple[StageSpec, ...] = (
                       "lang_field": "read.lang_field", "on_error": "read.on_error", "overwrite": "overwrite"},
               derived={"output": "always OUT/attrs", "progress": PROGRESS_REASON}),
     StageSpec("dedup_exact", ExactConfig, "dedup.exact",
-              shared={"text_field": "read.text_field", "id_field": "read.id_field"},
+              shared={"text_field": "read.text_field", "id_field": "read.id_field", "overwrite": "overwrite"},
               derived={"inputs": "always the annotate folder OUT/attrs (texts are re-read from its sources)",
-                       "output": "always OUT/attrs (the set goes to OUT/attrs/_dedup_exact)",
+                       "output": "always OUT/attrs (the set goes to OUT/attrs/_dedup_exact, or "
+                                 "_dedup_exact_rpv2 etc. named by the settings)",
                        "progress": PROGRESS_REASON}),
     StageSpec("dedup_fuzzy", FuzzyConfig, "dedup.fuzzy", shared={"overwrite": "overwrite"},
-              derived={"directory": "always the annotate folder OUT/attrs", "progress": PROGRESS_REASON},
-              defaults={"thresholds": [0.8]}),
+              derived={"directory": "always the annotate folder OUT/attrs", "progress": PROGRESS_REASON}),
     StageSpec("dsir", DsirFitConfig, "dsir[]", shared={"overwrite": "overwrite"},
-              derived={"raw": "always the annotate folder OUT/attrs", "progress": PROGRESS_REASON}),
+              derived={"raw": "always the annotate folder OUT/attrs", "progress": PROGRESS_REASON},
+              types={"recipe": str | dict | None}),
     StageSpec("select", SelectConfig, "select", shared={"overwrite": "overwrite"},
               derived={"directory": "always the annotate folder OUT/attrs", "output": "always OUT/selected",
                        "progress": PROGRESS_REASON},
@@ -106,12 +107,6 @@ TOP_KEYS: dict[str, tuple[Any, Any, tuple | None]] = {
 }
 #: Stage-config fields that are paths (resolved against the pipeline file's folder).
 PATH_FIELDS = {"inputs", "output", "resources", "tmp_dir", "targets", "model_path"}
-#: Fields whose value is one of a fixed set, validated here so the error names the YAML path.
-CHOICES = {"on_error": ("fail", "skip"), "normalize": ("none", "rpv2"), "bands": ("rpv2", "fast"),
-           "verify": ("none", "estimated", "exact"), "keep": ("first", "longest", "none"),
-           "format": ("jsonl.gz", "parquet"), "dsir_weight": ("normalized", "raw")}
-
-
 @dataclass(frozen=True)
 class Key:
     """One accepted YAML key: its type, default (MISSING = required) and allowed values."""
@@ -131,23 +126,15 @@ def _hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls, {**vars(recipe_mod), **vars(__import__(cls.__module__, fromlist=["_"]))})
 
 
-def _default(f) -> Any:
-    if f.default is not MISSING:
-        return f.default
-    if f.default_factory is not MISSING:  # type: ignore[misc]
-        return f.default_factory()  # type: ignore[misc]
-    return MISSING
-
-
 def section_keys(spec: StageSpec) -> dict[str, Key]:
     """The YAML keys of a stage's own section, from its dataclass (minus shared/derived fields)."""
     hints = _hints(spec.cls)
+    choices = choices_of(spec.cls)
     out = {}
     for f in fields(spec.cls):
         if f.name in spec.shared_fields() or f.name in spec.derived:
             continue
-        default = spec.defaults.get(f.name, _default(f))
-        out[f.name] = Key(spec.types.get(f.name, hints[f.name]), default, CHOICES.get(f.name))
+        out[f.name] = Key(spec.types.get(f.name, hints[f.name]), default_of(f), choices.get(f.name))
     return out
 
 
@@ -155,8 +142,9 @@ def schema() -> dict[str, Any]:
     """The whole YAML schema: {key: Key | {sub-schema} | [sub-schema]} (a list = a list of sections)."""
     top: dict[str, Any] = {k: Key(t, d, c) for k, (t, d, c) in TOP_KEYS.items()}
     ann_hints = _hints(AnnotateConfig)
-    ann_defaults = {f.name: _default(f) for f in fields(AnnotateConfig)}
-    top["read"] = {name: Key(ann_hints[name], ann_defaults[name], CHOICES.get(name))
+    ann_defaults = {f.name: default_of(f) for f in fields(AnnotateConfig)}
+    ann_choices = choices_of(AnnotateConfig)
+    top["read"] = {name: Key(ann_hints[name], ann_defaults[name], ann_choices.get(name))
                    for name in ("text_field", "id_field", "lang_field", "on_error")}
     for spec in STAGES:
         keys = section_keys(spec)
@@ -358,41 +346,23 @@ def _resolve_paths(d: dict[str, Any], base: Path) -> None:
             sec[k] = _absolute(sec[k], base)
     ann = d["annotate"]
     ann["models"] = {name: _absolute(path, base) for name, path in (ann.get("models") or {}).items()}
-    sel = d["select"]
-    if sel and isinstance(sel.get("recipe"), str):
-        r = sel["recipe"]
-        if r.endswith((".yaml", ".yml")) or (base / r).exists():
-            sel["recipe"] = _absolute(r, base)
+    for sec in [d["select"], *d["dsir"]]:  # a recipe file (not a bundled name) is a path
+        if sec and isinstance(sec.get("recipe"), str):
+            r = sec["recipe"]
+            if r.endswith((".yaml", ".yml")) or (base / r).exists():
+                sec["recipe"] = _absolute(r, base)
 
 
 def parse_dsir_targets(value: Any, path: str) -> list[tuple[str, float]]:
-    """select.dsir: "wiki", "wiki:0.7,books:0.3", ["wiki", ...], [[name, w]] or {name: w}."""
-    if isinstance(value, str):
-        from textsieve.commands.select import _parse_dsir
+    """select.dsir: "wiki", "wiki:0.7,books:0.3", ["wiki", ...], [[name, w]] or {name: w}
+    (the one parser, `textsieve.select.dsir_targets`), errors naming the YAML path."""
+    from textsieve.select.dsir_targets import DsirTargetsError
+    from textsieve.select.dsir_targets import parse_dsir_targets as parse
 
-        try:
-            return _parse_dsir(value)
-        except ValueError as exc:
-            raise PipelineConfigError(f"{path}: {exc}") from None
-    items: list[tuple[Any, Any]] = []
-    if isinstance(value, dict):
-        items = list(value.items())
-    else:
-        for i, v in enumerate(value):
-            if isinstance(v, str):
-                items.append((v, 1.0))
-            elif isinstance(v, list) and len(v) == 2:
-                items.append((v[0], v[1]))
-            else:
-                raise PipelineConfigError(f"{path}[{i}]: expected NAME or [NAME, WEIGHT], got {_show(v)}")
-    out = []
-    for name, w in items:
-        if not isinstance(name, str) or isinstance(w, bool) or not isinstance(w, (int, float)) or w <= 0:
-            raise PipelineConfigError(f"{path}: {name!r}: {w!r} must be a name with a positive weight")
-        out.append((name, float(w)))
-    if not out:
-        raise PipelineConfigError(f"{path}: no DSIR target")
-    return out
+    try:
+        return parse(value, path)
+    except DsirTargetsError as exc:
+        raise PipelineConfigError(str(exc)) from None
 
 
 def _cross_checks(d: dict[str, Any], errors: list[str]) -> None:
@@ -413,9 +383,9 @@ def _cross_checks(d: dict[str, Any], errors: list[str]) -> None:
             errors.append(f"dsir[{i}].name: {n!r} is used twice")
     sel = d["select"]
     if sel is not None:
-        if (sel.get("recipe") is None) == (sel.get("dsir") is None):
-            errors.append("select: give exactly one of 'recipe' (filter) or 'dsir' (resample); to combine them, "
-                          "use the DSIR weight as a recipe rule, e.g. 'ts_dsir_wiki_norm > 0'")
+        if sel.get("recipe") is None and sel.get("dsir") is None:
+            errors.append("select: give 'recipe' (filter), 'dsir' (resample) or both (DSIR then draws from the "
+                          "recipe's survivors)")
         elif sel.get("dsir") is not None and (sel.get("k") is None) == (sel.get("tokens") is None):
             errors.append("select: with 'dsir', give exactly one of 'k' (documents) or 'tokens'")
 
@@ -431,9 +401,6 @@ def validate(doc: Any, source: str = "<string>", base: Path | None = None) -> Pi
     if errors:
         raise PipelineConfigError(f"{source}: {len(errors)} problem(s):\n  " + "\n  ".join(errors))
     base = base or Path.cwd()
-    ann, read = data["annotate"], data["read"]
-    if "lang" not in (doc.get("annotate") or {}) and read["lang_field"]:
-        ann["lang"] = None  # as on the CLI: with a lang field, no fallback language unless given
     _resolve_paths(data, base)
     return PipelineConfig(data, source, base)
 

@@ -108,11 +108,17 @@ def make_plan(cfg: PipelineConfig) -> Plan:
     from textsieve.exec.local import default_workers
     from textsieve.io.paths import expand_inputs
 
+    from textsieve.pipeline.columns import check_rules
+
+    check_rules(cfg)  # every recipe rule against the columns the planned stages will write
     d = cfg.data
     shards = expand_inputs(d["inputs"])
     docs, mean_chars, note = _estimate_docs(cfg, shards)
     plan = Plan(cfg.source, cfg.output, d["executor"], len(shards), sum(s.size for s in shards), docs, note)
     ann = build(cfg, "annotate", progress=False)
+    from textsieve.stages.annotate_lang import check_lang
+
+    check_lang(ann.lang, ann.resources)  # an unknown `annotate.lang` fails the dry run, not stage 1
     workers = ann.workers or default_workers()
     batch = ann.batch_size * max(mean_chars, 1) * 4 * 2 * workers  # texts in flight (UCS-4, 2 per worker)
     plan.stages.append(StagePlan("annotate", f"signals -> {attrs_dir(cfg)}", workers * WORKER_BYTES + batch,
@@ -142,12 +148,16 @@ def make_plan(cfg: PipelineConfig) -> Plan:
     for i, fit in enumerate(d["dsir"]):
         c = build(cfg, "dsir", progress=False, index=i)
         ids = docs * max(mean_chars // 5, 1) * 2 * 4  # ~1 token per 5 chars, n-gram ids, int32 each
-        plan.stages.append(StagePlan(f"dsir:{c.name}", f"fit toward {len(c.targets)} target input(s)",
+        on = f", raw side on recipe {c.recipe.name}'s survivors" if c.recipe is not None else ""
+        plan.stages.append(StagePlan(f"dsir:{c.name}", f"fit toward {len(c.targets)} target input(s){on}",
                                      min(c.memory_mb * 2**20, ids) + 2 * 8 * c.buckets, docs * SET_BYTES_PER_DOC))
     if d["select"] is not None:
         sel = build(cfg, "select", progress=False)
-        what = f"recipe {sel.recipe.name} ({len(sel.recipe.rules)} rules)" if sel.recipe else \
-            f"DSIR resample toward {', '.join(n for n, _ in sel.dsir)}"
+        parts = [f"recipe {sel.recipe.name} ({len(sel.recipe.rules)} rules)"] if sel.recipe else []
+        if sel.dsir:
+            parts.append(f"DSIR resample toward {', '.join(n for n, _ in sel.dsir)}"
+                         + (" over its survivors" if sel.recipe else ""))
+        what = ", then ".join(parts)
         plan.stages.append(StagePlan("select", f"{what} -> {selected_dir(cfg)}", 100 * docs + 200_000_000,
                                      docs * mean_chars, "disk: at most every document's text once"))
     return plan

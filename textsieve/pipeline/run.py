@@ -38,7 +38,7 @@ RUN_LOG = "pipeline.run.json"
 STATE_DIR = ".state"
 #: config fields that change how a stage runs, not what it writes (left out of state keys)
 NOT_CONTENT = {"progress", "workers", "threads", "tmp_dir", "memory", "memory_mb", "executor", "address",
-               "overwrite", "batch_size"}
+               "overwrite", "batch_size", "part_size"}
 
 
 @dataclass
@@ -169,22 +169,24 @@ def _outputs_complete(name: str, cfg: PipelineConfig) -> bool:
                 "status") != "done":
             return False
         return all(fs.exists(f"{out}/{r[:-len('.parquet')]}.{fmt}") for r in rels)
-    set_name = {"dedup_exact": "dedup_exact", "dedup_fuzzy": "dedup_fuzzy"}.get(name, name.replace(":", "_"))
+    set_name = {"dedup_fuzzy": "dedup_fuzzy"}.get(name, name.replace(":", "_"))
+    if name == "dedup_exact":  # the set is named by its settings (`exact_names`)
+        from textsieve.stages.dedup_exact import exact_names
+
+        ex = build(cfg, "dedup_exact", progress=False)
+        set_name = exact_names(ex.normalize, ex.bloom_fp is not None)[0]
     set_root = fsspec.core.url_to_fs(attribute_set_dir(attrs, set_name))[1].rstrip("/")
     summary_ok = name.startswith("dsir:") or fs.exists(f"{set_root}/summary.json")
     return summary_ok and all(fs.exists(f"{set_root}/{r}") for r in rels)
 
 
 def _remove_leftovers(fs, out_root: str) -> None:
-    """Delete temporary files a killed run left behind (`.NAME.tmp-PID-...`, see io.atomic):
-    they never count as finished, and one run at a time owns an output folder."""
-    from textsieve.io.atomic import TMP_MARK
+    """Delete temporary files a killed run left behind (`.NAME.tmp-PID@HOST-...`, see
+    io.atomic): they never count as finished. Only those whose writer process is gone go
+    (`io.leftovers`), so a run started beside a live one does not break it."""
+    from textsieve.io.leftovers import remove_stale_temps
 
-    for path in fs.find(out_root):
-        name = path.rsplit("/", 1)[-1]
-        if name.startswith(".") and TMP_MARK in name:
-            log.debug("removing %s, left by an interrupted run", path)
-            fs.rm(path)
+    remove_stale_temps(fs, out_root)
 
 
 def _say(quiet: bool, text: str) -> None:
@@ -200,6 +202,9 @@ def run_pipeline(cfg: PipelineConfig, *, quiet: bool = False) -> PipelineResult:
     out_root = out_root.rstrip("/")
     resolved = resolved_document(cfg)
     _check_provenance(cfg, resolved["provenance"], fs, out_root)
+    from textsieve.pipeline.columns import check_rules
+
+    check_rules(cfg)  # a rule typo fails now, not after annotate, dedup and DSIR have run
     fs.makedirs(out_root, exist_ok=True)
     _remove_leftovers(fs, out_root)
     with atomic_open(fs, f"{out_root}/{RESOLVED}", "w") as fh:
@@ -237,6 +242,8 @@ def run_pipeline(cfg: PipelineConfig, *, quiet: bool = False) -> PipelineResult:
             upstream += [keys[n] for n in names if n not in ("annotate", "select")]
         if stage_name == "dsir":
             upstream.append(input_fingerprints(probe.targets, cfg.data["fingerprint"]))
+            if probe.recipe is not None:  # its survivors depend on the dedup stages and earlier fits
+                upstream += [keys[n] for n in names[:names.index(name)] if n != "annotate"]
         key = _key(name, _content(probe), upstream)
         keys[name] = key
         old = states.read(name)

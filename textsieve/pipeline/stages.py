@@ -70,6 +70,8 @@ def build(cfg: PipelineConfig, name: str, *, progress: bool = True, index: int |
         kw["overwrite"] = overwrite
     if name == "annotate":
         kw["models"] = dict(kw["models"] or {})
+    if name == "dsir" and kw.get("recipe") is not None:
+        kw["recipe"] = _recipe(cfg, kw["recipe"], f"dsir[{index or 0}].recipe")
     if name == "select":
         kw["recipe"] = _recipe(cfg, kw["recipe"])
         if kw["dsir"] is not None:
@@ -77,7 +79,7 @@ def build(cfg: PipelineConfig, name: str, *, progress: bool = True, index: int |
     return spec.cls(**kw)
 
 
-def _recipe(cfg: PipelineConfig, value: Any):
+def _recipe(cfg: PipelineConfig, value: Any, where: str = "select.recipe"):
     from textsieve.select.recipe import Recipe, RecipeError, load_recipe
 
     if value is None:
@@ -87,7 +89,7 @@ def _recipe(cfg: PipelineConfig, value: Any):
             return Recipe.from_dict(value, name=str(value.get("name", "pipeline")), base=cfg.base)
         return load_recipe(value)
     except RecipeError as exc:
-        raise PipelineConfigError(f"{cfg.source}: select.recipe: {exc}") from None
+        raise PipelineConfigError(f"{cfg.source}: {where}: {exc}") from None
 
 
 def executor_support(cfg: PipelineConfig) -> dict[str, bool]:

@@ -19,6 +19,12 @@ passes: count all n-grams, then weigh each document. The pool's n-gram ids are k
 between the passes up to `memory_mb`, beyond that the texts are read again. The model file
 (`model.dsir` in the set folder) is written before the weights, so a re-run reuses it and only
 computes the shards not yet written.
+
+With `recipe` (`dsir fit --recipe R`), the raw side is fit on the recipe's survivors only
+(`textsieve.select.survivors`: documents passing its document rules and keeping a line), the
+same pool `select --recipe R --dsir NAME` then draws from, so filtering and deduplicating
+before DSIR needs no materialize-and-re-annotate round trip. Every document is still weighed
+(the columns stay usable in any recipe); weights use whole documents, before line rules cut.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import json
 import re
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import fsspec
 import numpy as np
@@ -34,12 +41,17 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from textsieve.io.atomic import AtomicParquetWriter
+from textsieve.io.leftovers import remove_stale_temps
 from textsieve.io.attributes import META_KEY, attribute_set_dir, attribute_shards, read_shard_meta, source_documents
 from textsieve.io.paths import expand_inputs
 from textsieve.io.readers import ReadOptions, ShardReader
-from textsieve.select.dsir_features import HashedNgramParams, NgramBatch, batched, bucket_counts, doc_sums, featurize
-from textsieve.select.dsir_model import DsirModel
+from textsieve.select.recipe import Recipe
 from textsieve.stages.progress import Progress
+from textsieve.options import option
+
+if TYPE_CHECKING:  # the numba feature code loads on first use, not when the CLI builds its parser
+    from textsieve.select.dsir_features import HashedNgramParams, NgramBatch
+    from textsieve.select.dsir_model import DsirModel
 
 NAME_RE = re.compile(r"^[A-Za-z0-9_]+$")
 MODEL_FILE = "model.dsir"
@@ -63,18 +75,27 @@ def check_name(name: str) -> str:
 
 @dataclass
 class DsirFitConfig:
-    targets: list[str]  # target documents: files, folders or globs (JSONL, Parquet, ...)
-    raw: str  # annotated folder (output of `textsieve annotate`) of the pool
-    name: str
-    buckets: int = 10_000
-    ngrams: int = 2
-    hash_seed: int = 0
-    smoothing: float = 1.0
-    text_field: str = "text"
-    model_path: str | None = None  # default: RAW/_dsir_<name>/model.dsir
-    overwrite: bool = False
-    memory_mb: int = 1024
-    progress: bool = True
+    """Everything `textsieve dsir fit` takes (CLI, YAML and `ts.dsir_fit`)."""
+
+    targets: list[str] = option(help="target documents: files, folders or globs (JSONL, Parquet, ...)",
+                                flag="--target", metavar="T")
+    raw: str = option(help="the pool: an output folder of `textsieve annotate`", metavar="ANNOTATED_DIR")
+    name: str = option(help="target name: letters, digits, '_' (used in column names)")
+    buckets: int = option(10_000, help="hash buckets")
+    ngrams: int = option(2, help="n-gram order: 1..n are used")
+    hash_seed: int = option(0, help="hash seed (`eval kl` measures with 1)")
+    smoothing: float = option(1.0, help="additive pseudo-count per bucket (0 = the reference's +1e-8)")
+    text_field: str = option("text", help="text field of the target records", metavar="FIELD")
+    model_path: str | None = option(None, help="where to store the model (default RAW/_dsir_NAME/model.dsir)",
+                                    flag="--model", metavar="PATH")
+    overwrite: bool = option(False, help="refit and rewrite everything")
+    memory_mb: int = option(1024, help="MB of n-gram features cached between the two passes; beyond that the "
+                                       "texts are read again", metavar="MB")
+    progress: bool = option(True, help="show a progress bar", cli=False, cli_reason="-q turns it off")
+    # fit the raw-side model on this recipe's survivors only (every document is still weighed)
+    recipe: Recipe | str | None = option(None, help="fit the raw side on the documents this recipe keeps (bundled "
+                                                    "name or YAML file), the pool `select --recipe R --dsir NAME` "
+                                                    "draws from", metavar="R")
 
 
 @dataclass
@@ -89,6 +110,7 @@ class DsirFitResult:
     shards_skipped: list[str] = field(default_factory=list)
     seconds: float = 0.0
     weight_range: tuple[float, float] = (0.0, 0.0)
+    raw_documents: int = 0  # documents the raw-side model counts: the recipe's survivors, or all
 
 
 def read_texts(inputs: list[str], text_field: str = "text") -> list[str]:
@@ -123,6 +145,9 @@ def _shard_texts(fs, path: str) -> tuple[pa.Table, list[str]]:
 def score_texts(model: DsirModel, texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(sum log weight, normalised log weight (NaN without n-grams), tokens) of arbitrary texts
     under a fitted model: the values `run_fit` stores, for documents outside the pool."""
+    from textsieve.select.dsir_features import (HashedNgramParams, NgramBatch, batched, bucket_counts,  # noqa: F401
+                                                doc_sums, featurize)
+    from textsieve.select.dsir_model import DsirModel  # noqa: F401
     lr = model.log_ratio()
     fbs = _featurize_all(texts, model.params)
     if not fbs:
@@ -135,16 +160,55 @@ def score_texts(model: DsirModel, texts: list[str]) -> tuple[np.ndarray, np.ndar
 
 
 def _featurize_all(texts: list[str], params: HashedNgramParams) -> list[NgramBatch]:
+    from textsieve.select.dsir_features import (HashedNgramParams, NgramBatch, batched, bucket_counts,  # noqa: F401
+                                                doc_sums, featurize)
+    from textsieve.select.dsir_model import DsirModel  # noqa: F401
     return [featurize(b, params) for b in batched(texts)]
 
 
 def _model_matches(model: DsirModel, params: HashedNgramParams, smoothing: float, target_fp: str,
-                   raw_shards: list) -> bool:
+                   raw_shards: list, survivors_fp: str | None = None) -> bool:
     return (model.params == params and model.smoothing == smoothing and model.target_fingerprint == target_fp
-            and model.info.get("raw_shards") == raw_shards)
+            and model.info.get("raw_shards") == raw_shards and model.info.get("survivors") == survivors_fp)
+
+
+def _fit_survivors(cfg: DsirFitConfig) -> dict[str, np.ndarray]:
+    """The documents of `cfg.raw` that `cfg.recipe` keeps: the raw side of the model is fit on
+    them only, as if they had been materialized and annotated on their own (`survivors`)."""
+    from textsieve.select.survivors import as_recipe, count, recipe_rows
+
+    recipe = as_recipe(cfg.recipe)
+    rows, used = recipe_rows(cfg.raw, recipe)
+    if set_name(cfg.name) in used:
+        raise ValueError(f"recipe {recipe.name!r} uses the columns of _{set_name(cfg.name)}, the weights this "
+                         f"fit replaces; filter on other columns, or fit under another --name")
+    within = {shard: d["rows"] for shard, d in rows.items()}
+    if not count(within):
+        raise ValueError(f"recipe {recipe.name!r} keeps none of the documents in {cfg.raw}; nothing to fit the "
+                         f"raw side on (check it with `textsieve select {cfg.raw} --recipe ... --dry-run`)")
+    return within
+
+
+def _masked_counts(fbs: list[NgramBatch], keep: np.ndarray, buckets: int) -> np.ndarray:
+    """Bucket counts of the documents where `keep` (one flag per document of the batches) is set."""
+    out = np.zeros(buckets, dtype=np.int64)
+    start = 0
+    for fb in fbs:
+        n = len(fb.tokens)
+        flags = keep[start:start + n]
+        start += n
+        if flags.all():
+            out += np.bincount(fb.buckets, minlength=buckets)
+        elif flags.any():
+            per_doc = np.repeat(flags, np.diff(fb.offsets))
+            out += np.bincount(fb.buckets[per_doc], minlength=buckets)
+    return out
 
 
 def run_fit(cfg: DsirFitConfig) -> DsirFitResult:
+    from textsieve.select.dsir_features import (HashedNgramParams, NgramBatch, batched, bucket_counts,  # noqa: F401
+                                                doc_sums, featurize)
+    from textsieve.select.dsir_model import DsirModel  # noqa: F401
     t0 = time.perf_counter()
     check_name(cfg.name)
     params = HashedNgramParams(cfg.buckets, cfg.ngrams, cfg.hash_seed)
@@ -154,6 +218,7 @@ def run_fit(cfg: DsirFitConfig) -> DsirFitResult:
     set_root = fs._strip_protocol(set_dir)
     model_path = cfg.model_path or f"{set_dir}/{MODEL_FILE}"
     cols = column_names(cfg.name)
+    remove_stale_temps(fs, set_root)  # what a killed fit was writing (never a live run's files)
 
     target_texts = read_texts(cfg.targets, cfg.text_field)
     if not target_texts:
@@ -162,6 +227,12 @@ def run_fit(cfg: DsirFitConfig) -> DsirFitResult:
     del target_texts
     raw_shards = [[p[len(root) + 1:], pq.ParquetFile(fs.open(p, "rb")).metadata.num_rows] for p in shards]
     total_rows = sum(n for _, n in raw_shards)
+    within = _fit_survivors(cfg) if cfg.recipe is not None else None
+    survivors_fp = None
+    if within is not None:
+        from textsieve.select.survivors import count, survivor_mask, survivors_fingerprint
+
+        survivors_fp = survivors_fingerprint(within)
 
     model = None
     mfs, mpath = fsspec.core.url_to_fs(model_path)
@@ -169,7 +240,8 @@ def run_fit(cfg: DsirFitConfig) -> DsirFitResult:
         model = DsirModel.load(model_path)
         from textsieve.select.dsir_model import counts_fingerprint
 
-        if not _model_matches(model, params, cfg.smoothing, counts_fingerprint(target_counts, target_docs), raw_shards):
+        if not _model_matches(model, params, cfg.smoothing, counts_fingerprint(target_counts, target_docs), raw_shards,
+                              survivors_fp):
             raise ValueError(f"{model_path} was fit with other settings or data (params {model.params}, "
                              f"smoothing {model.smoothing}); pass --overwrite to refit")
     reused = model is not None
@@ -182,20 +254,31 @@ def run_fit(cfg: DsirFitConfig) -> DsirFitResult:
         for path, (rel, _) in zip(shards, raw_shards):
             keys, texts = _shard_texts(fs, path)
             fbs = _featurize_all(texts, params)
-            for fb in fbs:
-                raw_counts += np.bincount(fb.buckets, minlength=params.buckets)
+            if within is None:
+                for fb in fbs:
+                    raw_counts += np.bincount(fb.buckets, minlength=params.buckets)
+            else:  # only the recipe's survivors make the raw side
+                keep = survivor_mask(keys.column("shard").to_numpy(zero_copy_only=False),
+                                     keys.column("row").to_numpy(), within)
+                raw_counts += _masked_counts(fbs, keep, params.buckets)
             used += sum(fb.buckets.nbytes for fb in fbs)
             if used <= budget:
                 cache[rel] = (keys, fbs)
             prog.update(len(texts), prog.docs + len(texts))
         prog.close()
-        model = DsirModel(params, target_counts, raw_counts, target_docs, total_rows, cfg.smoothing,
-                          info={"targets": list(cfg.targets), "raw_shards": raw_shards, "name": cfg.name})
+        info = {"targets": list(cfg.targets), "raw_shards": raw_shards, "name": cfg.name}
+        if within is not None:
+            from textsieve.select.survivors import as_recipe
+
+            info |= {"recipe": as_recipe(cfg.recipe).to_dict(), "survivors": survivors_fp,
+                     "survivor_documents": count(within)}
+        model = DsirModel(params, target_counts, raw_counts, target_docs,
+                          count(within) if within is not None else total_rows, cfg.smoothing, info=info)
         model.save(model_path)
     fingerprint = f"{model.target_fingerprint}:{model.raw_fingerprint}:{model.smoothing}"
 
     lr = model.log_ratio()
-    res = DsirFitResult(model_path, set_dir, cols, total_rows, target_docs, reused)
+    res = DsirFitResult(model_path, set_dir, cols, total_rows, target_docs, reused, raw_documents=model.raw_docs)
     lo, hi = np.inf, -np.inf
     prog = Progress("dsir fit (weigh)", total_rows, cfg.progress)
     for path, (rel, nrows) in zip(shards, raw_shards):

@@ -1,11 +1,15 @@
 """Write a selection: the chosen documents (optionally with lines cut) as JSONL.gz or Parquet.
 
-What is selected comes either from a recipe (one DuckDB query over the attributes, see
-`compile`) or from DSIR resampling (`dsir.resample`; a document drawn n times is written n
-times). Only then is text read: each source shard is re-opened with the reader options stored
+What is selected comes from a recipe (one DuckDB query over the attributes, see
+`compile`), from DSIR resampling (`dsir.resample`; a document drawn n times is written n
+times), or from both: DSIR then draws from the recipe's survivors (`survivors`) and the recipe's
+line rules still cut what is drawn. Only then is text read: each source shard is re-opened with the reader options stored
 in its attribute shard's footer (`attributes.source_documents`), and the selected rows are
-streamed out in row order. Each record keeps `id`, `shard` (source shard rel name) and `row`,
-so it can be joined back to every attribute set.
+streamed out in row order. Each record is the source record with every field and its type
+(Parquet → Parquet keeps the schema, JSONL → JSONL every key), plus `id`, `shard` (source
+shard rel name) and `row`, so it can be joined back to every attribute set. JSONL → Parquet
+infers an Arrow schema from the records (objects as structs); Parquet → JSONL JSON-encodes
+each row, all columns. The rules, clashes included, are in `textsieve.select.output`.
 
 One output shard per attribute shard, mirrored relative path, written atomically (an empty
 shard is still written: its existence means "done"). `selection.json` records the recipe, the
@@ -20,28 +24,31 @@ equal the attribute span end, otherwise the source changed since `annotate` and 
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 import fsspec
 import numpy as np
-import pyarrow as pa
 
-from textsieve.io.atomic import AtomicParquetWriter, atomic_open
-from textsieve.io.attributes import attribute_shards, read_shard_meta, source_documents
-from textsieve.select.compile import END, Compiled, compile_recipe, element_field, lit, read_schema
-from textsieve.select.funnel import connect
+from textsieve.io.atomic import atomic_open
+from textsieve.io.attributes import attribute_shards, read_shard_meta
+from textsieve.io.leftovers import remove_stale_temps
+from textsieve.io.runstate import holds_output
+from textsieve.io.locations import pool_workers
+from textsieve.select.compile import END, Compiled, element_field, lit
 from textsieve.select.recipe import Recipe
-from textsieve.select.dsir_defaults import DEFAULT_MIN_TOKENS, DEFAULT_PRIOR_NGRAMS, DEFAULT_TEMPERATURE
+from textsieve.select.dsir_defaults import DEFAULT_MIN_TOKENS, DEFAULT_PRIOR_NGRAMS, DEFAULT_TEMPERATURE, WEIGHTS
+from textsieve.options import check_choices, option
+
+if TYPE_CHECKING:
+    from textsieve.select.dsir import Resample
 
 FORMATS = ("jsonl.gz", "parquet")
+DSIR_GROUP = "DSIR resampling (after `textsieve dsir fit`)"
 SUMMARY = "selection.json"
-OUT_SCHEMA = pa.schema([("id", pa.string()), ("text", pa.string()), ("shard", pa.string()), ("row", pa.int64()),
-                        ("url", pa.string()), ("lang", pa.string()), ("meta", pa.string())])
 
 
 class SelectError(ValueError):
@@ -50,27 +57,41 @@ class SelectError(ValueError):
 
 @dataclass
 class SelectConfig:
-    """What `textsieve select` fills. Exactly one of `recipe` and `dsir` (targets) is set."""
+    """What `textsieve select` (and `ts.select`) takes. A recipe filters; DSIR targets resample;
+    with both, DSIR draws from the recipe's survivors."""
 
-    directory: str
-    output: str
-    recipe: Recipe | None = None
-    dsir: list[tuple[str, float]] | None = None
-    k: int | None = None
-    tokens: int | None = None
-    replace: bool = False
-    seed: int = 0
-    temperature: float = DEFAULT_TEMPERATURE
-    min_tokens: int = DEFAULT_MIN_TOKENS
-    prior_ngrams: float = DEFAULT_PRIOR_NGRAMS
-    dsir_weight: str = "normalized"
-    format: str = "jsonl.gz"
-    overwrite: bool = False
-    workers: int | None = None
-    threads: int | None = None
-    progress: bool = True
-    executor: str = "local"  # "ray": write the output shards as Ray tasks (same bytes)
-    address: str | None = None  # Ray cluster to join (default: start a local Ray)
+    directory: str = option(help="output folder of `textsieve annotate`", positional=True, metavar="ANNOTATED_DIR")
+    output: str | None = option(None, help="folder for the selected documents (required unless --dry-run)",
+                                short="-o", metavar="DIR")
+    recipe: Recipe | str | None = option(None, help="bundled recipe name or YAML file", short="-r", metavar="R")
+    dsir: list[tuple[str, float]] | str | None = option(
+        None, help="targets to resample toward (after `textsieve dsir fit`)", metavar="NAME[:W][,NAME2:W2]",
+        group=DSIR_GROUP)
+    k: int | None = option(None, help="documents to draw", group=DSIR_GROUP)
+    tokens: int | None = option(None, help="token budget to draw instead of --k (word/punctuation tokens)",
+                                group=DSIR_GROUP)
+    replace: bool = option(False, help="draw with replacement (a document may repeat; default: without, "
+                                       "Gumbel top-k)", group=DSIR_GROUP)
+    seed: int = option(0, help="random seed; the same seed gives the same draw", group=DSIR_GROUP)
+    temperature: float = option(DEFAULT_TEMPERATURE, help="divides the log weights: lower is closer to top-k, "
+                                                          "higher to uniform", group=DSIR_GROUP)
+    min_tokens: int = option(DEFAULT_MIN_TOKENS, help="documents with fewer tokens are never drawn "
+                                                      "(the reference uses 100)", group=DSIR_GROUP)
+    prior_ngrams: float = option(DEFAULT_PRIOR_NGRAMS,
+                                 help="normalized weight = sum of log ratios / (n-grams + this): short documents "
+                                      "need stronger evidence; 0 = plain mean", group=DSIR_GROUP)
+    dsir_weight: str = option("normalized", choices=WEIGHTS, aliases=("--weight",), group=DSIR_GROUP,
+                              help="normalized: log ratio per n-gram, shrunk by --prior-ngrams; raw: the "
+                                   "reference's sum, which grows with length and makes sampling top-k")
+    format: str = option("jsonl.gz", help="output shard format", choices=FORMATS)
+    overwrite: bool = option(False, help="replace an output made with other settings")
+    workers: int | None = option(None, help="processes writing shards (default: all cores)")
+    threads: int | None = option(None, help="DuckDB threads (default: all cores)")
+    progress: bool = option(True, help="show a progress bar", cli=False, cli_reason="-q turns it off")
+    executor: str = option("local", help="write the output shards on the local pool or as Ray tasks (same "
+                                         "output)", choices=("local", "ray"))
+    address: str | None = option(None, help="with --executor ray: Ray cluster to join; default: start a local "
+                                            "Ray", metavar="ADDR")
 
 
 @dataclass
@@ -133,79 +154,15 @@ def _out_rel(attr_rel: str, fmt: str) -> str:
     return f"{stem}.{fmt}"
 
 
-def _cut(text: str, starts: np.ndarray, ends: np.ndarray) -> str:
-    return "".join(text[s:e] for s, e in zip(starts.tolist(), ends.tolist()))
-
-
 def write_shard(task: _Task) -> tuple[str, int, int]:
-    """Stream the source shard, write the selected rows. Returns (final path, records, characters)."""
-    fs, _ = fsspec.core.url_to_fs(task.final)
-    want = {int(r): i for i, r in enumerate(task.rows.tolist())}
-    text_field = task.meta.get("read_options", {}).get("text_field", "text")
-    records, chars = 0, 0
-    found: set[int] = set()
-    batch: list[dict[str, Any]] = []
+    """Stream the source shard, write the selected rows with every source field (see
+    `textsieve.select.output`). Returns (final path, records, characters)."""
+    from textsieve.select.output import stream_selected, write_selected
 
-    def docs():
-        if not want:
-            return
-        last = int(task.rows[-1])
-        for doc in source_documents(task.meta, on_error="skip"):
-            if doc.row > last:
-                break
-            i = want.get(doc.row)
-            if i is None:
-                continue
-            found.add(doc.row)
-            if doc.id != task.ids[i] or (task.lengths[i] >= 0 and len(doc.text) != task.lengths[i]):
-                raise SelectError(f"{task.meta['source']}: row {doc.row} is {doc.id!r} with {len(doc.text)} "
-                                  f"characters, but the attributes say {task.ids[i]!r} with {task.lengths[i]}; "
-                                  f"the source changed since `textsieve annotate`, re-annotate it")
-            text = doc.text if task.starts is None else _cut(doc.text, task.starts[i], task.ends[i])
-            rec = {"id": doc.id, "text": text, "shard": task.meta.get("shard"), "row": doc.row}
-            if doc.url is not None:
-                rec["url"] = doc.url
-            if doc.lang is not None:
-                rec["lang"] = doc.lang
-            if doc.meta:  # the source record's other fields, kept in their original shape
-                extra = {k: v for k, v in doc.meta.items() if k not in rec and k != text_field}
-                rec = rec | extra if task.fmt == "jsonl.gz" else rec | {"meta": extra}
-            for _ in range(int(task.counts[i])):
-                yield rec
-
-    if task.fmt == "parquet":
-        writer = AtomicParquetWriter(fs, task.final, OUT_SCHEMA)
-        try:
-            for rec in docs():
-                batch.append(rec)
-                records += 1
-                chars += len(rec["text"])
-                if len(batch) >= 2000:
-                    writer.write(_table(batch))
-                    batch = []
-            if batch:
-                writer.write(_table(batch))
-        except BaseException as exc:
-            writer.abort(exc)
-            raise
-        writer.close()
-    else:
-        with atomic_open(fs, task.final) as raw, gzip.GzipFile(filename="", fileobj=raw, mode="wb", mtime=0) as gz:
-            for rec in docs():
-                gz.write(json.dumps(rec, ensure_ascii=False).encode("utf-8") + b"\n")
-                records += 1
-                chars += len(rec["text"])
-    if len(found) != len(want):
-        missing = sorted(set(want) - found)[:3]
-        raise SelectError(f"{task.meta['source']}: only {len(found)} of {len(want)} selected rows were found "
-                          f"(e.g. rows {missing}); the source changed since `textsieve annotate`")
+    selected, check = stream_selected(task, SelectError)
+    records, chars = write_selected(task, selected)
+    check()
     return task.final, records, chars
-
-
-def _table(batch: list[dict[str, Any]]) -> pa.Table:
-    cols = {k: [r.get(k) for r in batch] for k in ("id", "text", "shard", "row", "url", "lang")}
-    cols["meta"] = [json.dumps(r["meta"], ensure_ascii=False) if "meta" in r else None for r in batch]
-    return pa.table(cols, schema=OUT_SCHEMA)
 
 
 def _fingerprint(cfg: SelectConfig, inputs: list[dict]) -> str:
@@ -222,43 +179,57 @@ def _write_summary(fs, path: str, doc: dict) -> None:
 
 
 def _selected(cfg: SelectConfig) -> tuple[dict[str, dict], dict | None, list[str]]:
-    """shard -> columns of the selected rows; DSIR summary; attribute sets used."""
+    """shard -> columns of the selected rows; DSIR summary; attribute sets used. With a recipe
+    and DSIR targets, DSIR draws from the recipe's survivors only (`survivors`), and the drawn
+    rows keep the recipe's kept line spans, so line rules still cut them when written."""
+    from textsieve.select.survivors import recipe_rows
+
+    kept: dict[str, dict] | None = None
+    used: list[str] = []
     if cfg.recipe is not None:
-        compiled = compile_recipe(cfg.recipe, read_schema(cfg.directory))
-        con = connect(cfg.threads)
-        rel = con.sql(selection_sql(compiled))
-        table = rel.to_arrow_table() if hasattr(rel, "to_arrow_table") else rel.arrow()
-        used = sorted(compiled.schema.sets[a] for a in compiled.relations - {"a"})
-        shards = table.column("shard").to_pylist()
-        out: dict[str, dict] = {}
-        bounds = [0] + [i for i in range(1, len(shards)) if shards[i] != shards[i - 1]] + [len(shards)]
-        has_lines = "starts" in table.column_names
-        for lo, hi in zip(bounds[:-1], bounds[1:]):
-            part = table.slice(lo, hi - lo)
-            d = {"rows": part.column("row").to_numpy().astype(np.int64), "ids": part.column("id").to_pylist(),
-                 "lengths": part.column("_len").to_numpy().astype(np.int64),
-                 "counts": np.ones(hi - lo, np.int64)}
-            if has_lines:
-                d["starts"] = [np.asarray(x, np.int64) for x in part.column("starts").to_pylist()]
-                d["ends"] = [np.asarray(x, np.int64) for x in part.column("ends").to_pylist()]
-            out[shards[lo]] = d
-        return out, None, used
+        kept, used = recipe_rows(cfg.directory, cfg.recipe, cfg.threads)
+        if cfg.dsir is None:
+            return kept, None, used
     from textsieve.select.dsir import resample
 
+    within = {s: d["rows"] for s, d in kept.items()} if kept is not None else None
     res = resample(cfg.directory, cfg.dsir, k=cfg.k, tokens=cfg.tokens, replace=cfg.replace, seed=cfg.seed,
                    temperature=cfg.temperature, weight=cfg.dsir_weight, min_tokens=cfg.min_tokens,
-                   prior_ngrams=cfg.prior_ngrams)
+                   prior_ngrams=cfg.prior_ngrams, within=within)
     out = {}
     order = np.lexsort((res.row.astype(np.int64), res.shard.astype(str)))
     for s in dict.fromkeys(res.shard[order].tolist()):
         idx = order[res.shard[order] == s]
         ids = res.id[idx].tolist() if len(res.id) == len(res.row) else [None] * len(idx)
-        out[s] = {"rows": res.row[idx].astype(np.int64), "ids": ids, "lengths": np.full(len(idx), -1, np.int64),
-                  "counts": res.count[idx].astype(np.int64)}
+        d = {"rows": res.row[idx].astype(np.int64), "ids": ids, "lengths": np.full(len(idx), -1, np.int64),
+             "counts": res.count[idx].astype(np.int64)}
+        if kept is not None:  # the recipe's lengths and kept lines of each drawn row
+            src = kept[s]
+            at = np.searchsorted(src["rows"], d["rows"])
+            d["lengths"] = src["lengths"][at]
+            if "starts" in src:
+                d["starts"] = [src["starts"][i] for i in at.tolist()]
+                d["ends"] = [src["ends"][i] for i in at.tolist()]
+        out[s] = d
     summary = res.summary() | {"targets": cfg.dsir, "k": cfg.k, "tokens_requested": cfg.tokens, "replace": cfg.replace,
                                "seed": cfg.seed, "temperature": cfg.temperature, "weight": cfg.dsir_weight,
                                "min_tokens": cfg.min_tokens, "prior_ngrams": cfg.prior_ngrams}
-    return out, summary, [f"dsir_{n}" for n, _ in cfg.dsir]
+    return out, summary, used + [f"dsir_{n}" for n, _ in cfg.dsir if f"dsir_{n}" not in used]
+
+
+def preview_draw(cfg: SelectConfig) -> Resample:
+    """The DSIR draw `run_select` would make, without writing anything (what `select --dry-run`
+    prints with DSIR targets): over the recipe's survivors when the config also has a recipe."""
+    from textsieve.select.dsir import resample
+    from textsieve.select.survivors import survivors
+
+    cfg = resolve_select_config(cfg)
+    if cfg.dsir is None:
+        raise SelectError("preview_draw needs DSIR targets (a recipe alone: use the funnel, `compute_funnel`)")
+    within = survivors(cfg.directory, cfg.recipe, cfg.threads) if cfg.recipe is not None else None
+    return resample(cfg.directory, cfg.dsir, k=cfg.k, tokens=cfg.tokens, replace=cfg.replace, seed=cfg.seed,
+                    temperature=cfg.temperature, weight=cfg.dsir_weight, min_tokens=cfg.min_tokens,
+                    prior_ngrams=cfg.prior_ngrams, within=within)
 
 
 def _mapper(cfg: SelectConfig):
@@ -276,14 +247,33 @@ def _mapper(cfg: SelectConfig):
     return ordered_map
 
 
+def resolve_select_config(cfg: SelectConfig) -> SelectConfig:
+    """The config with its recipe loaded (a name or path -> `Recipe`) and its DSIR targets
+    parsed (one parser: `dsir_targets`), values checked against their choices; what `select`
+    and its dry-run both start from, whoever filled the config (CLI, YAML, API)."""
+    from dataclasses import replace
+
+    from textsieve.select.dsir_targets import parse_dsir_targets
+    from textsieve.select.recipe import load_recipe
+
+    check_choices(cfg)
+    recipe = load_recipe(cfg.recipe) if isinstance(cfg.recipe, str) else cfg.recipe
+    dsir = parse_dsir_targets(cfg.dsir) if cfg.dsir is not None else None
+    if dsir is not None and (cfg.k is None) == (cfg.tokens is None):
+        raise SelectError("DSIR resampling needs exactly one of --k N (documents) or --tokens N")
+    return replace(cfg, recipe=recipe, dsir=dsir)
+
+
 def run_select(cfg: SelectConfig) -> SelectResult:
     """Materialize a selection into `cfg.output` (see module doc)."""
+    cfg = resolve_select_config(cfg)
+    if not cfg.output:
+        raise SelectError("--output DIR is required unless --dry-run")
     from textsieve.exec.local import default_workers, ordered_map
     from textsieve.stages.progress import Progress
 
-    if (cfg.recipe is None) == (cfg.dsir is None):
-        raise SelectError("give exactly one of a recipe or DSIR targets (filter with a recipe first by using "
-                          "the DSIR weight as a rule, e.g. 'ts_dsir_wiki > -2')")
+    if cfg.recipe is None and cfg.dsir is None:
+        raise SelectError("give a recipe, DSIR targets, or both (DSIR then draws from the recipe's survivors)")
     if cfg.format not in FORMATS:
         raise SelectError(f"--format must be one of {', '.join(FORMATS)}, not {cfg.format!r}")
     t0 = time.perf_counter()
@@ -303,12 +293,15 @@ def run_select(cfg: SelectConfig) -> SelectResult:
             c = old["counts"]  # everything is already written: nothing to query
             return SelectResult(cfg.output, c["selected"], 0, c["pool"], [], sorted(
                 f"{out_root}/{_out_rel(rel, cfg.format)}" for rel, _ in metas.values()), 0.0, old.get("dsir"))
-        if old.get("fingerprint") != fp:
-            if not cfg.overwrite:
-                raise SelectError(f"{cfg.output} holds a selection made with other settings or inputs "
+        if old.get("fingerprint") != fp and not cfg.overwrite:
+            # same settings resume (finished shards are kept, see below); other settings refuse,
+            # unless an interrupted run wrote no shard at all: then there is nothing to mix
+            if old.get("status") == "done" or holds_output(fs, out_root, (SUMMARY,)):
+                what = "an interrupted selection" if old.get("status") == "running" else "a selection"
+                raise SelectError(f"{cfg.output} holds {what} made with other settings or inputs "
                                   f"(fingerprint {old.get('fingerprint')} != {fp}); use --overwrite or another folder")
-            pass  # every shard below is rewritten (overwrite=True skips nothing)
     fs.makedirs(out_root, exist_ok=True)
+    remove_stale_temps(fs, out_root)  # shards a killed run was writing (never a live run's)
     head = {"stage": "select", "status": "running", "fingerprint": fp, "format": cfg.format,
             "recipe": cfg.recipe.to_dict() if cfg.recipe else None, "inputs": inputs}
     _write_summary(fs, summary_path, head)
@@ -330,7 +323,9 @@ def run_select(cfg: SelectConfig) -> SelectResult:
                                     "counts": np.zeros(0, np.int64)}
         tasks.append(_Task({k: v for k, v in meta.items() if k != "_attr_size"}, prefix + final, cfg.format,
                            d["rows"], d["ids"], d["lengths"], d["counts"], d.get("starts"), d.get("ends")))
-    workers = max(1, min(cfg.workers or default_workers(), len(tasks) or 1))
+    held = [cfg.directory, cfg.output] + [t.meta.get("source_shard", {}).get("path") or "" for t in tasks]
+    workers = pool_workers("select", cfg.workers, max(1, min(cfg.workers or default_workers(), len(tasks) or 1)),
+                           held, cfg.executor)  # memory:// cannot be seen by worker processes
     progress = Progress("select", sum(len(t.rows) for t in tasks), enabled=cfg.progress)
     written, records, chars = [], 0, 0
     try:

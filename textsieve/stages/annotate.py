@@ -5,6 +5,15 @@ it joins back to its document without copying text. The main process reads and b
 documents; workers compute (`annotate_worker`); results are written in input order, so the
 output does not depend on the number of workers. A shard's output appears under its final name
 only when complete, and a re-run skips shards whose output exists with the same configuration.
+
+Interrupted runs resume. A shard is written in parts of `part_size` documents, each published
+atomically as `DIR/.NAME.parquet.parts/part-NNNNN.parquet` with the settings fingerprint in its
+footer; a re-run with the same settings keeps the finished parts and computes from the first
+unfinished one, and the finished shard is the parts merged into one `DIR/NAME.parquet` (the parts
+folder is then removed), byte-identical to an uninterrupted run. Readers therefore always see one
+file per shard; a shard smaller than one part is written directly (`annotate_parts`). Temporary
+files whose writer process is gone (a killed run's) are removed at the start of the next run
+(`io.leftovers`).
 """
 
 from __future__ import annotations
@@ -15,25 +24,31 @@ import hashlib
 import json
 import logging
 import time
-from dataclasses import asdict, dataclass, field
+from collections import Counter
+from dataclasses import asdict, dataclass, field, replace
 from typing import Iterator
 
 import fsspec
 
 from textsieve import __version__
 from textsieve.exec.local import default_workers, ordered_map
-from textsieve.io.atomic import AtomicParquetWriter, atomic_open
+from textsieve.io.atomic import atomic_open
 from textsieve.io.attributes import META_KEY, read_shard_meta
+from textsieve.io.leftovers import remove_stale_temps
 from textsieve.io.paths import _SUFFIX_FORMATS, Shard, expand_inputs
 from textsieve.io.readers import ReadOptions, ShardReader
 from textsieve.signals.registry import REGISTRY
 from textsieve.signals.resources import (RPV2_LANGS, WordLists, bad_words_relpath, load_word_lists, missing_message,
                                          resolve_resources_dir, stop_words_relpath)
 from textsieve.signals.selection import select_signals
+from textsieve.stages.annotate_parts import Resume, ShardOutput, drop_parts, find_parts
 from textsieve.stages.annotate_worker import (AUTO_LANG, BatchTask, WorkerSetup, annotate_batch, init_worker,
                                              load_models, output_schema, warm_up)
+from textsieve.stages.kernel_timing import timed
+from textsieve.stages.annotate_lang import check_lang, no_lists_warning, pop_counts
 from textsieve.stages.progress import Progress
 from textsieve.exec.memory import lean_arrow_memory
+from textsieve.options import check_choices, option
 
 log = logging.getLogger("textsieve.annotate")
 
@@ -42,26 +57,45 @@ MAX_BATCH_CHARS = 4_000_000  # a batch this large keeps a worker busy ~1 s; huge
 
 @dataclass
 class AnnotateConfig:
-    """Everything `textsieve annotate` takes; the CLI and YAML both fill this."""
+    """Everything `textsieve annotate` takes; the CLI, the YAML pipeline and `ts.annotate` fill
+    this, and each field's `option()` is the one place its default and help text live."""
 
-    inputs: list[str]
-    output: str
-    signals: str | list[str] | None = None  # names or groups; None = all rule signals + minhash
-    lang: str | None = "en"  # language for stop words / bad words when no lang field gives one;
-    # "auto": detect each document's language with the language-id model (built-in py3langid
-    # unless a `langid` model is given)
-    lang_field: str | None = None
-    text_field: str = "text"
-    id_field: str = "id"
-    on_error: str = "fail"
-    workers: int | None = None
-    resources: str | None = None
-    batch_size: int = 500
-    overwrite: bool = False
-    progress: bool = True
-    models: dict[str, str] = field(default_factory=dict)  # --model NAME=PATH, in order
-    executor: str = "local"  # "local" process pool, or "ray" (actors on a Ray cluster)
-    address: str | None = None  # Ray cluster address; None = start a local Ray with all cores
+    inputs: list[str] = option(help="files, folders or globs; local paths or fsspec URLs", positional=True,
+                               metavar="INPUT")
+    output: str = option(help="folder (or URL) for attribute shards", short="-o", metavar="DIR")
+    signals: str | list[str] | None = option(
+        None, help="comma list of signal names or groups (default: all, i.e. the 28 RPv2 rule signals + "
+                   "minhash); see `textsieve signals`")
+    lang: str | None = option(
+        None, help="language for stop words and bad words (en, de, fr, es, it; default en, or with "
+                   "--lang-field no fallback: documents without a language get null word-list signals). "
+                   "'auto': detect each document's language (built-in py3langid, or a language-id --model "
+                   "such as lid.176.bin) and also write ts_lang, ts_lang_score")
+    lang_field: str | None = option(None, help="record field holding each document's language (dotted path, "
+                                               "e.g. meta.lang)", metavar="FIELD")
+    text_field: str = option("text", help="record field holding the text", metavar="FIELD")
+    id_field: str = option("id", help="id field; records without one get '<shard>/<row>'", metavar="FIELD")
+    on_error: str = option("fail", help="bad record: stop with an error naming file and line (fail), or skip "
+                                        "and report it (skip)", choices=("fail", "skip"))
+    workers: int | None = option(None, help="processes (default: all cores)")
+    resources: str | None = option(None, help="word-list folder (else $TEXTSIEVE_RESOURCES, else the one "
+                                              "`textsieve resources add` filled)", metavar="DIR")
+    batch_size: int = option(500, help="documents per work unit")
+    overwrite: bool = option(False, help="recompute shards that already exist")
+    progress: bool = option(True, help="show a progress bar", cli=False, cli_reason="-q turns it off")
+    models: dict[str, str] = option(
+        help="add the signals of a model (repeatable): a textsieve .tsm file (`textsieve train ...`), a "
+             "fastText .bin (classifier -> rps_doc_ml_NAME_score, or language id), a KenLM file, a UT1 "
+             "blacklists folder, or builtin:py3langid. See `textsieve models show PATH`",
+        factory=dict, flag="--model", metavar="NAME=PATH")
+    executor: str = option("local", help="local process pool, or Ray actors (pip install 'textsieve[ray]'); "
+                                         "same output either way", choices=("local", "ray"))
+    address: str | None = option(None, help="with --executor ray: the Ray cluster to join ('auto', or "
+                                            "host:port); default: start a local Ray with all cores (or "
+                                            "--workers)", metavar="ADDR")
+    # documents per resumable part of a shard: a killed run resumes from the last finished part
+    part_size: int = option(50_000, help="documents per part of a large shard; a re-run after an interruption "
+                                         "resumes from the last finished part (output is the same)")
 
 
 @dataclass
@@ -72,6 +106,26 @@ class AnnotateResult:
     documents: int = 0
     skipped_records: int = 0
     seconds: float = 0.0
+    compile_seconds: float = 0.0  # kernel warm-up before the first batch (part of `seconds`)
+    kernels_compiled: int = 0  # numba kernels compiled (not loaded from cache) by that warm-up
+    langs_without_word_lists: dict[str, int] = field(default_factory=dict)  # docs with null word-list signals
+    parts_resumed: int = 0  # finished parts of interrupted runs that were kept, not recomputed
+    documents_resumed: int = 0  # documents in them (part of `documents`)
+
+    @property
+    def docs_per_second(self) -> float:
+        """The compute rate: documents over the run time *without* the one-time kernel warm-up,
+        which a first run spends compiling and which says nothing about throughput."""
+        busy = self.seconds - self.compile_seconds
+        computed = self.documents - self.documents_resumed  # resumed parts were only re-read
+        return computed / busy if busy > 0 else 0.0
+
+    def rate_text(self) -> str:
+        """`290 docs/s`, plus `; 5.2 s one-time kernel compile` when this run compiled kernels."""
+        text = f"{self.docs_per_second:,.0f} docs/s"
+        if self.kernels_compiled:
+            text += f"; {self.compile_seconds:.1f} s one-time kernel compile"
+        return text
 
 
 class AnnotateError(TextsieveError, RuntimeError):
@@ -121,13 +175,15 @@ def _plan_models(cfg: AnnotateConfig) -> tuple[str | list[str] | None, ModelPlan
     """Resolve `--model`s (adding the built-in language id where `--lang auto` or the
     `ts_lang` signals need it), and split `--signals` into rule signals and model signals.
 
-    Every signal of every given model is written unless `--signals` names some model signals,
-    in which case only those are."""
+    Asking for a model means computing it, whatever `--signals` says: every model contributes
+    the signals of its own that `--signals` names, or all of them when it names none (so
+    `--signals ts_lang --model wikiref=M` writes ts_lang *and* wikiref's score; before, naming
+    any model signal silently dropped the other models' columns)."""
     items = _split_signal_spec(cfg.signals)
     models = dict(cfg.models)
     if not models and items is None and cfg.lang != AUTO_LANG:
         return cfg.signals, ModelPlan()
-    from textsieve.models.registry import model_kind_of, model_fingerprint, model_header
+    from textsieve.models.registry import model_kind_of, model_fingerprint, model_header, model_signals
 
     kinds = {name: model_kind_of(path) for name, path in models.items()}
     lang_models = [name for name, kind in kinds.items() if kind == "langid"]
@@ -139,14 +195,17 @@ def _plan_models(cfg: AnnotateConfig) -> tuple[str | list[str] | None, ModelPlan
     if not models:
         return cfg.signals, ModelPlan()
     pairs = tuple(models.items())
-    _, sigs = load_models(pairs)
-    named = [i for i in items or () if i in sigs]
+    loaded, sigs = load_models(pairs)
+    named = {i for i in items or () if i in sigs}
     spec: str | list[str] | None = None
     if items is not None:
         rule_items = [i for i in items if i not in sigs]
         spec = rule_items if rule_items else "none"  # "none": only model signals were named
-    chosen = tuple(named) if named else tuple(sigs)
-    chosen = tuple(n for n in sigs if n in chosen)
+    wanted: set[str] = set()
+    for name, _ in pairs:  # per model: the signals named, else all of them
+        own = [sig.name for sig in model_signals(kinds[name], name, loaded[name])]
+        wanted.update([n for n in own if n in named] or own)
+    chosen = tuple(n for n in sigs if n in wanted)
     records = {name: {"path": path, "kind": kinds[name], "fingerprint": model_fingerprint(path),
                       "header": model_header(path, kinds[name])} for name, path in pairs}
     lang_model = lang_models[0] if cfg.lang == AUTO_LANG else None
@@ -177,30 +236,63 @@ def _lang_of(doc_lang: str | None, default: str | None) -> str | None:
     return default
 
 
-def _batches(shard: Shard, reader: ShardReader, cfg: AnnotateConfig) -> Iterator[BatchTask]:
-    """Cut a shard's documents into tasks of at most batch_size docs / MAX_BATCH_CHARS chars."""
+def _batches(shard: Shard, reader: ShardReader, cfg: AnnotateConfig,
+             resume: Resume | None = None) -> Iterator[BatchTask]:
+    """Cut a shard's documents into tasks of at most batch_size docs / MAX_BATCH_CHARS chars.
+
+    A task never straddles a part boundary (every `part_size` documents), so each part is
+    computed from the same batches whether or not the run was interrupted before it. The
+    documents of `resume`'s finished parts are read (for the bad-record list and the reader
+    position) but not sent out; the last of them must be the one the parts end with."""
+    resume = resume or Resume(cfg.part_size)
+    part_size, skip = resume.part_size, resume.documents
     task = BatchTask(shard.rel, [], [], [], [], [])
     chars = 0
+    index = 0  # documents of the shard read so far
     for doc in reader:
+        index += 1
+        if index <= skip:
+            if index == skip and (doc.row, doc.id) != (resume.last_row, resume.last_id):
+                raise AnnotateError(
+                    f"{shard.path}: row {doc.row} is {doc.id!r}, but the finished parts of an interrupted run end "
+                    f"with row {resume.last_row} {resume.last_id!r}: the source changed; delete "
+                    f"{resume.parts[-1].rpartition('/')[0]} (or use --overwrite) to start the shard again")
+            continue
         task.ids.append(doc.id)
         task.rows.append(doc.row)
         task.texts.append(doc.text)
         task.langs.append(_lang_of(doc.lang, cfg.lang))
         task.urls.append(doc.url)
         chars += len(doc.text)
-        if len(task.ids) >= cfg.batch_size or chars >= MAX_BATCH_CHARS:
+        if len(task.ids) >= cfg.batch_size or chars >= MAX_BATCH_CHARS or index % part_size == 0:
             task.bytes_mark = reader.bytes_read
             yield task
             task = BatchTask(shard.rel, [], [], [], [], [])
             chars = 0
+    if index < skip:
+        raise AnnotateError(f"{shard.path} has {index} document(s), but the finished parts of an interrupted run "
+                            f"hold {skip}: the source changed; delete {resume.parts[-1].rpartition('/')[0]} (or "
+                            "use --overwrite) to start the shard again")
     task.bytes_mark = reader.bytes_read
     task.last = True
     yield task  # possibly empty: marks the end of the shard so its file gets closed
 
 
+def _resolve_defaults(cfg: AnnotateConfig) -> AnnotateConfig:
+    """Fill the defaults that depend on other fields: `lang` None means English, or no
+    fallback language when a `lang_field` gives each document's language. Values are checked
+    against their choices here, so the API and YAML get the CLI's errors."""
+    check_choices(cfg)
+    if cfg.lang is None and not cfg.lang_field:
+        cfg = replace(cfg, lang="en")
+    return cfg
+
+
 def run_annotate(cfg: AnnotateConfig) -> AnnotateResult:
     """Annotate every input shard; returns what was written and skipped."""
     start = time.perf_counter()
+    cfg = _resolve_defaults(cfg)
+    check_lang(cfg.lang, cfg.resources)
     lean_arrow_memory()
     if cfg.on_error not in ("fail", "skip"):
         raise AnnotateError(f"--on-error must be 'fail' or 'skip', not {cfg.on_error!r}")
@@ -212,9 +304,11 @@ def run_annotate(cfg: AnnotateConfig) -> AnnotateResult:
     root = root.rstrip("/")
     fingerprint = _fingerprint(cfg, signals, with_minhash, lists, plan)
     result = AnnotateResult(output=cfg.output)
+    remove_stale_temps(fs, root)  # a killed run's temporary files (never a live run's)
 
     targets: dict[str, str] = {}
     todo: list[Shard] = []
+    resumes: dict[str, Resume] = {}  # shard rel -> the finished parts an interrupted run left
     for shard in shards:
         rel = output_rel(shard.rel)
         if rel in targets:
@@ -229,8 +323,15 @@ def run_annotate(cfg: AnnotateConfig) -> AnnotateResult:
                     "use --overwrite or another --output folder")
             log.info("skip %s: already annotated", shard.rel)
             result.shards_skipped.append(shard.rel)
+            drop_parts(fs, final)  # left if a run was killed between publishing the shard and cleaning up
             continue
         todo.append(shard)
+        resumes[shard.rel] = resume = find_parts(fs, final, fingerprint, shard, cfg.part_size, cfg.overwrite)
+        if resume.parts:
+            log.info("%s: resuming after %d finished part(s) (%d documents) of an interrupted run", shard.rel,
+                     len(resume.parts), resume.documents)
+            result.parts_resumed += len(resume.parts)
+            result.documents_resumed += resume.documents
 
     options = ReadOptions(text_field=cfg.text_field, id_field=cfg.id_field, lang_field=cfg.lang_field,
                           on_error=cfg.on_error)
@@ -238,8 +339,8 @@ def run_annotate(cfg: AnnotateConfig) -> AnnotateResult:
                         plan.signals, plan.lang_model)
     schema = output_schema(signals, with_minhash, load_models(plan.models)[1], plan.signals)
     mapper, workers = _executor(cfg)
-    if (workers > 1 or cfg.executor == "ray") and todo:
-        warm_up(setup)
+    if todo:  # compile (or load) the kernels before the clock of the first batch starts
+        result.compile_seconds, result.kernels_compiled = timed(lambda: warm_up(setup))
     progress = Progress("annotate", total_bytes=sum(s.size for s in todo), enabled=cfg.progress)
     readers: dict[str, ShardReader] = {}
 
@@ -247,22 +348,28 @@ def run_annotate(cfg: AnnotateConfig) -> AnnotateResult:
         for shard in todo:
             reader = ShardReader(shard, options)
             readers[shard.rel] = reader
-            yield from _batches(shard, reader, cfg)
+            yield from _batches(shard, reader, cfg, resumes[shard.rel])
 
-    writer: AtomicParquetWriter | None = None
+    writer: ShardOutput | None = None
     current: str | None = None
     n_docs = 0
     done_bytes = 0
     shard_by_rel = {s.rel: s for s in todo}
+    list_signals = [name for name in signals if REGISTRY[name].needs]
+    no_lists: Counter[str] = Counter()  # the current shard's documents without their word lists
     try:
         for task, batch in mapper(annotate_batch, tasks(), workers=workers, initializer=init_worker,
                                        initargs=(setup,)):
+            batch, lacking = pop_counts(batch)
             if task.shard != current:
                 current = task.shard
-                writer = AtomicParquetWriter(fs, f"{root}/{output_rel(current)}", schema)
-                n_docs = 0
+                writer = ShardOutput(fs, f"{root}/{output_rel(current)}", schema, resumes[current], fingerprint,
+                                     shard_by_rel[current])
+                n_docs = writer.resume.documents  # those of finished parts, which are not recomputed
+                no_lists = Counter(writer.resume.counts)
+            no_lists.update(lacking)
             if batch.num_rows:
-                writer.write(batch)
+                writer.write(batch, no_lists)
             n_docs += batch.num_rows
             progress.update(docs=batch.num_rows, bytes_done=done_bytes + task.bytes_mark)
             reader = readers[current]
@@ -276,6 +383,10 @@ def run_annotate(cfg: AnnotateConfig) -> AnnotateResult:
                 if plan.models:
                     meta["model_signals"] = list(plan.signals)
                     meta["models"] = plan.records
+                if list_signals:  # {lang: documents} whose word-list signals are null
+                    meta["langs_without_word_lists"] = dict(sorted(no_lists.items()))
+                    for lang, n in no_lists.items():
+                        result.langs_without_word_lists[lang] = result.langs_without_word_lists.get(lang, 0) + n
                 writer.add_metadata({META_KEY: json.dumps(meta).encode()})
                 writer.close()
                 writer = None
@@ -295,6 +406,9 @@ def run_annotate(cfg: AnnotateConfig) -> AnnotateResult:
     finally:
         progress.close()
     result.seconds = time.perf_counter() - start
+    if result.langs_without_word_lists:
+        result.langs_without_word_lists = dict(sorted(result.langs_without_word_lists.items()))
+        log.warning(no_lists_warning(result.langs_without_word_lists, list_signals, lists))
     _write_summary(fs, root, cfg, result, fingerprint)
     return result
 
@@ -332,3 +446,20 @@ def _write_summary(fs: fsspec.AbstractFileSystem, root: str, cfg: AnnotateConfig
                "config": asdict(cfg), "result": asdict(result)}
     with atomic_open(fs, f"{root}/annotate.json", "wb") as fh:
         fh.write(json.dumps(summary, indent=2).encode())
+
+
+def planned_schema(cfg: AnnotateConfig) -> "pa.Schema":
+    """The attribute shard schema `run_annotate(cfg)` will write, from the config alone (no
+    input is read; models are loaded to learn their signals). Why: `textsieve run --dry-run`
+    checks every recipe rule against the columns the stages will produce, so a typo or a
+    signal that will be skipped (e.g. word lists missing) fails before hours of annotate.
+    It follows run_annotate's planning steps; tests compare it with a real run's schema."""
+    cfg = _resolve_defaults(cfg)
+    spec, plan = _plan_models(cfg)
+    signals, with_minhash = ((), ()) if spec == "none" else select_signals(spec)
+    quiet, log.disabled = log.disabled, True  # the run itself warns about missing word lists
+    try:
+        signals, _ = _word_lists(cfg, signals)
+    finally:
+        log.disabled = quiet
+    return output_schema(signals, with_minhash, load_models(plan.models)[1], plan.signals)

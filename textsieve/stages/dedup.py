@@ -22,7 +22,6 @@ import json
 import os
 import shutil
 import sys
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 
@@ -40,9 +39,12 @@ from textsieve.dedup.partitions import (ROW, Grouper, GroupStats, PartitionWrite
                                         partition_bits, rows_per_pass)
 from textsieve.dedup.verify import ShingleStore
 from textsieve.io.atomic import atomic_open
+from textsieve.io.leftovers import remove_stale_temps, remove_stale_work_dirs, work_dir
 from textsieve.io.attributes import LENGTH_COLUMN, attribute_set_dir
+from textsieve.io.locations import pool_workers, source_locations
 from textsieve.stages.progress import Progress
 from textsieve.exec.memory import lean_arrow_memory
+from textsieve.options import MEMORY_HELP, check_choices, option
 
 FUZZY_SET = "dedup_fuzzy"
 KEEP_POLICIES = ("first", "longest", "none")
@@ -58,20 +60,30 @@ def tkey(threshold: float) -> str:
 
 @dataclass
 class FuzzyConfig:
-    """Everything `textsieve dedup fuzzy` takes."""
+    """Everything `textsieve dedup fuzzy` takes (CLI, YAML and `ts.dedup_fuzzy`)."""
 
-    directory: str
-    thresholds: list[float]
-    bands: str = "rpv2"  # rpv2: signature_sim{T}; fast: ts_fastsig_sim{T}
-    verify: str = "exact"  # exact (true Jaccard of candidate pairs), estimated, none (RPv2 §8)
-    keep: str = "first"  # first (smallest id_int), longest, none
-    memory: int | str = "2GB"
-    workers: int = 1
-    tmp_dir: str | None = None
-    overwrite: bool = False
-    progress: bool = True
-    executor: str = "local"  # "local", or "ray": banding + grouping as a Ray shuffle (same output)
-    address: str | None = None  # Ray cluster address; None = start a local Ray with all cores
+    directory: str = option(help="an annotate output folder with MinHash bands", positional=True, metavar="DIR")
+    thresholds: list[float] = option(
+        help="similarity threshold with stored bands (1.0, 0.9, 0.8, 0.7); repeat for several",
+        factory=lambda: [0.8], flag="--threshold", repeat=True, metavar="T")
+    bands: str = option("rpv2", help="band columns: rpv2 = signature_sim<T> (RPv2-compatible), fast = "
+                                     "ts_fastsig_sim<T>", choices=("rpv2", "fast"))
+    verify: str = option("exact", choices=("exact", "estimated", "none"),
+                         help="check LSH candidate pairs before clustering: exact = true Jaccard of the 13-word "
+                              "shingle sets of the re-read texts >= T; estimated = MinHash Jaccard >= T (no text "
+                              "re-read); none = every candidate pair is an edge, exactly RPv2's clusters")
+    keep: str = option("first", choices=("first", "longest", "none"),
+                       help="per cluster keep: first = the member with the smallest id_int (RPv2's "
+                            "representative), longest = most characters, none = drop whole clusters")
+    memory: int | str = option("2GB", help=MEMORY_HELP, metavar="SIZE")
+    workers: int = option(1, help="processes for re-reading texts")
+    tmp_dir: str | None = option(None, help="local folder for partition files", metavar="DIR")
+    overwrite: bool = option(False, help="recompute even if the output is up to date")
+    progress: bool = option(True, help="show a progress bar", cli=False, cli_reason="-q turns it off")
+    executor: str = option("local", help="local, or Ray: banding + grouping as a distributed shuffle (same "
+                                         "output)", choices=("local", "ray"))
+    address: str | None = option(None, help="with --executor ray: Ray cluster to join; default: start a local "
+                                            "Ray", metavar="ADDR")
 
 
 @dataclass
@@ -285,10 +297,13 @@ def _top_clusters(nd: _Nodes) -> list[tuple[int, int]]:
 def run_fuzzy(cfg: FuzzyConfig) -> FuzzyResult:
     """Cluster near-duplicates for every threshold and write the `_dedup_fuzzy` set."""
     start = time.perf_counter()
+    check_choices(cfg)
     ts, prefix = _check(cfg)
     budget = parse_memory(cfg.memory)
     lean_arrow_memory()
     table = ShardTable.open(cfg.directory)
+    pool_workers("dedup fuzzy", cfg.workers, cfg.workers, [cfg.directory, *source_locations(cfg.directory)],
+                 cfg.executor)  # raises when worker processes or Ray would have to read memory://
     cols = {t: band_column(prefix, t) for t in ts}
     for i in range(len(table.paths)):
         names = table.schema(i).names
@@ -300,6 +315,7 @@ def run_fuzzy(cfg: FuzzyConfig) -> FuzzyResult:
     out_dir = attribute_set_dir(cfg.directory, FUZZY_SET)
     fs, out_root = fsspec.core.url_to_fs(out_dir)
     out_root = out_root.rstrip("/")
+    remove_stale_temps(fs, out_root)  # what a killed run was writing (never a live run's files)
     fingerprint = _fingerprint(cfg, ts, table)
     result = FuzzyResult(output=out_dir)
     state = f"{out_root}/.state.json"  # the resume key; kept out of summary.json, which must not
@@ -330,7 +346,8 @@ def run_fuzzy(cfg: FuzzyConfig) -> FuzzyResult:
         with_bands, edges, stats = ray_lsh(table, cols, bits, max_rows, address=cfg.address,
                                            tmp_dir=cfg.tmp_dir, progress=cfg.progress)
     else:
-        work = tempfile.mkdtemp(prefix="textsieve-dedup-", dir=cfg.tmp_dir)
+        remove_stale_work_dirs(cfg.tmp_dir)  # partition spill of killed runs
+        work = work_dir("dedup-fuzzy", cfg.tmp_dir)
         try:
             writers = {t: PartitionWriter(f"{work}/{tkey(t)}", bits[t], max(1, max_rows // (2 * len(ts))))
                        for t in ts}

@@ -14,16 +14,23 @@ text in that order is kept. Two modes:
   one pass).
 Output: `OUT/_dedup_exact/<rel>.parquet` (OUT = --output, else the annotate folder) and
 `OUT/_dedup_exact/summary.json`.
+
+Settings that change the result name their own set (`exact_names`), so a re-run with other
+settings keeps the earlier result beside it (nothing is thrown away): `--normalize rpv2` writes
+`_dedup_exact_rpv2` with `dup_exact_rpv2_group/_size/_keep`, Bloom mode adds `_bloom`. The
+default settings keep the plain `_dedup_exact` / `dup_exact_*` names that recipes use. A set
+made with other Bloom settings (rate, capacity) is not replaced silently: the run refuses
+unless `overwrite` is set.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 import sys
-import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Callable, Iterator
 
@@ -32,16 +39,18 @@ import numpy as np
 import pyarrow as pa
 
 from textsieve import __version__
-from textsieve.dedup.bloom import BloomFilter
 from textsieve.dedup.components import components
 from textsieve.dedup.corpus import first_lines, id_ints
 from textsieve.dedup.exact import check_normalize, content_keys
 from textsieve.dedup.partitions import ROW, Grouper, PartitionWriter, parse_memory, rows_per_pass
 from textsieve.io.atomic import AtomicParquetWriter, atomic_open
+from textsieve.io.leftovers import remove_stale_temps, remove_stale_work_dirs, work_dir
 from textsieve.io.attributes import META_KEY, attribute_set_dir, attribute_shards, read_shard_meta, source_documents
+from textsieve.io.locations import pool_workers, source_locations
 from textsieve.io.paths import expand_inputs
 from textsieve.io.readers import ReadOptions, ShardReader
 from textsieve.stages.progress import Progress
+from textsieve.options import MEMORY_HELP, check_choices, option
 
 EXACT_SET = "dedup_exact"
 BATCH = 4096
@@ -49,21 +58,77 @@ BATCH = 4096
 
 @dataclass
 class ExactConfig:
-    """Everything `textsieve dedup exact` takes."""
+    """Everything `textsieve dedup exact` takes (CLI, YAML and `ts.dedup_exact`)."""
 
-    inputs: list[str]
-    output: str | None = None  # required for raw inputs; default: the annotate folder
-    normalize: str = "none"  # none | rpv2 (see textsieve.dedup.exact)
-    bloom_fp: float | None = None  # Bloom mode when set
-    bloom_capacity: int | None = None  # default: the number of documents, when known
-    memory: int | str = "2GB"
-    text_field: str = "text"
-    id_field: str = "id"
-    tmp_dir: str | None = None
-    workers: int | None = None  # processes hashing shards (default: all cores)
-    executor: str = "local"  # local | ray: where shards are hashed (grouping is local either way)
-    address: str | None = None  # with executor ray: the cluster to join
-    progress: bool = True
+    inputs: list[str] = option(help="one annotate output folder (texts are re-read from its sources), or input "
+                                    "files/folders", positional=True, metavar="ANNOTATED_OR_INPUT")
+    output: str | None = option(None, help="where _dedup_exact/ goes (required for raw inputs; default: the "
+                                           "annotate folder)", short="-o", metavar="DIR")
+    normalize: str = option("none", help="none: hash the raw text; rpv2: hash RPv2-normalized text "
+                                         "(punctuation removed, lowercase, whitespace collapsed, NFD)",
+                            choices=("none", "rpv2"))
+    bloom_fp: float | None = option(None, help="stream through a Bloom filter with this false-positive rate "
+                                               "instead of exact grouping", metavar="RATE")
+    bloom_capacity: int | None = option(None, help="documents the Bloom filter is sized for (default: the "
+                                                   "corpus size, when known)", metavar="N")
+    memory: int | str = option("2GB", help=MEMORY_HELP, metavar="SIZE")
+    text_field: str = option("text", help="record field holding the text", metavar="FIELD")
+    id_field: str = option("id", help="record field holding the id", metavar="FIELD")
+    tmp_dir: str | None = option(None, help="local folder for partition files", metavar="DIR")
+    workers: int | None = option(None, help="processes reading and hashing shards, one shard each (default: "
+                                            "all cores)")
+    executor: str = option("local", help="hash shards on the local pool or as Ray tasks; grouping is local "
+                                         "(same output)", choices=("local", "ray"))
+    address: str | None = option(None, help="with --executor ray: Ray cluster to join; default: start a local "
+                                            "Ray", metavar="ADDR")
+    progress: bool = option(True, help="show a progress bar", cli=False, cli_reason="-q turns it off")
+    # replace an existing set of the same name that other Bloom settings made (else refuse)
+    overwrite: bool = option(False, help="replace an existing set of the same name made with other Bloom "
+                                         "settings (without it the run refuses)")
+
+
+def exact_names(normalize: str = "none", bloom: bool = False) -> tuple[str, str]:
+    """(attribute set name, column prefix) of a `dedup exact` run with these settings.
+
+    Why settings are in the name: two runs with different normalizations (or exact vs Bloom)
+    answer different questions, and the project's rule is that nothing is thrown away, so each
+    gets its own set instead of the second silently replacing the first. The default settings
+    keep the plain names (`_dedup_exact`, `dup_exact_keep`)."""
+    check_normalize(normalize)
+    tag = ("" if normalize == "none" else f"_{normalize}") + ("_bloom" if bloom else "")
+    return EXACT_SET + tag, "dup_exact" + tag
+
+
+def exact_columns(prefix: str) -> list[str]:
+    """The three columns of an exact-dedup set with column prefix `prefix`."""
+    return [f"{prefix}_group", f"{prefix}_size", f"{prefix}_keep"]
+
+
+def is_exact_set(name: str) -> bool:
+    """Whether attribute set `name` (without the `_`) is one `dedup exact` wrote."""
+    return name == EXACT_SET or name.startswith(EXACT_SET + "_")
+
+
+class ExactSettingsError(ValueError):
+    """An existing exact-dedup set was made with other settings that change its result."""
+
+
+def _check_existing(fs: fsspec.AbstractFileSystem, set_root: str, info: dict, cfg: ExactConfig) -> None:
+    """Refuse to replace a set made with other result-changing settings (see module doc): a
+    set of this name from an older textsieve (other normalization), or other Bloom settings."""
+    path = f"{set_root}/summary.json"
+    if cfg.overwrite or not fs.exists(path):
+        return
+    try:
+        old = json.loads(fs.cat_file(path))
+    except (OSError, ValueError):
+        return  # unreadable summary: a broken earlier run, replace it
+    keys = ["normalize", "mode", "bloom_fp"] + (["bloom_capacity"] if cfg.bloom_capacity is not None else [])
+    diff = [f"{k}={old.get(k)!r} (now {info.get(k)!r})" for k in keys if old.get(k) != info.get(k)]
+    if diff:
+        raise ExactSettingsError(
+            f"dedup exact: {set_root} holds a result made with other settings: {', '.join(diff)}; re-run with "
+            f"those settings to keep it, or pass --overwrite (overwrite=True) to replace it")
 
 
 @dataclass
@@ -157,6 +222,19 @@ def _hash_shard(task: tuple[_Source, str], on_batch: Callable[[int], None] | Non
     return ids, shards, rows, np.concatenate(h1s), np.concatenate(h2s)
 
 
+def _in_process(cfg: ExactConfig, sources: list[_Source], counted: bool) -> ExactConfig:
+    """`cfg` with one worker when the work touches memory:// (which worker processes and Ray
+    cannot see) and no worker count was asked for; `LocationError` when one was."""
+    from textsieve.exec.local import default_workers
+
+    planned = cfg.workers or default_workers()
+    planned = min(planned, len(sources)) if cfg.executor == "local" else planned
+    held = itertools.chain(cfg.inputs, [cfg.output or ""],
+                           source_locations(cfg.inputs[0]) if counted else (s.shard.path for s in sources))
+    return replace(cfg, workers=1) if pool_workers("dedup exact", cfg.workers, planned, held,
+                                                   cfg.executor) < planned else cfg
+
+
 def _hashed_shards(cfg: ExactConfig, sources: list[_Source], progress: Progress, counted: bool):
     """Yield `_hash_shard` results in corpus order: in-process with one worker (progress per
     batch), otherwise on the local pool or Ray (progress per finished shard)."""
@@ -201,22 +279,30 @@ def _write(set_root: str, fs, rel: str, ids: list, shards: list, rows: list, col
 def run_exact(cfg: ExactConfig) -> ExactResult:
     """Flag exact duplicates; write the `_dedup_exact` set and its summary."""
     start = time.perf_counter()
+    check_choices(cfg)
     check_normalize(cfg.normalize)
     budget = parse_memory(cfg.memory)
     sources, out, counted = _sources(cfg)
-    set_dir = attribute_set_dir(out, EXACT_SET)
+    cfg = _in_process(cfg, sources, counted)
+    set_name, prefix = exact_names(cfg.normalize, cfg.bloom_fp is not None)
+    set_dir = attribute_set_dir(out, set_name)
     fs, set_root = fsspec.core.url_to_fs(set_dir)
     set_root = set_root.rstrip("/")
+    remove_stale_temps(fs, set_root)  # what a killed run was writing (never a live run's files)
     n_known = sum(s.size for s in sources) if counted else None
     info = {"stage": EXACT_SET, "version": __version__, "normalize": cfg.normalize,
-            "mode": "bloom" if cfg.bloom_fp else "exact"}
+            "mode": "bloom" if cfg.bloom_fp is not None else "exact", "set": set_name,
+            "columns": exact_columns(prefix)}
     bloom = None
     if cfg.bloom_fp is not None:
         cap = cfg.bloom_capacity or n_known
         if not cap:
             raise ValueError("--bloom-fp with raw inputs needs --bloom-capacity N (at least the number of documents)")
+        from textsieve.dedup.bloom import BloomFilter  # numba: loaded only in Bloom mode
+
         bloom = BloomFilter(cap, cfg.bloom_fp)
         info.update(bloom_fp=cfg.bloom_fp, bloom_capacity=cap, bloom_bits=bloom.m, bloom_hashes=bloom.k)
+    _check_existing(fs, set_root, info, cfg)
     if cfg.progress:
         docs = f"{n_known:,} docs" if n_known is not None else "documents"
         disk = (f"~{n_known * ROW.itemsize / 1e6:,.1f} MB" if counted else "24 MB per million docs")
@@ -226,7 +312,8 @@ def run_exact(cfg: ExactConfig) -> ExactResult:
 
     progress = Progress("dedup exact [hash]", sum(s.size for s in sources) if not counted else n_known or 1,
                         enabled=cfg.progress)
-    work = tempfile.mkdtemp(prefix="textsieve-dedup-exact-", dir=cfg.tmp_dir)
+    remove_stale_work_dirs(cfg.tmp_dir)  # partition spill of killed runs
+    work = work_dir("dedup-exact", cfg.tmp_dir)
     result = ExactResult(output=set_dir)
     try:
         max_rows = rows_per_pass(budget)
@@ -249,8 +336,8 @@ def run_exact(cfg: ExactConfig) -> ExactResult:
                 removed += int((~keep).sum())
                 null_u64 = pa.nulls(len(ids_all), pa.uint64())
                 _write(set_root, fs, src.rel, ids_all, shards_all, rows_all,
-                       {"dup_exact_group": null_u64, "dup_exact_size": pa.nulls(len(ids_all), pa.int64()),
-                        "dup_exact_keep": pa.array(keep, pa.bool_())}, info)
+                       dict(zip(exact_columns(prefix), (null_u64, pa.nulls(len(ids_all), pa.int64()),
+                                                        pa.array(keep, pa.bool_())))), info)
             else:  # keep (id, shard, row) on local disk until the groups are known
                 _write(work, fsspec.filesystem("file"), f"base/{si}.parquet", ids_all, shards_all, rows_all, {}, {})
         progress.close()
@@ -262,7 +349,8 @@ def run_exact(cfg: ExactConfig) -> ExactResult:
                       f"the false-positive rate is above {cfg.bloom_fp}", file=sys.stderr)
             summary.update(n_removed=removed, duplicate_fraction=removed / ordinal if ordinal else 0.0)
         else:
-            removed = _finish_exact(cfg, sources, work, writer, max_rows, set_root, fs, info, ordinal, summary)
+            removed = _finish_exact(cfg, sources, work, writer, max_rows, set_root, fs, info, ordinal, summary,
+                                    prefix)
     finally:
         progress.close()
         shutil.rmtree(work, ignore_errors=True)
@@ -274,7 +362,8 @@ def run_exact(cfg: ExactConfig) -> ExactResult:
     return result
 
 
-def _finish_exact(cfg, sources, work, writer, max_rows, set_root, fs, info, n_docs, summary) -> int:
+def _finish_exact(cfg, sources, work, writer, max_rows, set_root, fs, info, n_docs, summary,
+                  prefix: str = "dup_exact") -> int:
     import pyarrow.parquet as pq
     grouper = Grouper(f"{work}/keys", max_rows)
     parts = writer.close()
@@ -309,8 +398,8 @@ def _finish_exact(cfg, sources, work, writer, max_rows, set_root, fs, info, n_do
         keep = np.ones(n, dtype=bool)
         keep[local] = nodes[lo:hi] == rep[lo:hi]
         _write(set_root, fs, sources[i].rel, b.column("id"), b.column("shard"), b.column("row"),
-               {"dup_exact_group": pa.array(g, pa.uint64(), mask=~hit), "dup_exact_size": pa.array(s, pa.int64()),
-                "dup_exact_keep": pa.array(keep, pa.bool_())}, info)
+               dict(zip(exact_columns(prefix), (pa.array(g, pa.uint64(), mask=~hit), pa.array(s, pa.int64()),
+                                                pa.array(keep, pa.bool_())))), info)
     progress.close()
     removed = int((nodes != rep).sum())
     summary.update(n_groups=int(reps.shape[0]), n_docs_in_groups=int(nodes.shape[0]), n_removed=removed,
