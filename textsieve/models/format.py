@@ -20,6 +20,7 @@ import datetime as _dt
 import hashlib
 import io
 import json
+import os
 import zipfile
 from dataclasses import dataclass, field
 from typing import Any
@@ -68,6 +69,17 @@ def file_fingerprint(path: str) -> str:
     return h.hexdigest()[:16]
 
 
+def _created_time() -> _dt.datetime:
+    """Now, or `SOURCE_DATE_EPOCH` when set (the reproducible-builds convention): the same
+    training run then writes the same model file, byte for byte (zip entry times included)."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    if epoch is not None and epoch.strip().isdigit():
+        when = _dt.datetime.fromtimestamp(max(int(epoch), 315532800), _dt.timezone.utc)  # zip: 1980+
+    else:
+        when = _dt.datetime.now(_dt.timezone.utc)
+    return when.replace(microsecond=0)
+
+
 def save_model(path: str, kind: str, params: dict[str, Any], arrays: dict[str, np.ndarray],
                training_data: dict[str, Any], metrics: dict[str, Any] | None = None,
                extra_files: dict[str, bytes] | None = None) -> str:
@@ -76,22 +88,31 @@ def save_model(path: str, kind: str, params: dict[str, Any], arrays: dict[str, n
     `training_data` should hold at least `fingerprint` (sha256 of the training inputs) and
     `documents`; `params` and `metrics` must be JSON-serialisable.
     """
+    created = _created_time()
     header = {"kind": kind, "version": FORMAT_VERSION, "textsieve_version": __version__,
-              "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+              "created": created.isoformat(timespec="seconds"),
               "params": params, "training_data": training_data, "metrics": metrics or {}}
     npz = io.BytesIO()
     for name, arr in arrays.items():
         if np.asarray(arr).dtype == object:
             raise ModelFormatError(f"array {name!r} has dtype object; model files hold no pickled data")
-    np.savez(npz, **{k: np.asarray(v) for k, v in arrays.items()})
+    stamp = created.timetuple()[:6]
+    with zipfile.ZipFile(npz, "w", compression=zipfile.ZIP_STORED) as arrays_zip:  # an .npz, as np.savez writes
+        for name, arr in arrays.items():
+            member = io.BytesIO()
+            np.lib.format.write_array(member, np.asarray(arr), allow_pickle=False)
+            arrays_zip.writestr(zipfile.ZipInfo(f"{name}.npy", stamp), member.getvalue())
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-        zf.writestr(HEADER, json.dumps(header, indent=2, sort_keys=True))
-        zf.writestr(ARRAYS, npz.getvalue())
+        def put(name: str, data: bytes | str) -> None:
+            zf.writestr(zipfile.ZipInfo(name, stamp), data, compress_type=zipfile.ZIP_DEFLATED)
+
+        put(HEADER, json.dumps(header, indent=2, sort_keys=True))
+        put(ARRAYS, npz.getvalue())
         for name, data in (extra_files or {}).items():
             if name in (HEADER, ARRAYS):
                 raise ModelFormatError(f"extra file name {name!r} is reserved")
-            zf.writestr(name, data)
+            put(name, data)
     data = buf.getvalue()
     fs, p = fsspec.core.url_to_fs(path)
     with atomic_open(fs, p, "wb") as fh:
