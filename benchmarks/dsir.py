@@ -97,7 +97,7 @@ TEXTSIEVE_DRIVER = textwrap.dedent("""
     import gzip, json, subprocess, sys, time
     from textsieve.cli import main
     from textsieve.io.attributes import attribute_shards, read_shard_meta, source_documents
-    from textsieve.select.dsir import resample
+    from textsieve.dsir.resample import resample
     raw, target, ann, out, k, resources = sys.argv[1:7]
     t0 = time.perf_counter()
     assert main(["annotate", raw, "-o", ann, "--resources", resources, "--lang-field", "meta.lang", "-q"]) == 0
@@ -165,9 +165,9 @@ def main() -> int:
         raise SystemExit(f"dev corpora not found at {dev} (set TEXTSIEVE_SHARED)")
     if not args.skip_reference and not (VENV / "bin" / "python").exists():
         raise SystemExit(f"reference environment missing: run `python {sys.argv[0]} --setup` first")
-    from textsieve.select.dsir import resample
-    from textsieve.select.dsir_features import HashedNgramParams, bucket_counts
-    from textsieve.select.kl import kl_divergence
+    from textsieve.dsir.resample import resample
+    from textsieve.dsir.features import HashedNgramParams, bucket_counts
+    from textsieve.eval.kl import kl_divergence
 
     raw = dev / "web_sample.jsonl.gz"
     resources = SHARED / "golden" / "rpv2_resources"
@@ -228,7 +228,7 @@ def main() -> int:
         print("\nweight choices (same fit; without replacement, seed 0; n0 = prior n-grams of the normalised "
               "score (sum + n0 mu)/(n + n0), mu the pool mean, n0 = 0 the plain mean; * = default):")
         print(f"{'weight':<12}{'n0':>5}{'T':>7}{'min tok':>8}{'KL red.':>9}{'ESS':>10}{'sources':>9}{'tokens':>10}")
-        from textsieve.select.dsir import DEFAULT_MIN_TOKENS, DEFAULT_PRIOR_NGRAMS, DEFAULT_TEMPERATURE
+        from textsieve.dsir.resample import DEFAULT_MIN_TOKENS, DEFAULT_PRIOR_NGRAMS, DEFAULT_TEMPERATURE
 
         settings = [("raw", 0, 1.0, 1), ("raw", 0, 1.0, 100)]
         settings += [("normalized", 0, t, 20) for t in (1.0, 0.1, 0.05, 0.03, 0.02, 0.015)]

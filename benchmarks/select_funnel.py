@@ -5,7 +5,7 @@ listing that attribute shard under N names (symlinks, so no disk is spent; shard
 inside the data, which a funnel without attribute sets does not mind). Prints, from one run:
   1. the old floor: DuckDB merely reading the (whole) columns the recipe uses, no rule evaluated,
   2. `compute_funnel` (every rule alone + cumulative; line rules in NumPy over the Arrow leaf
-     columns, see textsieve/select/funnel_fast.py),
+     columns, see textsieve/recipes/funnel_numpy.py),
 and the ratio between them, plus CPU seconds per million documents and what idle cores would
 take (CPU / threads). Target (issue 4): under 2 s per million documents.
 
@@ -22,9 +22,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from textsieve.select.compile import compile_recipe, read_schema
-from textsieve.select.funnel import compute_funnel, connect
-from textsieve.select.recipe import bundled_recipes, columns_of, load_recipe
+from textsieve.recipes.sql import compile_recipe, read_schema
+from textsieve.recipes.funnel import compute_funnel, connect
+from textsieve.recipes.language import bundled_recipes, columns_of, load_recipe
 
 SHARED = Path(os.environ.get("TEXTSIEVE_SHARED", Path(__file__).resolve().parents[2] / "shared"))
 

@@ -111,8 +111,8 @@ def test_other_settings_get_their_own_set(corpus, tmp_path, capsys):
     """Issue 10 item 11: re-running with another --normalize (or in Bloom mode) keeps the earlier
     result beside the new one (nothing thrown away), recipes read each set's columns, and a set
     made with other Bloom settings is never replaced silently."""
-    from textsieve.select.funnel import compute_funnel
-    from textsieve.select.recipe import Recipe
+    from textsieve.recipes.funnel import compute_funnel
+    from textsieve.recipes.language import Recipe
     from textsieve.stages.dedup_exact import ExactConfig, exact_names, run_exact
 
     ann = tmp_path / "ann"

@@ -14,10 +14,10 @@ import pytest
 
 from _shared import SHARED
 from textsieve.cli import main
-from textsieve.select.dsir import effective_sample_size, resample
-from textsieve.select.dsir_features import HashedNgramParams, featurize
-from textsieve.select.dsir_fit import DsirFitConfig, run_fit, score_texts
-from textsieve.select.dsir_model import DsirModel
+from textsieve.dsir.resample import effective_sample_size, resample
+from textsieve.dsir.features import HashedNgramParams, featurize
+from textsieve.stages.dsir_fit import DsirFitConfig, run_fit, score_texts
+from textsieve.dsir.model import DsirModel
 
 DEV = SHARED / "corpora" / "dev"
 POOL_DOCS = 4000

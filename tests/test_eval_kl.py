@@ -10,7 +10,7 @@ import pytest
 
 from _shared import SHARED
 from textsieve.cli import main
-from textsieve.select.kl import KLEvalConfig, evaluate_kl, kl_divergence
+from textsieve.eval.kl import KLEvalConfig, evaluate_kl, kl_divergence
 
 DEV = SHARED / "corpora" / "dev"
 

@@ -11,7 +11,7 @@ import pytest
 
 from textsieve.cli import main
 from textsieve.commands.eval_lm import random_baseline, read_texts, target_heldout
-from textsieve.select.ngram_lm import BOS, EOS, NgramLM, take_documents, tokenize
+from textsieve.eval.ngram_lm import BOS, EOS, NgramLM, take_documents, tokenize
 
 
 def _topics() -> list[str]:

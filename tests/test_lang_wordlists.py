@@ -149,8 +149,8 @@ def test_rpv2_languages_only_means_no_warning_and_zero_counts(shared_dir, resour
 
 
 def test_null_word_list_scores_fail_every_recipe_rule(shared_dir, resources_dir, tmp_path):
-    from textsieve.select.funnel import compute_funnel
-    from textsieve.select.recipe import Recipe
+    from textsieve.recipes.funnel import compute_funnel
+    from textsieve.recipes.language import Recipe
 
     src = _write(tmp_path / "docs.jsonl", _docs(shared_dir, {"en": 6, "ja": 2, "pcm": 3}))
     run_annotate(AnnotateConfig([src], str(tmp_path / "attrs"), lang_field="meta.lang", workers=1,

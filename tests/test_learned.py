@@ -13,8 +13,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from textsieve.cli import main
-from textsieve.select.features import compute_features, feature_sql, parse_feature, FeatureError
-from textsieve.select.learned import LabelledSource, LearnConfig, ModelFileError, load_model, train
+from textsieve.learned.features import compute_features, feature_sql, parse_feature, FeatureError
+from textsieve.learned.model import LabelledSource, LearnConfig, ModelFileError, load_model, train
 
 LABEL = "meta.human_quality_label"
 

@@ -68,7 +68,7 @@ def test_every_config_field_is_a_yaml_key(spec):
     value reaches the stage config the pipeline builds, or is derived with a stated reason."""
     from dataclasses import MISSING
 
-    from textsieve.pipeline.stages import build
+    from textsieve.pipeline.build import build
 
     for f in fields(spec.cls):
         path = yaml_path(spec.name, f.name)

@@ -39,17 +39,17 @@ def _head(src: Path, dst: Path, n: int) -> Path:
 
 def _stages():
     """(API function, module and name of the stage's run function, config class, first argument)."""
-    from textsieve.select.dsir_fit import DsirFitConfig
-    from textsieve.select.materialize import SelectConfig
+    from textsieve.stages.dsir_fit import DsirFitConfig
+    from textsieve.stages.select import SelectConfig
     from textsieve.stages.annotate import AnnotateConfig
-    from textsieve.stages.dedup import FuzzyConfig
+    from textsieve.stages.dedup_fuzzy import FuzzyConfig
     from textsieve.stages.dedup_exact import ExactConfig
 
     return [(ts.annotate, "textsieve.stages.annotate", "run_annotate", AnnotateConfig, "inputs"),
             (ts.dedup_exact, "textsieve.stages.dedup_exact", "run_exact", ExactConfig, "inputs"),
-            (ts.dedup_fuzzy, "textsieve.stages.dedup", "run_fuzzy", FuzzyConfig, "directory"),
-            (ts.dsir_fit, "textsieve.select.dsir_fit", "run_fit", DsirFitConfig, "raw"),
-            (ts.select, "textsieve.select.materialize", "run_select", SelectConfig, "directory")]
+            (ts.dedup_fuzzy, "textsieve.stages.dedup_fuzzy", "run_fuzzy", FuzzyConfig, "directory"),
+            (ts.dsir_fit, "textsieve.stages.dsir_fit", "run_fit", DsirFitConfig, "raw"),
+            (ts.select, "textsieve.stages.select", "run_select", SelectConfig, "directory")]
 
 
 def _default(f: dataclasses.Field):
@@ -117,7 +117,7 @@ def test_missing_required_keyword_and_duplicate_input():
 def test_build_config_follows_fields_added_later():
     """Keywords are read from `dataclasses.fields`, so a new field needs no API change."""
     from textsieve.api import build_config
-    from textsieve.stages.dedup import FuzzyConfig
+    from textsieve.stages.dedup_fuzzy import FuzzyConfig
 
     @dataclasses.dataclass
     class Grown(FuzzyConfig):
@@ -129,7 +129,7 @@ def test_build_config_follows_fields_added_later():
 
 def test_import_is_cheap_and_select_is_both_function_and_package():
     code = ("import sys, textsieve as ts; heavy = [m for m in ('textsieve.api', 'numpy', 'pyarrow', 'duckdb') "
-            "if m in sys.modules]; print(heavy); import textsieve.select.recipe as r; "
+            "if m in sys.modules]; print(heavy); import textsieve.recipes.language as r; "
             "print(callable(ts.select), r.load_recipe.__name__, 'dry_run' in __import__('inspect').signature("
             "ts.select).parameters)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
@@ -186,8 +186,8 @@ def annotated(tmp_path_factory) -> Path:
 
     assert isinstance(res, AnnotateResult) and res.documents == 200
     from textsieve.stages.dedup_exact import ExactResult
-    from textsieve.stages.dedup import FuzzyResult
-    from textsieve.select.dsir_fit import DsirFitResult
+    from textsieve.stages.dedup_fuzzy import FuzzyResult
+    from textsieve.stages.dsir_fit import DsirFitResult
 
     assert isinstance(ts.dedup_exact(attrs, workers=1, progress=False), ExactResult)
     assert isinstance(ts.dedup_fuzzy(attrs, thresholds=[0.8, 0.7], progress=False), FuzzyResult)
@@ -197,9 +197,9 @@ def annotated(tmp_path_factory) -> Path:
 
 
 def test_select_results_funnel_and_draw(annotated, tmp_path):
-    from textsieve.select.dsir import Resample
-    from textsieve.select.funnel import Funnel
-    from textsieve.select.materialize import SelectResult
+    from textsieve.dsir.resample import Resample
+    from textsieve.recipes.funnel import Funnel
+    from textsieve.stages.select import SelectResult
 
     recipe = {"name": "api", "rules": {"words": "rps_doc_word_count >= 50", "unique": "dup_fuzzy_t80_keep"}}
     funnel = ts.select(annotated, recipe=recipe, dry_run=True)

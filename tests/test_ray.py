@@ -16,7 +16,7 @@ ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'text
 
 from textsieve.cli import main  # noqa: E402
 from textsieve.exec.ray_exec import KILL_ENV, RayUnavailable, ray_ordered_map, require_ray  # noqa: E402
-from textsieve.stages.dedup import FuzzyConfig, run_fuzzy  # noqa: E402
+from textsieve.stages.dedup_fuzzy import FuzzyConfig, run_fuzzy  # noqa: E402
 
 THRESHOLDS = [0.9, 0.8, 0.7]
 from _shared import SHARED

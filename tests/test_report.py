@@ -16,7 +16,7 @@ import pytest
 from _shared import SHARED
 from textsieve.cli import main
 from textsieve.report.collect import collect, comparisons, locate
-from textsieve.select.recipe import Recipe
+from textsieve.recipes.language import Recipe
 
 CHROMIUM = "/usr/bin/chromium"
 N_DOCS = 1500

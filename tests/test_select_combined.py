@@ -15,8 +15,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from textsieve.cli import main
-from textsieve.select.dsir import resample
-from textsieve.select.survivors import survivors
+from textsieve.dsir.resample import resample
+from textsieve.recipes.survivors import survivors
 
 RECIPE = 'rules:\n  words: "rps_doc_word_count between 50 and 5000"\n  unique: dup_exact_keep\n'
 LINE_RECIPE = RECIPE + '  long_lines: "line: rps_lines_num_words >= 8"\n'

@@ -14,9 +14,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from textsieve.select.funnel import compute_funnel
-from textsieve.select.materialize import SelectConfig, SelectError, run_select
-from textsieve.select.recipe import Recipe, RecipeError, load_recipe
+from textsieve.recipes.funnel import compute_funnel
+from textsieve.stages.select import SelectConfig, SelectError, run_select
+from textsieve.recipes.language import Recipe, RecipeError, load_recipe
 
 from _shared import SHARED
 N_DOCS = 3000
@@ -289,7 +289,7 @@ def test_attribute_set_columns_joined_on_shard_row(corpus, attrs):
 
 
 def test_learned_model_as_rule(corpus, tmp_path):
-    learned = pytest.importorskip("textsieve.select.learned")
+    learned = pytest.importorskip("textsieve.learned.model")
     feats = ["rps_doc_word_count", "mean(rps_lines_num_words)", "frac(rps_lines_start_with_bulletpoint == 1)"]
     model = learned.LearnedModel(features=feats, impute=[0.0, 0.0, 0.0], mean=[300.0, 8.0, 0.05],
                                  scale=[500.0, 5.0, 0.1], coef=[0.8, 1.2, -2.0], intercept=-0.3)
@@ -307,8 +307,8 @@ def test_learned_model_as_rule(corpus, tmp_path):
 
 
 def test_dsir_resample_materialized_with_multiplicity(corpus, tmp_path):
-    dsir = pytest.importorskip("textsieve.select.dsir")
-    from textsieve.select.dsir_fit import DsirFitConfig, run_fit
+    dsir = pytest.importorskip("textsieve.dsir.resample")
+    from textsieve.stages.dsir_fit import DsirFitConfig, run_fit
 
     target = SHARED / "corpora" / "dev" / "target_wiki.jsonl.gz"
     run_fit(DsirFitConfig(targets=[str(target)], raw=corpus["ann"], name="wiki", progress=False))
@@ -353,16 +353,16 @@ TRICKY_RULES = [
 
 
 def _sql_values(directory: str, recipe: Recipe) -> dict:
-    from textsieve.select.compile import compile_recipe, read_schema
-    from textsieve.select.funnel import connect, funnel_sql
+    from textsieve.recipes.sql import compile_recipe, read_schema
+    from textsieve.recipes.funnel import connect, funnel_sql
 
     sql, cols = funnel_sql(compile_recipe(recipe, read_schema(directory)))
     return dict(zip(cols, (int(v or 0) for v in connect().execute(sql).fetchone())))
 
 
 def test_numpy_line_path_matches_duckdb(corpus, monkeypatch):
-    import textsieve.select.funnel_fast as ff
-    from textsieve.select.compile import read_schema
+    import textsieve.recipes.funnel_numpy as ff
+    from textsieve.recipes.sql import read_schema
 
     monkeypatch.setattr(ff, "BATCH_ROWS", 700)  # several tasks, each spanning row groups
     schema = read_schema(corpus["ann"])
@@ -375,7 +375,7 @@ def test_numpy_line_path_pads_like_list_zip(tmp_path):
     lines (DuckDB's list_zip), evaluated with SQL's three-valued logic. Expected figures are
     worked out by hand: DuckDB 2.0 itself reads stale scores out of such padded NULL structs
     inside a list lambda (`_x[2].score` gives another row's value), so it is no referee here."""
-    from textsieve.select.compile import read_schema
+    from textsieve.recipes.sql import read_schema
 
     span = pa.list_(pa.struct([("start", pa.int64()), ("end", pa.int64()), ("score", pa.float64())]))
     ispan = pa.list_(pa.struct([("start", pa.int64()), ("end", pa.int64()), ("score", pa.int64())]))
@@ -408,8 +408,8 @@ def test_sql_path_pads_like_list_zip(tmp_path):
     recipe = Recipe.from_rules([
         ("f", "frac(rps_lines_start_with_bulletpoint == 1 or rps_lines_num_words > 2) >= 0.5"),
         ("l", "line: rps_lines_start_with_bulletpoint == 0 or rps_lines_num_words is null")])
-    from textsieve.select.funnel_fast import fast_funnel_values
-    from textsieve.select.compile import read_schema
+    from textsieve.recipes.funnel_numpy import fast_funnel_values
+    from textsieve.recipes.sql import read_schema
 
     assert _sql_values(str(tmp_path), recipe) == fast_funnel_values(recipe, read_schema(str(tmp_path)))
 
@@ -419,9 +419,9 @@ def test_line_rule_fast_path_over_many_row_groups(corpus, tmp_path):
     must give exactly the figures of the all-SQL path."""
     import shutil
 
-    from textsieve.select.compile import compile_recipe, read_schema
-    from textsieve.select.funnel import connect, funnel_sql
-    from textsieve.select.funnel_fast import fast_funnel_values
+    from textsieve.recipes.sql import compile_recipe, read_schema
+    from textsieve.recipes.funnel import connect, funnel_sql
+    from textsieve.recipes.funnel_numpy import fast_funnel_values
 
     ann = Path(corpus["ann"])
     small = tmp_path / "small"

@@ -1,6 +1,6 @@
 """`select` keeps every source field (issue 10 item 5): Parquet → Parquet keeps the schema with
 nested structs, lists, floats and timestamps; JSONL → JSONL keeps every key; the cross-format
-cases follow the documented rules (`textsieve.select.output`). Built from real web documents."""
+cases follow the documented rules (`textsieve.stages.select_output`). Built from real web documents."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from textsieve.select.materialize import SelectConfig, run_select
-from textsieve.select.recipe import Recipe
+from textsieve.stages.select import SelectConfig, run_select
+from textsieve.recipes.language import Recipe
 from textsieve.stages.annotate import AnnotateConfig, run_annotate
 
 N = 100

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from textsieve.select.compile import Column, Schema, compile_recipe
-from textsieve.select.recipe import (Between, Binary, Call, Col, In, IsNull, Lit, Recipe, RecipeError, Unary,
+from textsieve.recipes.sql import Column, Schema, compile_recipe
+from textsieve.recipes.language import (Between, Binary, Call, Col, In, IsNull, Lit, Recipe, RecipeError, Unary,
                                      bundled_recipes, load_recipe, parse_rule)
 
 SPAN_F = pa.list_(pa.struct([("start", pa.int64()), ("end", pa.int64()), ("score", pa.float64())]))
@@ -114,7 +114,7 @@ def test_bundled_recipes_are_short_cited_and_valid():
     names = bundled_recipes()
     assert set(names) == {"rpv2-gopher", "gopher", "c4", "fineweb-like"}
     for name in names:
-        text = (resources.files("textsieve.select") / "recipes" / f"{name}.yaml").read_text()
+        text = (resources.files("textsieve.recipes") / "bundled" / f"{name}.yaml").read_text()
         assert len(text.splitlines()) <= 20 and text.startswith("#")
         load_recipe(name)  # parses
     assert [r.name for r in load_recipe("c4").line_rules] == ["terminal_punctuation", "min_words_per_line",

@@ -24,11 +24,6 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time `__getattr__` loads
 
 
 def __getattr__(name: str) -> Any:
-    if name == "select":
-        # `textsieve.select` is also the subpackage of the selection modules: it is made callable
-        # (see textsieve/select/__init__.py) so `ts.select(...)` and `import textsieve.select.x`
-        # both work, whichever is imported first.
-        return importlib.import_module("textsieve.select")
     if name in _API:
         value = getattr(importlib.import_module("textsieve.api"), name)
         globals()[name] = value

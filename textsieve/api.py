@@ -34,13 +34,13 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 from textsieve.document import Document
 from textsieve.io.readers import ReadOptions
 from textsieve.pipeline.run import PipelineResult
-from textsieve.select.dsir_fit import DsirFitConfig, DsirFitResult
-from textsieve.select.dsir import Resample
-from textsieve.select.funnel import Funnel
-from textsieve.select.materialize import SelectConfig, SelectResult
-from textsieve.select.recipe import Recipe
+from textsieve.stages.dsir_fit import DsirFitConfig, DsirFitResult
+from textsieve.dsir.resample import Resample
+from textsieve.recipes.funnel import Funnel
+from textsieve.stages.select import SelectConfig, SelectResult
+from textsieve.recipes.language import Recipe
 from textsieve.stages.annotate import AnnotateConfig, AnnotateResult
-from textsieve.stages.dedup import FuzzyConfig, FuzzyResult
+from textsieve.stages.dedup_fuzzy import FuzzyConfig, FuzzyResult
 from textsieve.stages.dedup_exact import ExactConfig, ExactResult
 
 if TYPE_CHECKING:
@@ -165,7 +165,7 @@ def dedup_exact(inputs: Inputs, **options: Any) -> ExactResult:
 def dedup_fuzzy(directory: PathLike, **options: Any) -> FuzzyResult:
     """MinHash-LSH clusters of an annotate folder at `thresholds`, written as `_dedup_fuzzy`
     (`textsieve dedup fuzzy`)."""
-    from textsieve.stages.dedup import run_fuzzy
+    from textsieve.stages.dedup_fuzzy import run_fuzzy
 
     return run_fuzzy(_stage(FuzzyConfig, "dedup_fuzzy", "directory", directory, options))
 
@@ -173,7 +173,7 @@ def dedup_fuzzy(directory: PathLike, **options: Any) -> FuzzyResult:
 def dsir_fit(raw: PathLike, **options: Any) -> DsirFitResult:
     """Fit DSIR importance weights of the annotated pool `raw` toward `targets` and store them
     as `_dsir_<name>` (`textsieve dsir fit`)."""
-    from textsieve.select.dsir_fit import run_fit
+    from textsieve.stages.dsir_fit import run_fit
 
     return run_fit(_stage(DsirFitConfig, "dsir_fit", "raw", raw, options))
 
@@ -190,7 +190,7 @@ def select(directory: PathLike, *, dry_run: bool = False, **options: Any) -> Sel
     them to `output` (`textsieve select`). `dry_run=True` writes nothing and returns what
     `select --dry-run` prints: the recipe's `Funnel`, or with DSIR targets the draw (`Resample`,
     see its `.summary()`)."""
-    from textsieve.select.materialize import SelectError, preview_draw, resolve_select_config, run_select
+    from textsieve.stages.select import SelectError, preview_draw, resolve_select_config, run_select
 
     if options.get("recipe") is not None:  # fail on a bad recipe before any work
         options["recipe"] = load_recipe(options["recipe"])
@@ -201,7 +201,7 @@ def select(directory: PathLike, *, dry_run: bool = False, **options: Any) -> Sel
         return run_select(cfg)
     cfg = resolve_select_config(cfg)
     if cfg.dsir is None:
-        from textsieve.select.funnel import compute_funnel
+        from textsieve.recipes.funnel import compute_funnel
 
         assert isinstance(cfg.recipe, Recipe)  # loaded above; resolving keeps it
         return compute_funnel(cfg.directory, cfg.recipe, threads=cfg.threads)
@@ -212,7 +212,7 @@ def funnel(directory: PathLike, recipe: str | os.PathLike | Mapping[str, Any] | 
            threads: int | None = None) -> Funnel:
     """The dry-run funnel of `recipe` over an annotate folder: what each rule removes, alone and
     cumulatively (attribute columns only, no text read). `.table()` prints it."""
-    from textsieve.select.funnel import compute_funnel
+    from textsieve.recipes.funnel import compute_funnel
 
     return compute_funnel(os.fspath(directory), load_recipe(recipe), threads=threads)
 
@@ -247,7 +247,7 @@ def load_recipe(spec: str | os.PathLike | Mapping[str, Any] | Recipe) -> Recipe:
     """A `Recipe` from a bundled name (`"gopher"`), a YAML file, a mapping shaped like a recipe
     file (`{"name": ..., "rules": {...}}`; relative model paths against the working directory),
     or a `Recipe` (returned as is)."""
-    from textsieve.select.recipe import load_recipe as _load
+    from textsieve.recipes.language import load_recipe as _load
 
     if isinstance(spec, Recipe):
         return spec

@@ -32,7 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    # Arrow's system allocator keeps the process peak near its live data (textsieve.exec.memory);
+    # Arrow's system allocator keeps the process peak near its live data (textsieve.exec.arrow_memory);
     # chosen before pyarrow is first imported so mimalloc never reserves its arenas.
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
     args = build_parser().parse_args(argv)

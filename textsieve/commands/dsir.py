@@ -22,7 +22,7 @@ RESAMPLE_FIELDS = ("directory", "dsir", "k", "tokens", "replace", "seed", "tempe
 
 
 def run_fit_cmd(args: argparse.Namespace) -> int:
-    from textsieve.select.dsir_fit import DsirFitConfig, run_fit
+    from textsieve.stages.dsir_fit import DsirFitConfig, run_fit
 
     res = run_fit(config_from_args(DsirFitConfig, args))
     summary = {"model": res.model_path, "attribute_set": res.set_dir, "columns": list(res.columns),
@@ -40,8 +40,8 @@ def run_fit_cmd(args: argparse.Namespace) -> int:
 
 
 def run_resample_cmd(args: argparse.Namespace) -> int:
-    from textsieve.select.dsir import resample
-    from textsieve.select.materialize import SelectConfig, resolve_select_config
+    from textsieve.dsir.resample import resample
+    from textsieve.stages.select import SelectConfig, resolve_select_config
 
     cfg = resolve_select_config(config_from_args(SelectConfig, args))
     if cfg.dsir is None:
@@ -79,8 +79,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                                     "save the model and write the attribute set RAW/_dsir_NAME with columns "
                                     "ts_dsir_NAME (sum log ratio), ts_dsir_NAME_norm (mean per n-gram) and "
                                     "ts_dsir_NAME_tokens. Deduplicate the pool first.")
-    from textsieve.select.dsir_fit import DsirFitConfig
-    from textsieve.select.materialize import SelectConfig
+    from textsieve.stages.dsir_fit import DsirFitConfig
+    from textsieve.stages.select import SelectConfig
 
     add_config_options(f, DsirFitConfig)
     f.add_argument("--json", action="store_true", help="print a JSON summary")

@@ -9,7 +9,7 @@ import json
 
 
 def run_kl(args: argparse.Namespace) -> int:
-    from textsieve.select.kl import KLEvalConfig, evaluate_kl
+    from textsieve.eval.kl import KLEvalConfig, evaluate_kl
 
     res = evaluate_kl(KLEvalConfig(selection=args.selection, target=args.target, pool=args.pool,
                                    buckets=args.buckets, ngrams=args.ngrams, hash_seed=args.hash_seed,

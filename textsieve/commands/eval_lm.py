@@ -96,7 +96,7 @@ def random_baseline(lengths: np.ndarray, want_docs: int, want_tokens: int, match
 def evaluate(cfg: LMEvalConfig) -> dict[str, object]:
     """Fit one LM on the selection and one on a random pool sample of equal size; perplexity of
     both on the held-out target documents."""
-    from textsieve.select.ngram_lm import NgramLM, take_documents, tokenize
+    from textsieve.eval.ngram_lm import NgramLM, take_documents, tokenize
 
     if cfg.match not in ("tokens", "docs"):
         raise ValueError(f"--match must be 'tokens' or 'docs', not {cfg.match!r}")

@@ -32,7 +32,7 @@ def _fuzzy_verify_mode(directory: str) -> str | None:
     import fsspec
 
     from textsieve.io.attributes import attribute_set_dir
-    from textsieve.stages.dedup import FUZZY_SET
+    from textsieve.stages.dedup_fuzzy import FUZZY_SET
 
     fs, root = fsspec.core.url_to_fs(attribute_set_dir(directory, FUZZY_SET))
     try:

@@ -8,7 +8,7 @@ import sys
 
 
 def run(args: argparse.Namespace) -> int:
-    from textsieve.select.learned import LabelledSource, LearnConfig, train
+    from textsieve.learned.model import LabelledSource, LearnConfig, train
 
     sources: list[LabelledSource] = []
     if args.input:

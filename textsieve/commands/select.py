@@ -10,8 +10,8 @@ from textsieve.commands.options import ExamplesFormatter, add_config_options, co
 
 
 def run_select_cmd(args: argparse.Namespace) -> int:
-    from textsieve.select.funnel import compute_funnel
-    from textsieve.select.materialize import SelectConfig, SelectError, resolve_select_config, run_select
+    from textsieve.recipes.funnel import compute_funnel
+    from textsieve.stages.select import SelectConfig, SelectError, resolve_select_config, run_select
 
     cfg = resolve_select_config(config_from_args(SelectConfig, args))
     if cfg.recipe is None and cfg.dsir is None:
@@ -23,7 +23,7 @@ def run_select_cmd(args: argparse.Namespace) -> int:
             if not args.json and not args.quiet:
                 print(f"({f.total:,} documents in {f.seconds:.2f} s, attribute columns only)", file=sys.stderr)
             return 0
-        from textsieve.select.materialize import preview_draw
+        from textsieve.stages.select import preview_draw
 
         summary = preview_draw(cfg).summary()  # with a recipe: over its survivors
         print(json.dumps(summary, indent=2, default=float) if args.json else
@@ -43,7 +43,7 @@ def run_select_cmd(args: argparse.Namespace) -> int:
 
 
 def run_recipes(args: argparse.Namespace) -> int:
-    from textsieve.select.recipe import bundled_recipes, bundled_text
+    from textsieve.recipes.language import bundled_recipes, bundled_text
 
     if args.name:
         print(bundled_text(args.name), end="")
@@ -54,7 +54,7 @@ def run_recipes(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    from textsieve.select import recipe as recipe_mod
+    from textsieve.recipes import language as recipe_mod
 
     s = sub.add_parser("select", parents=[common], help="apply a recipe (or DSIR resampling) to annotated documents",
                        formatter_class=ExamplesFormatter,
@@ -65,7 +65,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                                    "attributes (signals, dedup flags, DSIR weights, learned models). --dry-run "
                                    "prints the funnel without reading any text; otherwise the selected documents "
                                    "are written to --output. Rule language: `textsieve recipes --help`.")
-    from textsieve.select.materialize import SelectConfig
+    from textsieve.stages.select import SelectConfig
 
     s.add_argument("--dry-run", action="store_true", help="print the funnel (or the DSIR draw summary) only")
     s.add_argument("--json", action="store_true", help="print the result as JSON")

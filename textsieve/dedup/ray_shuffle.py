@@ -42,7 +42,7 @@ from textsieve.dedup.corpus import ShardTable, id_ints
 from textsieve.dedup.lsh import band_rows, band_values
 from textsieve.dedup.partitions import ROW, Grouper, GroupStats, unique_pairs
 from textsieve.exec.ray_exec import ensure_ray, kill_marker_dir, maybe_die
-from textsieve.stages.progress import Progress
+from textsieve.exec.progress import Progress
 
 MAX_RETRIES = 3  # Ray-side retries of a map/reduce task whose worker process died
 

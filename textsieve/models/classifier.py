@@ -45,7 +45,7 @@ from textsieve.models.format import load_model_file, save_model
 from textsieve.models.hashed_text import encode_batch, feature_matrix, linear_scores
 from textsieve.models.registry import register_model_kind
 from textsieve.signals.registry import DocScores, Signal, round8
-from textsieve.stages.progress import Progress
+from textsieve.exec.progress import Progress
 from textsieve.text.views import BatchViews
 
 KIND = "classifier"

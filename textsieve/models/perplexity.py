@@ -116,7 +116,7 @@ def read_texts(inputs: list[str], text_field: str = "text", max_docs: int | None
     """All texts of the inputs (files, folders, globs) and the sha256 of their content."""
     from textsieve.io.paths import expand_inputs
     from textsieve.io.readers import ReadOptions, ShardReader
-    from textsieve.stages.progress import Progress
+    from textsieve.exec.progress import Progress
 
     shards = expand_inputs(inputs)
     if not shards:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from textsieve.pipeline.config import PipelineConfig, PipelineConfigError
-from textsieve.pipeline.stages import attrs_dir, build
+from textsieve.pipeline.build import attrs_dir, build
 
 KEYS = [pa.field("id", pa.string()), pa.field("shard", pa.string()), pa.field("row", pa.int64())]
 
@@ -42,7 +42,7 @@ def exact_set(cfg: PipelineConfig) -> tuple[str, pa.Schema]:
 
 def fuzzy_set(cfg: PipelineConfig) -> tuple[str, pa.Schema]:
     """(set name, schema) that `dedup fuzzy` will write: three columns per threshold."""
-    from textsieve.stages.dedup import FUZZY_SET, tkey
+    from textsieve.stages.dedup_fuzzy import FUZZY_SET, tkey
 
     fz = build(cfg, "dedup_fuzzy", progress=False)
     cols: list[tuple[str, pa.DataType]] = []
@@ -53,7 +53,7 @@ def fuzzy_set(cfg: PipelineConfig) -> tuple[str, pa.Schema]:
 
 def dsir_set(name: str) -> tuple[str, pa.Schema]:
     """(set name, schema) that `dsir fit --name NAME` writes."""
-    from textsieve.select.dsir_fit import column_names, set_name
+    from textsieve.stages.dsir_fit import column_names, set_name
 
     raw, norm, tokens = column_names(name)
     return set_name(name), _set([(raw, pa.float64()), (norm, pa.float64()), (tokens, pa.int64())])
@@ -62,7 +62,7 @@ def dsir_set(name: str) -> tuple[str, pa.Schema]:
 def existing_sets(attrs: str) -> dict[str, pa.Schema]:
     """Schemas of the attribute sets already under `attrs` ({} when nothing is there yet)."""
     from textsieve.io.attributes import attribute_sets, attribute_shards
-    from textsieve.select.compile import _arrow_schema
+    from textsieve.recipes.sql import _arrow_schema
 
     try:
         names = attribute_sets(attrs)
@@ -96,8 +96,8 @@ def planned_sets(cfg: PipelineConfig) -> list[tuple[str, str, pa.Schema]]:
 def check_rules(cfg: PipelineConfig) -> None:
     """Compile every recipe of the pipeline (`select.recipe`, each `dsir[i].recipe`) against the
     columns available when its stage runs; raise PipelineConfigError naming the YAML path."""
-    from textsieve.select.compile import compile_recipe, schema_from_arrow
-    from textsieve.select.recipe import RecipeError
+    from textsieve.recipes.sql import compile_recipe, schema_from_arrow
+    from textsieve.recipes.language import RecipeError
 
     d = cfg.data
     wants = [(i, fit) for i, fit in enumerate(d["dsir"]) if fit.get("recipe") is not None]
@@ -128,7 +128,7 @@ def check_rules(cfg: PipelineConfig) -> None:
         if sel.recipe is not None:
             checks.append(("select.recipe", None, sel.recipe))
     for where, stage, recipe in checks:
-        from textsieve.select.survivors import as_recipe
+        from textsieve.recipes.survivors import as_recipe
 
         try:
             compile_recipe(as_recipe(recipe), schema_before(stage))

@@ -33,10 +33,10 @@ from typing import Any
 
 import yaml
 
-from textsieve.select.dsir_fit import DsirFitConfig
-from textsieve.select.materialize import SelectConfig
+from textsieve.stages.dsir_fit import DsirFitConfig
+from textsieve.stages.select import SelectConfig
 from textsieve.stages.annotate import AnnotateConfig
-from textsieve.stages.dedup import FuzzyConfig
+from textsieve.stages.dedup_fuzzy import FuzzyConfig
 from textsieve.stages.dedup_exact import ExactConfig
 from textsieve.options import choices_of, default_of
 
@@ -121,7 +121,7 @@ class Key:
 
 
 def _hints(cls: type) -> dict[str, Any]:
-    import textsieve.select.recipe as recipe_mod
+    import textsieve.recipes.language as recipe_mod
 
     return typing.get_type_hints(cls, {**vars(recipe_mod), **vars(__import__(cls.__module__, fromlist=["_"]))})
 
@@ -355,9 +355,9 @@ def _resolve_paths(d: dict[str, Any], base: Path) -> None:
 
 def parse_dsir_targets(value: Any, path: str) -> list[tuple[str, float]]:
     """select.dsir: "wiki", "wiki:0.7,books:0.3", ["wiki", ...], [[name, w]] or {name: w}
-    (the one parser, `textsieve.select.dsir_targets`), errors naming the YAML path."""
-    from textsieve.select.dsir_targets import DsirTargetsError
-    from textsieve.select.dsir_targets import parse_dsir_targets as parse
+    (the one parser, `textsieve.dsir.targets`), errors naming the YAML path."""
+    from textsieve.dsir.targets import DsirTargetsError
+    from textsieve.dsir.targets import parse_dsir_targets as parse
 
     try:
         return parse(value, path)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from textsieve.pipeline.config import PipelineConfig
-from textsieve.pipeline.stages import attrs_dir, build, selected_dir
+from textsieve.pipeline.build import attrs_dir, build, selected_dir
 
 #: Attribute bytes per document of a full annotate (28 rule signals + 4 MinHash band sets),
 #: measured on the dev corpus: 63.3 MB of Parquet for 15,263 documents.

@@ -29,7 +29,7 @@ import yaml
 from textsieve import __version__
 from textsieve.io.atomic import atomic_open
 from textsieve.pipeline.config import PipelineConfig, PipelineConfigError
-from textsieve.pipeline.stages import attrs_dir, build, executor_support, selected_dir
+from textsieve.pipeline.build import attrs_dir, build, executor_support, selected_dir
 
 log = logging.getLogger("textsieve.pipeline")
 
@@ -278,17 +278,17 @@ def _run_stage(cfg: PipelineConfig, stage: str, index: int | None, progress: boo
         r = run_exact(c)
         return {"documents": r.documents, "duplicates": r.removed}
     if stage == "dedup_fuzzy":
-        from textsieve.stages.dedup import run_fuzzy
+        from textsieve.stages.dedup_fuzzy import run_fuzzy
 
         r = run_fuzzy(c)
         return {f"t{t}": s["n_removed"] for t, s in r.summary["thresholds"].items()} | {"resumed": r.skipped}
     if stage == "dsir":
-        from textsieve.select.dsir_fit import run_fit
+        from textsieve.stages.dsir_fit import run_fit
 
         r = run_fit(c)
         return {"documents": r.documents, "shards_written": len(r.shards_written),
                 "shards_skipped": len(r.shards_skipped)}
-    from textsieve.select.materialize import run_select
+    from textsieve.stages.select import run_select
 
     r = run_select(c)
     return {"selected": r.documents, "pool": r.pool, "shards_written": len(r.shards_written),

@@ -24,8 +24,8 @@ import pyarrow as pa
 from textsieve.errors import TextsieveError
 from textsieve.io.attributes import attribute_shards, read_shard_meta, source_documents
 from textsieve.io.fields import MISSING, FieldPath
-from textsieve.select.compile import Compiled, Schema, lit, q
-from textsieve.select.funnel import funnel_sql
+from textsieve.recipes.sql import Compiled, Schema, lit, q
+from textsieve.recipes.funnel import funnel_sql
 
 MAX_GROUPS = 12  # values shown one by one; the rest are summed into one "other" row
 DEFAULT_BY = "source"

@@ -18,9 +18,9 @@ import duckdb
 import fsspec
 
 from textsieve.io.attributes import SCORE_SUFFIX, attribute_sets, attribute_shards, read_shard_meta, source_documents
-from textsieve.select.compile import Compiled, Schema, _Compiler, compile_recipe, lit, q, read_schema
-from textsieve.select.funnel import Funnel, compute_funnel, connect, schema_files
-from textsieve.select.recipe import (Between, Binary, Call, Col, In, IsNull, Lit, Node, Recipe, RecipeError, Rule,
+from textsieve.recipes.sql import Compiled, Schema, _Compiler, compile_recipe, lit, q, read_schema
+from textsieve.recipes.funnel import Funnel, compute_funnel, connect, schema_files
+from textsieve.recipes.language import (Between, Binary, Call, Col, In, IsNull, Lit, Node, Recipe, RecipeError, Rule,
                                      Unary, columns_of, load_recipe)
 
 MAX_DISTINCT = 30  # integer signals with at most this many values get one bar per value

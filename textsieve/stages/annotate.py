@@ -46,8 +46,8 @@ from textsieve.stages.annotate_worker import (AUTO_LANG, BatchTask, WorkerSetup,
                                              load_models, output_schema, warm_up)
 from textsieve.stages.kernel_timing import timed
 from textsieve.stages.annotate_lang import check_lang, no_lists_warning, pop_counts
-from textsieve.stages.progress import Progress
-from textsieve.exec.memory import lean_arrow_memory
+from textsieve.exec.progress import Progress
+from textsieve.exec.arrow_memory import lean_arrow_memory
 from textsieve.options import check_choices, option
 
 log = logging.getLogger("textsieve.annotate")

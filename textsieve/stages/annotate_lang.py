@@ -5,7 +5,7 @@ RPv2 computes `rps_doc_stop_word_fraction` and `rps_doc_ldnoobw_words` against p
 lists and gives 0.0 where a language has none. A 0.0 looks like a measurement, so a stop-word
 rule would silently drop every such document. textsieve therefore writes a null score for the
 signals that need a list wherever the document's language has none (a null score fails every
-recipe rule, see `textsieve.select.recipe`), counts those documents per language, and warns
+recipe rule, see `textsieve.recipes.language`), counts those documents per language, and warns
 once per run. Documents in languages with lists keep RPv2's exact values.
 
 The counting happens in the workers (only they know a language that `lang: auto` detected);

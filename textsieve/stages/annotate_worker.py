@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from textsieve.dedup import minhash
-from textsieve.exec.memory import lean_arrow_memory
+from textsieve.exec.arrow_memory import lean_arrow_memory
 from textsieve.io.attributes import LENGTH_COLUMN, SCORE_SUFFIX
 from textsieve.signals import REGISTRY, Signal
 from textsieve.signals.spans import span_type, to_arrow

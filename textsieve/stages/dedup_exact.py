@@ -49,7 +49,7 @@ from textsieve.io.attributes import META_KEY, attribute_set_dir, attribute_shard
 from textsieve.io.locations import pool_workers, source_locations
 from textsieve.io.paths import expand_inputs
 from textsieve.io.readers import ReadOptions, ShardReader
-from textsieve.stages.progress import Progress
+from textsieve.exec.progress import Progress
 from textsieve.options import MEMORY_HELP, check_choices, option
 
 EXACT_SET = "dedup_exact"

@@ -12,7 +12,7 @@ from textsieve.dedup.corpus import ShardTable, first_lines, gather_texts, id_int
 from textsieve.dedup.lsh import BAND_PREFIXES, band_values, estimated_jaccard, signature_column
 from textsieve.io.atomic import AtomicParquetWriter
 from textsieve.io.attributes import attribute_shards
-from textsieve.stages.dedup import FUZZY_SET, tkey
+from textsieve.stages.dedup_fuzzy import FUZZY_SET, tkey
 
 
 def _thresholds(names: list[str]) -> list[str]:

@@ -9,7 +9,7 @@ streamed out in row order. Each record is the source record with every field and
 (Parquet → Parquet keeps the schema, JSONL → JSONL every key), plus `id`, `shard` (source
 shard rel name) and `row`, so it can be joined back to every attribute set. JSONL → Parquet
 infers an Arrow schema from the records (objects as structs); Parquet → JSONL JSON-encodes
-each row, all columns. The rules, clashes included, are in `textsieve.select.output`.
+each row, all columns. The rules, clashes included, are in `textsieve.stages.select_output`.
 
 One output shard per attribute shard, mirrored relative path, written atomically (an empty
 shard is still written: its existence means "done"). `selection.json` records the recipe, the
@@ -38,13 +38,13 @@ from textsieve.io.attributes import attribute_shards, read_shard_meta
 from textsieve.io.leftovers import remove_stale_temps
 from textsieve.io.runstate import holds_output
 from textsieve.io.locations import pool_workers
-from textsieve.select.compile import END, Compiled, element_field, lit
-from textsieve.select.recipe import Recipe
-from textsieve.select.dsir_defaults import DEFAULT_MIN_TOKENS, DEFAULT_PRIOR_NGRAMS, DEFAULT_TEMPERATURE, WEIGHTS
+from textsieve.recipes.sql import END, Compiled, element_field, lit
+from textsieve.recipes.language import Recipe
+from textsieve.dsir.defaults import DEFAULT_MIN_TOKENS, DEFAULT_PRIOR_NGRAMS, DEFAULT_TEMPERATURE, WEIGHTS
 from textsieve.options import check_choices, option
 
 if TYPE_CHECKING:
-    from textsieve.select.dsir import Resample
+    from textsieve.dsir.resample import Resample
 
 FORMATS = ("jsonl.gz", "parquet")
 DSIR_GROUP = "DSIR resampling (after `textsieve dsir fit`)"
@@ -156,8 +156,8 @@ def _out_rel(attr_rel: str, fmt: str) -> str:
 
 def write_shard(task: _Task) -> tuple[str, int, int]:
     """Stream the source shard, write the selected rows with every source field (see
-    `textsieve.select.output`). Returns (final path, records, characters)."""
-    from textsieve.select.output import stream_selected, write_selected
+    `textsieve.stages.select_output`). Returns (final path, records, characters)."""
+    from textsieve.stages.select_output import stream_selected, write_selected
 
     selected, check = stream_selected(task, SelectError)
     records, chars = write_selected(task, selected)
@@ -182,7 +182,7 @@ def _selected(cfg: SelectConfig) -> tuple[dict[str, dict], dict | None, list[str
     """shard -> columns of the selected rows; DSIR summary; attribute sets used. With a recipe
     and DSIR targets, DSIR draws from the recipe's survivors only (`survivors`), and the drawn
     rows keep the recipe's kept line spans, so line rules still cut them when written."""
-    from textsieve.select.survivors import recipe_rows
+    from textsieve.recipes.survivors import recipe_rows
 
     kept: dict[str, dict] | None = None
     used: list[str] = []
@@ -190,7 +190,7 @@ def _selected(cfg: SelectConfig) -> tuple[dict[str, dict], dict | None, list[str
         kept, used = recipe_rows(cfg.directory, cfg.recipe, cfg.threads)
         if cfg.dsir is None:
             return kept, None, used
-    from textsieve.select.dsir import resample
+    from textsieve.dsir.resample import resample
 
     within = {s: d["rows"] for s, d in kept.items()} if kept is not None else None
     res = resample(cfg.directory, cfg.dsir, k=cfg.k, tokens=cfg.tokens, replace=cfg.replace, seed=cfg.seed,
@@ -220,8 +220,8 @@ def _selected(cfg: SelectConfig) -> tuple[dict[str, dict], dict | None, list[str
 def preview_draw(cfg: SelectConfig) -> Resample:
     """The DSIR draw `run_select` would make, without writing anything (what `select --dry-run`
     prints with DSIR targets): over the recipe's survivors when the config also has a recipe."""
-    from textsieve.select.dsir import resample
-    from textsieve.select.survivors import survivors
+    from textsieve.dsir.resample import resample
+    from textsieve.recipes.survivors import survivors
 
     cfg = resolve_select_config(cfg)
     if cfg.dsir is None:
@@ -253,8 +253,8 @@ def resolve_select_config(cfg: SelectConfig) -> SelectConfig:
     and its dry-run both start from, whoever filled the config (CLI, YAML, API)."""
     from dataclasses import replace
 
-    from textsieve.select.dsir_targets import parse_dsir_targets
-    from textsieve.select.recipe import load_recipe
+    from textsieve.dsir.targets import parse_dsir_targets
+    from textsieve.recipes.language import load_recipe
 
     check_choices(cfg)
     recipe = load_recipe(cfg.recipe) if isinstance(cfg.recipe, str) else cfg.recipe
@@ -270,7 +270,7 @@ def run_select(cfg: SelectConfig) -> SelectResult:
     if not cfg.output:
         raise SelectError("--output DIR is required unless --dry-run")
     from textsieve.exec.local import default_workers, ordered_map
-    from textsieve.stages.progress import Progress
+    from textsieve.exec.progress import Progress
 
     if cfg.recipe is None and cfg.dsir is None:
         raise SelectError("give a recipe, DSIR targets, or both (DSIR then draws from the recipe's survivors)")

@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from textsieve.io.attributes import LENGTH_COLUMN, SCORE_SUFFIX, attribute_sets, attribute_shards
-from textsieve.select.recipe import (REDUCTIONS, Between, Binary, Call, Col, In, IsNull, Lit, Node, Recipe,
+from textsieve.recipes.language import (REDUCTIONS, Between, Binary, Call, Col, In, IsNull, Lit, Node, Recipe,
                                      RecipeError, Rule, Unary, columns_of)
 
 KEY_COLUMNS = ("id", "shard", "row")
@@ -311,7 +311,7 @@ class _Compiler:
         return f"{col.alias}.{q(col.name)}", typ
 
     def model_sql(self, alias: str) -> str:
-        from textsieve.select.features import feature_sql
+        from textsieve.learned.features import feature_sql
 
         model = self.models[alias]
 
@@ -446,7 +446,7 @@ def load_models(recipe: Recipe) -> dict[str, object]:
     """The learned models a recipe declares (`models: {alias: path}`)."""
     if not recipe.models:
         return {}
-    from textsieve.select.learned import load_model
+    from textsieve.learned.model import load_model
 
     out = {}
     for alias, path in recipe.models.items():

@@ -52,7 +52,7 @@ from textsieve.io.attributes import source_documents
 from textsieve.io.fields import FieldPath
 
 if TYPE_CHECKING:
-    from textsieve.select.materialize import _Task
+    from textsieve.stages.select import _Task
 
 KEYS = ("id", "shard", "row")
 KEY_TYPES = (pa.string(), pa.string(), pa.int64())

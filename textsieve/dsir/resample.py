@@ -1,6 +1,6 @@
 """DSIR (Xie et al. 2023): importance resampling of a pool toward one or more targets.
 
-Workflow: `textsieve dsir fit` (textsieve.select.dsir_fit) stores per-document log importance
+Workflow: `textsieve dsir fit` (textsieve.stages.dsir_fit) stores per-document log importance
 weights as the attribute set ``_dsir_<name>``; `resample` here draws a selection from them and
 `textsieve select --dsir NAME[:W],... --k N` writes it out. **Deduplicate before DSIR**: identical
 texts get identical weights, so every copy of a well-scoring duplicate competes on its own.
@@ -43,9 +43,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from textsieve.io.attributes import attribute_shards
-from textsieve.select.dsir_fit import check_name, column_names, set_name
+from textsieve.stages.dsir_fit import check_name, column_names, set_name
 
-from textsieve.select.dsir_defaults import (DEFAULT_MIN_TOKENS, DEFAULT_PRIOR_NGRAMS,  # noqa: F401
+from textsieve.dsir.defaults import (DEFAULT_MIN_TOKENS, DEFAULT_PRIOR_NGRAMS,  # noqa: F401
                                              DEFAULT_TEMPERATURE, WEIGHTS)
 
 
@@ -194,7 +194,7 @@ def resample(directory: str, targets: list[tuple[str, float]], k: int | None = N
     sc = load_scores(directory, names)
     annotated = None
     if within is not None:
-        from textsieve.select.survivors import survivor_mask
+        from textsieve.recipes.survivors import survivor_mask
 
         annotated = len(sc.row)
         keep = survivor_mask(sc.shard, sc.row, within)

@@ -42,8 +42,8 @@ from textsieve.io.atomic import atomic_open
 from textsieve.io.leftovers import remove_stale_temps, remove_stale_work_dirs, work_dir
 from textsieve.io.attributes import LENGTH_COLUMN, attribute_set_dir
 from textsieve.io.locations import pool_workers, source_locations
-from textsieve.stages.progress import Progress
-from textsieve.exec.memory import lean_arrow_memory
+from textsieve.exec.progress import Progress
+from textsieve.exec.arrow_memory import lean_arrow_memory
 from textsieve.options import MEMORY_HELP, check_choices, option
 
 FUZZY_SET = "dedup_fuzzy"

@@ -80,7 +80,7 @@ def build(cfg: PipelineConfig, name: str, *, progress: bool = True, index: int |
 
 
 def _recipe(cfg: PipelineConfig, value: Any, where: str = "select.recipe"):
-    from textsieve.select.recipe import Recipe, RecipeError, load_recipe
+    from textsieve.recipes.language import Recipe, RecipeError, load_recipe
 
     if value is None:
         return None

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from textsieve.select.recipe import Recipe, RecipeError, load_recipe
+from textsieve.recipes.language import Recipe, RecipeError, load_recipe
 
 #: source shard rel name -> sorted int64 rows of the survivors in that shard
 Survivors = Mapping[str, np.ndarray]
@@ -38,9 +38,9 @@ def recipe_rows(directory: str, recipe: Recipe, threads: int | None = None) -> t
     """The recipe's selection, per source shard: `rows`, `ids`, `lengths`, `counts` (all 1) and,
     with line rules, the kept line spans `starts`/`ends`; and the attribute sets the rules used.
     One DuckDB query over the attribute Parquet (no text is read)."""
-    from textsieve.select.compile import compile_recipe, read_schema
-    from textsieve.select.funnel import connect, schema_files
-    from textsieve.select.materialize import selection_sql
+    from textsieve.recipes.sql import compile_recipe, read_schema
+    from textsieve.recipes.funnel import connect, schema_files
+    from textsieve.stages.select import selection_sql
 
     compiled = compile_recipe(recipe, read_schema(directory))
     con = connect(threads, schema_files(compiled.schema))  # fsspec URLs (memory://, s3://) too

@@ -451,7 +451,7 @@ def _rule(name: str, text: Any) -> Rule:
 # ---------------------------------------------------------------- bundled recipes
 
 def _bundled_dir():
-    return resources.files("textsieve.select") / "recipes"
+    return resources.files("textsieve.recipes") / "bundled"
 
 
 def bundled_recipes() -> dict[str, str]:

@@ -31,7 +31,7 @@ import numpy as np
 from textsieve.io.attributes import attribute_shards, read_shard_meta, source_documents
 from textsieve.io.paths import expand_inputs
 from textsieve.io.readers import ReadOptions, ShardReader
-from textsieve.select.dsir_features import HashedNgramParams, bucket_counts
+from textsieve.dsir.features import HashedNgramParams, bucket_counts
 
 EPS = 1e-10
 NOT_DOCUMENTS = frozenset({"selection.json", "annotate.json"})

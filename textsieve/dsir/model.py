@@ -21,7 +21,7 @@ import fsspec
 import numpy as np
 
 from textsieve.io.atomic import atomic_open
-from textsieve.select.dsir_features import HashedNgramParams
+from textsieve.dsir.features import HashedNgramParams
 
 KIND = "textsieve.dsir.hashed-ngram"
 VERSION = 1

@@ -6,7 +6,7 @@ coefficients say which signals matter, and - the reason it is the only model her
 probability is a closed formula that compiles to one SQL expression, so `select` applies it
 inside the same DuckDB query as the hand-written rules without reading any text.
 
-The model of one document with feature values x_i (see `textsieve.select.features`):
+The model of one document with feature values x_i (see `textsieve.learned.features`):
 
     z_i = (coalesce(x_i, impute_i) - mean_i) / scale_i
     p   = 1 / (1 + exp(-(intercept + sum_i coef_i * z_i)))
@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from textsieve import __version__
-from textsieve.select.features import columns_of, compute_features, feature_sql, parse_feature, sql_literal
+from textsieve.learned.features import columns_of, compute_features, feature_sql, parse_feature, sql_literal
 
 KIND = "textsieve.learned_filter"
 VERSION = 1
@@ -216,7 +216,7 @@ def _read_source(src: LabelledSource, features: list[str] | None) -> tuple[Any, 
 
     from textsieve.io.attributes import attribute_shards, read_shard_meta, source_documents
     from textsieve.io.fields import FieldPath
-    from textsieve.select.features import default_features
+    from textsieve.learned.features import default_features
 
     fs, shards = attribute_shards(src.directory)
     with fs.open(shards[0], "rb") as fh:

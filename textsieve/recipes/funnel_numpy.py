@@ -22,10 +22,10 @@ import fsspec
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from textsieve.select.compile import compile_recipe, load_models
-from textsieve.select.funnel import funnel_sql, line_masks
-from textsieve.select.linefast import LinePlan
-from textsieve.select.recipe import Recipe, columns_of
+from textsieve.recipes.sql import compile_recipe, load_models
+from textsieve.recipes.funnel import funnel_sql, line_masks
+from textsieve.recipes.lines_numpy import LinePlan
+from textsieve.recipes.language import Recipe, columns_of
 
 BATCH_ROWS = 65_536
 _REF = re.compile(r'a\."((?:[^"]|"")*)"')

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from textsieve.select.compile import Schema
-from textsieve.select.recipe import Between, Binary, Call, Col, In, IsNull, Lit, Node, Unary, columns_of
+from textsieve.recipes.sql import Schema
+from textsieve.recipes.language import Between, Binary, Call, Col, In, IsNull, Lit, Node, Unary, columns_of
 
 
 class Unsupported(Exception):

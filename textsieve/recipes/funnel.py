@@ -23,8 +23,8 @@ from dataclasses import asdict, dataclass, field
 import duckdb
 
 from textsieve.io.locations import register_filesystems
-from textsieve.select.compile import Compiled, Schema, compile_recipe, q, read_schema
-from textsieve.select.recipe import Recipe
+from textsieve.recipes.sql import Compiled, Schema, compile_recipe, q, read_schema
+from textsieve.recipes.language import Recipe
 
 
 @dataclass
@@ -159,7 +159,7 @@ def compute_funnel(directory: str, recipe: Recipe, threads: int | None = None) -
     schema = read_schema(directory)
     compiled = compile_recipe(recipe, schema)
     if compiled.relations == {"a"} and uses_lines(compiled):
-        from textsieve.select.funnel_fast import fast_funnel_values
+        from textsieve.recipes.funnel_numpy import fast_funnel_values
 
         vals = fast_funnel_values(recipe, schema, threads)
     else:

@@ -21,7 +21,7 @@ between the passes up to `memory_mb`, beyond that the texts are read again. The 
 computes the shards not yet written.
 
 With `recipe` (`dsir fit --recipe R`), the raw side is fit on the recipe's survivors only
-(`textsieve.select.survivors`: documents passing its document rules and keeping a line), the
+(`textsieve.recipes.survivors`: documents passing its document rules and keeping a line), the
 same pool `select --recipe R --dsir NAME` then draws from, so filtering and deduplicating
 before DSIR needs no materialize-and-re-annotate round trip. Every document is still weighed
 (the columns stay usable in any recipe); weights use whole documents, before line rules cut.
@@ -45,13 +45,13 @@ from textsieve.io.leftovers import remove_stale_temps
 from textsieve.io.attributes import META_KEY, attribute_set_dir, attribute_shards, read_shard_meta, source_documents
 from textsieve.io.paths import expand_inputs
 from textsieve.io.readers import ReadOptions, ShardReader
-from textsieve.select.recipe import Recipe
-from textsieve.stages.progress import Progress
+from textsieve.recipes.language import Recipe
+from textsieve.exec.progress import Progress
 from textsieve.options import option
 
 if TYPE_CHECKING:  # the numba feature code loads on first use, not when the CLI builds its parser
-    from textsieve.select.dsir_features import HashedNgramParams, NgramBatch
-    from textsieve.select.dsir_model import DsirModel
+    from textsieve.dsir.features import HashedNgramParams, NgramBatch
+    from textsieve.dsir.model import DsirModel
 
 NAME_RE = re.compile(r"^[A-Za-z0-9_]+$")
 MODEL_FILE = "model.dsir"
@@ -145,9 +145,9 @@ def _shard_texts(fs, path: str) -> tuple[pa.Table, list[str]]:
 def score_texts(model: DsirModel, texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(sum log weight, normalised log weight (NaN without n-grams), tokens) of arbitrary texts
     under a fitted model: the values `run_fit` stores, for documents outside the pool."""
-    from textsieve.select.dsir_features import (HashedNgramParams, NgramBatch, batched, bucket_counts,  # noqa: F401
+    from textsieve.dsir.features import (HashedNgramParams, NgramBatch, batched, bucket_counts,  # noqa: F401
                                                 doc_sums, featurize)
-    from textsieve.select.dsir_model import DsirModel  # noqa: F401
+    from textsieve.dsir.model import DsirModel  # noqa: F401
     lr = model.log_ratio()
     fbs = _featurize_all(texts, model.params)
     if not fbs:
@@ -160,9 +160,9 @@ def score_texts(model: DsirModel, texts: list[str]) -> tuple[np.ndarray, np.ndar
 
 
 def _featurize_all(texts: list[str], params: HashedNgramParams) -> list[NgramBatch]:
-    from textsieve.select.dsir_features import (HashedNgramParams, NgramBatch, batched, bucket_counts,  # noqa: F401
+    from textsieve.dsir.features import (HashedNgramParams, NgramBatch, batched, bucket_counts,  # noqa: F401
                                                 doc_sums, featurize)
-    from textsieve.select.dsir_model import DsirModel  # noqa: F401
+    from textsieve.dsir.model import DsirModel  # noqa: F401
     return [featurize(b, params) for b in batched(texts)]
 
 
@@ -175,7 +175,7 @@ def _model_matches(model: DsirModel, params: HashedNgramParams, smoothing: float
 def _fit_survivors(cfg: DsirFitConfig) -> dict[str, np.ndarray]:
     """The documents of `cfg.raw` that `cfg.recipe` keeps: the raw side of the model is fit on
     them only, as if they had been materialized and annotated on their own (`survivors`)."""
-    from textsieve.select.survivors import as_recipe, count, recipe_rows
+    from textsieve.recipes.survivors import as_recipe, count, recipe_rows
 
     recipe = as_recipe(cfg.recipe)
     rows, used = recipe_rows(cfg.raw, recipe)
@@ -206,9 +206,9 @@ def _masked_counts(fbs: list[NgramBatch], keep: np.ndarray, buckets: int) -> np.
 
 
 def run_fit(cfg: DsirFitConfig) -> DsirFitResult:
-    from textsieve.select.dsir_features import (HashedNgramParams, NgramBatch, batched, bucket_counts,  # noqa: F401
+    from textsieve.dsir.features import (HashedNgramParams, NgramBatch, batched, bucket_counts,  # noqa: F401
                                                 doc_sums, featurize)
-    from textsieve.select.dsir_model import DsirModel  # noqa: F401
+    from textsieve.dsir.model import DsirModel  # noqa: F401
     t0 = time.perf_counter()
     check_name(cfg.name)
     params = HashedNgramParams(cfg.buckets, cfg.ngrams, cfg.hash_seed)
@@ -230,7 +230,7 @@ def run_fit(cfg: DsirFitConfig) -> DsirFitResult:
     within = _fit_survivors(cfg) if cfg.recipe is not None else None
     survivors_fp = None
     if within is not None:
-        from textsieve.select.survivors import count, survivor_mask, survivors_fingerprint
+        from textsieve.recipes.survivors import count, survivor_mask, survivors_fingerprint
 
         survivors_fp = survivors_fingerprint(within)
 
@@ -238,7 +238,7 @@ def run_fit(cfg: DsirFitConfig) -> DsirFitResult:
     mfs, mpath = fsspec.core.url_to_fs(model_path)
     if not cfg.overwrite and mfs.exists(mpath):
         model = DsirModel.load(model_path)
-        from textsieve.select.dsir_model import counts_fingerprint
+        from textsieve.dsir.model import counts_fingerprint
 
         if not _model_matches(model, params, cfg.smoothing, counts_fingerprint(target_counts, target_docs), raw_shards,
                               survivors_fp):
@@ -268,7 +268,7 @@ def run_fit(cfg: DsirFitConfig) -> DsirFitResult:
         prog.close()
         info = {"targets": list(cfg.targets), "raw_shards": raw_shards, "name": cfg.name}
         if within is not None:
-            from textsieve.select.survivors import as_recipe
+            from textsieve.recipes.survivors import as_recipe
 
             info |= {"recipe": as_recipe(cfg.recipe).to_dict(), "survivors": survivors_fp,
                      "survivor_documents": count(within)}
