@@ -47,14 +47,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _datatrove_env as dtenv  # noqa: E402
 import _neardup as nd  # noqa: E402
 
 from textsieve.dedup import fast_minhash, minhash  # noqa: E402
+from textsieve.text.batch_encoding import encode_batch
 from textsieve.text.normalize import normalize  # noqa: E402
 
 RUNNER = Path(__file__).resolve().parent / "_datatrove_run.py"
@@ -173,10 +172,7 @@ def textsieve_e2e(inp: Path, work: Path, n: int, t: float, mode: str, workers: i
 
 
 def kernels(texts: list[str]) -> list[str]:
-    enc = [normalize(x).encode("utf-8", "surrogatepass") for x in texts]
-    off = np.zeros(len(enc) + 1, dtype=np.int64)
-    off[1:] = np.cumsum([len(x) for x in enc])
-    buf = np.frombuffer(b"".join(enc), dtype=np.uint8)
+    buf, off = encode_batch([normalize(x) for x in texts])
     out = []
     for name, fn in (("RPv2-compatible (SHA-1, §7)", minhash.signatures),
                      ("fast (xxh64 words, 32-bit mix; NOT RPv2)", fast_minhash.signatures)):

@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from textsieve.dedup import minhash as mh
+from textsieve.text.batch_encoding import encode_batch
 
 _PUNCT = str.maketrans("", "", string.punctuation)
 
@@ -42,12 +43,6 @@ def _default_corpus() -> Path:
 
 def normalize(text: str) -> str:
     return unicodedata.normalize("NFD", " ".join(text.translate(_PUNCT).lower().split()))
-
-
-def pack(docs: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
-    offsets = np.zeros(len(docs) + 1, dtype=np.int64)
-    offsets[1:] = np.cumsum([len(d) for d in docs])
-    return np.frombuffer(b"".join(docs), dtype=np.uint8), offsets
 
 
 def baseline(docs: list[str], ngram: int = mh.NGRAM) -> tuple[np.ndarray, np.ndarray]:
@@ -93,9 +88,8 @@ def main() -> None:
                 break
     t0 = time.perf_counter()
     norm = [normalize(t) for t in texts]
-    encoded = [s.encode("utf-8") for s in norm]
+    content, offsets = encode_batch(norm)
     t_norm = time.perf_counter() - t0
-    content, offsets = pack(encoded)
     n = len(norm)
     n_words = np.array([s.count(" ") + 1 if s else 0 for s in norm])
     print(f"corpus       {args.corpus}")

@@ -46,3 +46,92 @@ def _isolated_user_cache(tmp_path_factory, monkeypatch) -> None:
     cache = tmp_path_factory.mktemp("xdg-cache")
     monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
     monkeypatch.delenv("TEXTSIEVE_RESOURCES", raising=False)
+
+
+#: Tests over ~2.5 s on the 2-core dev machine (`pytest --durations=0`), as `file::name` or
+#: `file::name[param]`; with whole slow modules below they make the quick suite
+#: (`pytest -m "not slow"`, under 90 s). A listed name that matches no test fails collection,
+#: so a rename cannot silently move a slow test into the quick suite.
+SLOW_TESTS = {
+    "test_annotate.py::test_empty_and_huge_documents",
+    "test_annotate.py::test_golden_files_exact_through_cli_and_export",
+    "test_annotate.py::test_output_identical_for_any_worker_count_and_batch_size",
+    "test_dedup_exact.py::test_annotate_folder_equals_raw_inputs",
+    "test_dedup_exact.py::test_exact_first_occurrence_kept",
+    "test_dedup_exact.py::test_other_settings_get_their_own_set",
+    "test_dedup_fuzzy.py::test_clusters_equal_rpv2_golden_and_export",
+    "test_dedup_fuzzy.py::test_default_verifies_exactly",
+    "test_dedup_fuzzy.py::test_deterministic_across_shard_names_order_and_workers",
+    "test_dedup_fuzzy.py::test_exact_verification_hashes_equal_set_jaccard",
+    "test_dedup_fuzzy.py::test_keep_and_verify_policies",
+    "test_dedup_fuzzy.py::test_show_prints_members_and_jaccard",
+    "test_dedup_fuzzy.py::test_show_without_cluster_lists_the_largest",
+    "test_dedup_fuzzy.py::test_tiny_memory_forces_passes_same_output",
+    "test_dsir.py::test_fit_writes_attribute_set_and_model",
+    "test_eval_lm.py::test_eval_lm_cli_on_dev_corpus",
+    "test_fast_minhash.py::test_kernel_equals_reference_definition",
+    "test_fsspec_stages.py::test_memory_attributes_through_every_stage",
+    "test_lang_wordlists.py::test_languages_without_lists_get_null_and_are_counted",
+    "test_learned.py::test_cross_validated_quality_beats_majority",
+    "test_minhash.py::test_golden_bands",
+    "test_model_requests.py::test_naming_one_model_signal_keeps_the_other_models_columns",
+    "test_models_classifier.py::test_fasttext_backend_and_user_bin",
+    "test_models_classifier.py::test_linear_classifier_trains_and_separates",
+    "test_models_langid.py::test_fasttext_language_id_model",
+    "test_models_langid.py::test_lang_auto_picks_word_lists",
+    "test_perplexity.py::test_heldout_cutoffs_and_wiki_vs_web",
+    "test_perplexity.py::test_train_lm_cli_annotate_tsm_and_arpa",
+    "test_pipeline.py::test_dry_run_prints_the_plan",
+    "test_pipeline_rules.py::test_dry_run_of_the_example_with_a_typo_fails_with_did_you_mean",
+    "test_python_api.py::test_crashing_worker_fails_fast_with_one_clear_error",
+    "test_python_api.py::test_plain_script_without_main_guard_uses_workers",
+    "test_python_api.py::test_python_api_doc_runs",
+    "test_reference_golden.py::test_golden_exact[rpv2_signals_dev.jsonl.gz]",
+    "test_report.py::test_locate_both_layouts",
+    "test_resume.py::test_killed_runs_resume_to_identical_outputs",
+    "test_resume_parts.py::test_killed_annotate_resumes_from_its_last_finished_part",
+    "test_resume_parts.py::test_killed_dedup_exact_and_fuzzy_rerun_without_overwrite",
+    "test_resume_parts.py::test_killed_dsir_fit_resumes",
+    "test_resume_parts.py::test_select_resumes_an_interrupted_run_and_never_needs_overwrite_for_it",
+    "test_sample.py::test_count_and_info",
+    "test_sample.py::test_deterministic_and_atomic",
+    "test_sample.py::test_max_docs_respected",
+    "test_select_combined.py::test_line_rules_still_cut_the_drawn_documents",
+    "test_select_combined.py::test_one_step_selects_the_same_documents_as_the_two_step_route",
+    "test_select_engine.py::test_bundled_funnels_match_independent_computation",
+    "test_select_engine.py::test_c4_materialized_lines_cut_by_spans",
+    "test_select_engine.py::test_line_rule_fast_path_over_many_row_groups",
+    "test_shared_skips.py::test_skips_print_reason_and_summary_line",
+}
+SLOW_MODULES = {"test_docs_commands.py", "test_ray.py"}
+KILL_MODULES = {"test_resume.py", "test_resume_parts.py"}
+BROWSER_TESTS = {"test_report.py::test_report_renders_in_chromium", "test_report.py::test_views_render_in_chromium"}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Markers by where a test lives and what it needs: slow, ray, kill, browser, shared."""
+    seen = set()
+    for item in items:
+        module = item.path.name
+        name = f"{module}::{item.originalname}"
+        for key in (name, f"{module}::{item.name}"):
+            if key in SLOW_TESTS:
+                seen.add(key)
+                item.add_marker(pytest.mark.slow)
+        if module in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)
+        if module == "test_ray.py":
+            item.add_marker(pytest.mark.ray)
+        if module in KILL_MODULES or "killed" in item.name:
+            item.add_marker(pytest.mark.kill)
+        if name in BROWSER_TESTS:
+            item.add_marker(pytest.mark.browser)
+        if {"shared_dir", "resources_dir"} & set(getattr(item, "fixturenames", ())) \
+                or getattr(item.module, "SHARED", None) is not None:
+            item.add_marker(pytest.mark.shared)
+    here = Path(__file__).resolve().parent
+    whole_suite = all(Path(str(a)).resolve() == here for a in config.args)
+    if whole_suite and not config.option.keyword and not config.option.markexpr:
+        unknown = SLOW_TESTS - seen
+        if unknown:
+            raise pytest.UsageError(f"tests/conftest.py SLOW_TESTS names no collected test: {sorted(unknown)}")

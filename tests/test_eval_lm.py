@@ -10,8 +10,11 @@ import numpy as np
 import pytest
 
 from textsieve.cli import main
-from textsieve.commands.eval_lm import random_baseline, read_texts, target_heldout
-from textsieve.eval.ngram_lm import BOS, EOS, NgramLM, take_documents, tokenize
+from textsieve.eval.lm import LMEvalConfig, evaluate_lm, random_baseline, read_texts, target_heldout
+from textsieve.models.kneser_ney import UNICODE_WORDS, NgramLM, take_documents
+
+tokenize = UNICODE_WORDS.split
+BOS, EOS = UNICODE_WORDS.keys.bos, UNICODE_WORDS.keys.eos
 
 
 def _topics() -> list[str]:
@@ -79,6 +82,46 @@ def test_in_domain_training_gives_lower_perplexity_and_save_load(tmp_path):
     per_doc = back.doc_perplexity(test[:5])
     s, n = lm.score(test[:5])
     np.testing.assert_allclose(per_doc, np.exp(-s / n))
+
+
+def test_tokenizer_is_a_parameter_rpv2_words(tmp_path):
+    """The same fit runs on the signals' tokens (RPv2-normalized words, digits as 0): its
+    distributions sum to one too, and a saved model only loads with the tokenizer it was fitted with."""
+    from textsieve.models.ngram_lm_model import RPV2_WORDS, hash_words
+
+    docs = _topics()[:40]
+    lm = NgramLM.fit(docs, order=3, vocab_size=50_000, tokenizer=RPV2_WORDS)
+    words, lengths = RPV2_WORDS.split(["Hello, World! 1984 hello", ""])
+    assert lengths.tolist() == [4, 0] and words.tolist() == hash_words(["hello", "world", "0000", "hello"]).tolist()
+    seen = np.unique(np.concatenate([RPV2_WORDS.split(docs)[0], [RPV2_WORDS.keys.eos]]))
+    targets = np.concatenate([seen, [np.uint64(12345)]])
+    hist = [np.full(len(targets), seen[7], np.uint64), np.full(len(targets), RPV2_WORDS.keys.bos, np.uint64)]
+    p, _ = lm.prob(targets, hist)
+    assert p[:-1].sum() + (50_000 - len(seen)) * p[-1] == pytest.approx(1.0, abs=1e-9)
+    assert lm.perplexity(docs[:5]) < NgramLM.fit(docs, order=3, vocab_size=50_000).perplexity(docs[:5]) * 10
+    path = tmp_path / "rpv2.npz"
+    lm.save(path)
+    assert NgramLM.load(path, tokenizer=RPV2_WORDS).perplexity(docs[:5]) == lm.perplexity(docs[:5])
+    with pytest.raises(ValueError, match="tokenizer"):
+        NgramLM.load(path)
+
+
+def test_evaluate_lm_api(tmp_path):
+    """`evaluate_lm` is the whole evaluation: a config in, a result out, nothing printed."""
+    docs = _topics()
+    rows = [{"id": f"d{i}", "text": t} for i, t in enumerate(docs)]
+    for name, part in (("pool", rows), ("sel", rows[:60]), ("target", rows[::3])):
+        (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in part))
+    cfg = LMEvalConfig(selection=str(tmp_path / "sel.jsonl"), target=str(tmp_path / "target.jsonl"),
+                       pool=str(tmp_path / "pool.jsonl"), order=2, progress=False)
+    res = evaluate_lm(cfg)
+    assert res.documents == 60 and res.pool_documents == len(docs)
+    assert res.tokens_random >= res.tokens and res.perplexity > 0 and res.perplexity_random > 0
+    out = res.to_json()
+    assert list(out)[:2] == ["perplexity", "perplexity_random"] and "progress" not in out["config"]
+    assert out["config"]["order"] == 2
+    with pytest.raises(ValueError, match="--match"):
+        evaluate_lm(LMEvalConfig(selection=cfg.selection, target=cfg.target, pool=cfg.pool, match="words"))
 
 
 def test_heldout_split_is_stable_and_sized():

@@ -17,6 +17,7 @@ import pytest
 
 from textsieve.dedup import minhash as mh
 from textsieve.dedup.sha1_kernel import LANES, sha1_digests
+from textsieve.text.batch_encoding import encode_batch
 
 P61 = (1 << 61) - 1
 M32 = (1 << 32) - 1
@@ -45,13 +46,6 @@ def backend(request, monkeypatch):
 def normalize(text: str) -> str:
     """§3.2: drop ASCII punctuation, lower, collapse whitespace, NFD."""
     return unicodedata.normalize("NFD", " ".join(text.translate(_PUNCT).lower().split()))
-
-
-def pack(docs: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    enc = [d.encode("utf-8") for d in docs]
-    offsets = np.zeros(len(enc) + 1, dtype=np.int64)
-    offsets[1:] = np.cumsum([len(e) for e in enc])
-    return np.frombuffer(b"".join(enc), dtype=np.uint8), offsets
 
 
 def reference_signature(words: list[str], ngram: int, a: list[int], b: list[int]) -> list[int] | None:
@@ -218,7 +212,7 @@ def _random_docs(rng: np.random.Generator, n: int) -> list[list[str]]:
 def test_signatures_match_python_reference(ngram, num_perm, seed, n_docs, backend):
     rng = np.random.default_rng(ngram * 1000 + num_perm)
     docs = _random_docs(rng, n_docs)
-    content, offsets = pack([" ".join(w) for w in docs])
+    content, offsets = encode_batch([" ".join(w) for w in docs])
     sig, valid = mh.signatures(content, offsets, ngram=ngram, num_perm=num_perm, seed=seed)
     assert sig.shape == (n_docs, num_perm) and sig.dtype == np.uint32
     assert valid.shape == (n_docs,) and valid.dtype == np.bool_
@@ -285,7 +279,7 @@ def _golden(name: str) -> list[dict]:
 def test_golden_bands(name, backend):
     records = _golden(name)
     norm = [normalize(r["text"]) for r in records]
-    content, offsets = pack(norm)
+    content, offsets = encode_batch(norm)
     sig, valid = mh.signatures(content, offsets)
     n_null = 0
     for i, rec in enumerate(records):

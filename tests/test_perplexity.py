@@ -11,13 +11,12 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from _shared import SHARED
 
 from textsieve.cli import main as cli
 from textsieve.models.format import ModelFormatError
 from textsieve.models.ngram_lm_model import hash_words, read_arpa, train_kn, write_arpa
 from textsieve.models.perplexity import PerplexityModel, heldout_perplexities, load_arpa, load_lm, tokenize
-
-from _shared import SHARED
 
 
 def read_texts(path: Path, n: int | None = None) -> list[str]:
@@ -52,8 +51,11 @@ class ArpaTwin:
         self.p: dict[tuple[str, ...], float] = {}
         self.bo: dict[tuple[str, ...], float] = {}
         section = 0
+        order = 0
         for line in text.splitlines():
-            if line.startswith("\\") and line.endswith("-grams:"):
+            if line.startswith("ngram "):
+                order = max(order, int(line[6:].partition("=")[0]))
+            elif line.startswith("\\") and line.endswith("-grams:"):
                 section = int(line[1:-7])
             elif section and line.strip() and not line.startswith("\\"):
                 parts = line.split("\t")
@@ -61,12 +63,12 @@ class ArpaTwin:
                 self.p[words] = float(parts[0])
                 if len(parts) == 3:
                     self.bo[words] = float(parts[2])
-        self.order = max(len(k) for k in self.p)
+        self.order = order  # from the header: a highest order may list no n-grams
 
     def logp(self, hist: tuple[str, ...], w: str) -> float:
         if (w,) not in self.p:
             w = "<unk>"
-        hist = hist[len(hist) - (self.order - 1):] if self.order > 1 else ()
+        hist = hist[max(0, len(hist) - (self.order - 1)):] if self.order > 1 else ()
         if hist + (w,) in self.p:
             return self.p[hist + (w,)]
         return self.bo.get(hist, 0.0) + self.logp(hist[1:], w)
@@ -181,3 +183,16 @@ def test_bad_inputs_are_named(tmp_path, corpora):
     with pytest.raises(ValueError, match="order"):
         train_kn([["a"]], order=9)
     assert math.isfinite(train_kn([["a", "b"]], order=2).tables.unk_logprob)
+
+
+@pytest.mark.parametrize("order", [4, 5])
+def test_short_documents_high_orders(order):
+    """Orders above 3 on documents shorter than the order; at 5 no document reaches the order and
+    its level is empty (this used to fail in the smoothing)."""
+    docs = [["x"], ["y", "x"], ["x", "y", "y"]]
+    lm = train_kn(docs[:2], order=order)
+    assert [len(k) for k in lm.tables.keys] == [5, 4, 3, 1, 0][:order]
+    twin = ArpaTwin(arpa_text(lm))
+    flat = [w for d in docs for w in d]
+    total, count = lm.tables.doc_log10(hash_words(flat), np.array([0, 1, 3, 6]))
+    assert np.allclose(total, [twin.doc(d) for d in docs], atol=1e-4) and count.tolist() == [2, 3, 4]

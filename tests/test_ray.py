@@ -1,5 +1,5 @@
 """The Ray executor: annotate and dedup fuzzy on a local 2-CPU Ray give byte-identical outputs to
-the local executor, also when a worker process dies mid-run (TEXTSIEVE_TEST_KILL_TASK)."""
+the local executor, also when a worker process dies mid-run (killed by `hooks.ray_kill`)."""
 
 from __future__ import annotations
 
@@ -11,15 +11,16 @@ import sys
 from pathlib import Path
 
 import pytest
+from _shared import SHARED
+from hooks.ray_kill import dying_ordered_map, kill_ordered_map_task, kill_shuffle_map_task
+
+from textsieve.cli import main
+from textsieve.exec.ray_exec import RayUnavailable, ray_ordered_map, require_ray  # importing it imports no Ray
+from textsieve.stages.dedup_fuzzy import FuzzyConfig, run_fuzzy
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'textsieve[ray]'); Ray executor untested")
 
-from textsieve.cli import main  # noqa: E402
-from textsieve.exec.ray_exec import KILL_ENV, RayUnavailable, ray_ordered_map, require_ray  # noqa: E402
-from textsieve.stages.dedup_fuzzy import FuzzyConfig, run_fuzzy  # noqa: E402
-
 THRESHOLDS = [0.9, 0.8, 0.7]
-from _shared import SHARED
 
 
 @pytest.fixture(scope="module")
@@ -93,10 +94,12 @@ def test_annotate_on_ray_matches_local(slice_shards, resources, local_annotated,
 
 def test_annotate_on_ray_survives_a_killed_worker(slice_shards, resources, local_annotated, tmp_path,
                                                   monkeypatch, caplog):
-    monkeypatch.setenv(KILL_ENV, "4")  # the process running task 4 (of 12 batches) exits hard
+    # the process running task 4 (of 12 batches) exits hard
+    markers = kill_ordered_map_task(monkeypatch, 4, tmp_path)
     with caplog.at_level(logging.WARNING, logger="textsieve.ray"):
         _annotate(slice_shards, tmp_path / "r", resources, "--executor", "ray", "--workers", "2")
-    assert any("worker died" in r.getMessage() for r in caplog.records), "the test hook did not kill a worker"
+    assert len(markers) == 1 and markers[0].exists(), "the test hook did not kill a worker"
+    assert any("worker died" in r.getMessage() for r in caplog.records), "the death went unnoticed"
     assert _same_parquet(local_annotated, tmp_path / "r") == 3  # same rows, in order: none lost or repeated
 
 
@@ -115,12 +118,12 @@ def _with_init(x: int) -> int:
     return x + _INIT["value"]
 
 
-def test_ray_ordered_map_contract(monkeypatch):
+def test_ray_ordered_map_contract(tmp_path):
     """Order, initializer state per worker, bounded pending, retry after a killed worker, errors."""
-    monkeypatch.setenv(KILL_ENV, "7")
-    out = list(ray_ordered_map(_with_init, range(40), workers=2, initializer=_init, initargs=(1000,), max_pending=3))
+    dying, markers = dying_ordered_map(ray_ordered_map, 7, tmp_path)
+    out = list(dying(_with_init, range(40), workers=2, initializer=_init, initargs=(1000,), max_pending=3))
     assert out == [(x, x + 1000) for x in range(40)]
-    monkeypatch.delenv(KILL_ENV)
+    assert markers[0].exists(), "the worker running task 7 should have died"
     with pytest.raises(ZeroDivisionError):
         list(ray_ordered_map(_inverse, [1, 2, 0, 3], workers=2))
 
@@ -169,8 +172,10 @@ def test_dedup_fuzzy_on_ray_matches_local(dedup_annotated, local_fuzzy, tmp_path
 
 
 def test_dedup_fuzzy_on_ray_survives_a_killed_worker(dedup_annotated, local_fuzzy, tmp_path, monkeypatch):
-    monkeypatch.setenv(KILL_ENV, "2")  # the process running map task 2 exits hard; Ray retries it
+    marker = tmp_path / "died"
+    kill_shuffle_map_task(monkeypatch, 2, marker)  # the process running map task 2 exits hard; Ray retries it
     _, out = _fuzzy(dedup_annotated, tmp_path / "a", "ray")
+    assert marker.exists(), "the test hook did not kill a worker"
     assert _files(out) == _files(local_fuzzy[1])
 
 

@@ -1,7 +1,8 @@
 """Resume: SIGKILL `textsieve run` in annotate, in dedup and in select, re-run the same command
 each time, and check that finished work is skipped and the final outputs are byte-identical to
-an uninterrupted run. A test hook (TEXTSIEVE_TEST_DELAY_PER_BATCH, read in `stages.progress`)
-slows every stage down so the kills land where some work is finished and some is not."""
+an uninterrupted run. A test hook (`hooks.slow_progress`: a sleep per progress update, injected
+into the subprocess by `tests/hooks/sitecustomize.py`) slows every stage down so the kills land
+where some work is finished and some is not."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hooks.slow_progress import slowed_env
 
 N_SHARDS = 4
 #: files that legitimately differ between runs, and which parts to ignore in them
@@ -52,7 +54,8 @@ def corpus(tmp_path_factory) -> Path:
 
     d = tmp_path_factory.mktemp("resume")
     build_sample(str(d / "all.jsonl.gz"), max_docs=200)
-    lines = gzip.open(d / "all.jsonl.gz", "rt", encoding="utf-8").read().splitlines()
+    with gzip.open(d / "all.jsonl.gz", "rt", encoding="utf-8") as fh:
+        lines = fh.read().splitlines()
     (d / "docs").mkdir()
     for k in range(N_SHARDS):
         with gzip.open(d / "docs" / f"s{k}.jsonl.gz", "wt", encoding="utf-8") as fh:
@@ -76,14 +79,12 @@ def _cmd(d: Path) -> list[str]:
 
 
 def _run(d: Path, delay: float = 0.0) -> None:
-    env = {**os.environ, "TEXTSIEVE_TEST_DELAY_PER_BATCH": str(delay)}
-    subprocess.run(_cmd(d), env=env, check=True, timeout=120)
+    subprocess.run(_cmd(d), env=slowed_env(delay), check=True, timeout=120)
 
 
 def _kill_when(d: Path, ready, delay: float, what: str) -> None:
     """Start the run slowed down; SIGKILL it as soon as `ready()` is true."""
-    env = {**os.environ, "TEXTSIEVE_TEST_DELAY_PER_BATCH": str(delay)}
-    proc = subprocess.Popen(_cmd(d), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(_cmd(d), env=slowed_env(delay), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 90
     try:
         while not ready():

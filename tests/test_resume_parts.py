@@ -2,8 +2,9 @@
 `--overwrite`, keeps what was finished, and leaves output byte-identical to an uninterrupted
 run and no temporary files behind (issue 10, items 1 and 9).
 
-Kills use the test hook TEXTSIEVE_TEST_DELAY_PER_BATCH (a sleep per progress update, see
-`stages.progress`), so SIGKILL lands where some work is finished and some is not. Inputs are
+Kills use the test hook `hooks.slow_progress` (a sleep per progress update, injected into the
+subprocess by `tests/hooks/sitecustomize.py`), so SIGKILL lands where some work is finished and
+some is not. Inputs are
 real web documents from the shared dev corpus."""
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from _shared import SHARED, missing_reason
+from hooks.slow_progress import slowed_env
 
 from textsieve.io.leftovers import TMP_MARK, remove_stale_temps, remove_stale_work_dirs, writer_tag
 
@@ -32,16 +34,14 @@ def _cli(*args: str) -> list[str]:
 
 
 def _run(cmd: list[str]) -> subprocess.CompletedProcess:
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180,
-                          env={**os.environ, "TEXTSIEVE_TEST_DELAY_PER_BATCH": "0"})
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180, env=slowed_env(0))
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc
 
 
 def _kill_when(cmd: list[str], ready, delay: float, what: str) -> None:
     """Start `cmd` slowed down by the test hook; SIGKILL it as soon as `ready()` holds."""
-    env = {**os.environ, "TEXTSIEVE_TEST_DELAY_PER_BATCH": str(delay)}
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(cmd, env=slowed_env(delay), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 120
     try:
         while not ready():

@@ -362,12 +362,13 @@ def _sql_values(directory: str, recipe: Recipe) -> dict:
 
 def test_numpy_line_path_matches_duckdb(corpus, monkeypatch):
     import textsieve.recipes.funnel_numpy as ff
-    from textsieve.recipes.sql import read_schema
+    from textsieve.recipes.sql import compile_recipe, read_schema
 
     monkeypatch.setattr(ff, "BATCH_ROWS", 700)  # several tasks, each spanning row groups
     schema = read_schema(corpus["ann"])
     for recipe in [Recipe.from_rules(TRICKY_RULES), load_recipe("c4"), load_recipe("fineweb-like")]:
-        assert ff.fast_funnel_values(recipe, schema, threads=2) == _sql_values(corpus["ann"], recipe), recipe.name
+        assert ff.fast_funnel_values(compile_recipe(recipe, schema), threads=2) == _sql_values(corpus["ann"], recipe), \
+            recipe.name
 
 
 def test_numpy_line_path_pads_like_list_zip(tmp_path):
@@ -409,9 +410,9 @@ def test_sql_path_pads_like_list_zip(tmp_path):
         ("f", "frac(rps_lines_start_with_bulletpoint == 1 or rps_lines_num_words > 2) >= 0.5"),
         ("l", "line: rps_lines_start_with_bulletpoint == 0 or rps_lines_num_words is null")])
     from textsieve.recipes.funnel_numpy import fast_funnel_values
-    from textsieve.recipes.sql import read_schema
+    from textsieve.recipes.sql import compile_recipe, read_schema
 
-    assert _sql_values(str(tmp_path), recipe) == fast_funnel_values(recipe, read_schema(str(tmp_path)))
+    assert _sql_values(str(tmp_path), recipe) == fast_funnel_values(compile_recipe(recipe, read_schema(str(tmp_path))))
 
 
 def test_line_rule_fast_path_over_many_row_groups(corpus, tmp_path):
@@ -436,4 +437,4 @@ def test_line_rule_fast_path_over_many_row_groups(corpus, tmp_path):
         recipe = load_recipe(name)
         sql, cols = funnel_sql(compile_recipe(recipe, schema))
         slow = dict(zip(cols, (int(v or 0) for v in connect(None).execute(sql).fetchone())))
-        assert fast_funnel_values(recipe, schema, 2) == slow
+        assert fast_funnel_values(compile_recipe(recipe, schema), 2) == slow

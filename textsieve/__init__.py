@@ -9,9 +9,13 @@ textsieve` stays cheap: the CLI imports it for `__version__` on every call.
 from __future__ import annotations
 
 import importlib
+import importlib.metadata as _metadata
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+try:  # one source: the version in pyproject.toml, as installed
+    __version__ = _metadata.version("textsieve")
+except _metadata.PackageNotFoundError:  # a source tree on sys.path without an install
+    __version__ = "0.0.0+unknown"
 
 __all__ = ["__version__", "annotate", "dedup_exact", "dedup_fuzzy", "dsir_fit", "select", "funnel", "run",
            "load_recipe", "read_documents", "attributes"]

@@ -1,11 +1,12 @@
 """`textsieve eval`: measure whether a selection is good. `eval kl` (DSIR's KL reduction) lives
-here; `eval lm` is registered from `textsieve.commands.eval_lm` when that module exists."""
+here; `eval lm` is registered from `textsieve.commands.eval_lm`."""
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
+
+from textsieve.commands import eval_lm
 
 
 def run_kl(args: argparse.Namespace) -> int:
@@ -46,14 +47,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     k.add_argument("--ngrams", type=int, default=2)
     k.add_argument("--hash-seed", type=int, default=1, help="hash space (default 1; dsir fit uses 0)")
     k.add_argument("--seed", type=int, default=0, help="seed of the random samples (default 0)")
-    k.add_argument("--pool-sample", type=int, default=100_000, help="pool documents sampled for h_pool (default 100,000)")
+    k.add_argument("--pool-sample", type=int, default=100_000,
+                   help="pool documents sampled for h_pool (default 100,000)")
     k.add_argument("--text-field", default="text", metavar="FIELD")
     k.add_argument("--json", action="store_true", help="print one JSON object (kl_reduction, kl_reduction_random, ...)")
     k.set_defaults(func=run_kl)
-    try:
-        lm = importlib.import_module("textsieve.commands.eval_lm")
-    except ModuleNotFoundError as exc:
-        if exc.name != "textsieve.commands.eval_lm":
-            raise
-        return
-    lm.register_lm(esub, common)
+    eval_lm.register_lm(esub, common)

@@ -1,16 +1,17 @@
 """`textsieve train`: build model files (.tsm) from data the user points at, offline.
 
 Subcommands here: `classifier` (fastText-style quality classifier, RPv2 §4.5/§5.1) and `ut1`
-(UT1 domain blocklist index, RPv2 §5.4). `textsieve.commands.train_more`, if present, adds more
-(`lm`, `importance`) through `register_more(train_subparsers, common)`.
+(UT1 domain blocklist index, RPv2 §5.4). `textsieve.commands.train_more` adds `lm` and
+`importance` through `register_more(train_subparsers, common)`.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sys
+
+from textsieve.commands import train_more
 
 
 def run_classifier(args: argparse.Namespace) -> int:
@@ -75,11 +76,4 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     u.add_argument("--blacklists", required=True, metavar="DIR", help="folder with CATEGORY/domains files")
     u.add_argument("-o", "--output", required=True, metavar="FILE", help="model file to write (.tsm)")
     u.set_defaults(func=run_ut1)
-
-    try:
-        more = importlib.import_module("textsieve.commands.train_more")
-    except ModuleNotFoundError as exc:
-        if exc.name != "textsieve.commands.train_more":
-            raise
-    else:
-        more.register_more(tsub, common)
+    train_more.register_more(tsub, common)

@@ -10,8 +10,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 import fsspec
 import numpy as np
@@ -20,7 +20,8 @@ import pyarrow.parquet as pq
 
 from textsieve.exec.local import ordered_map
 from textsieve.io.atomic import AtomicParquetWriter
-from textsieve.io.attributes import META_KEY, attribute_shards, read_shard_meta, source_documents
+from textsieve.io.attributes import META_KEY, attribute_shards, source_documents
+from textsieve.io.texts import aligned_source_texts, missing_rows, source_meta
 
 
 @dataclass
@@ -36,7 +37,7 @@ class ShardTable:
     base: np.ndarray  # base[i] = ordinal of shard i's row 0; base[-1] = total
 
     @classmethod
-    def open(cls, directory: str) -> "ShardTable":
+    def open(cls, directory: str) -> ShardTable:
         fs, paths = attribute_shards(directory)
         root = fsspec.core.url_to_fs(directory)[1].rstrip("/")
         n_rows = []
@@ -80,18 +81,9 @@ def id_ints(ids: pa.Array | pa.ChunkedArray) -> np.ndarray:
     return np.frombuffer(digests, dtype="<u8").astype(np.uint64)
 
 
-def _texts_task(task: tuple[dict, list[int]]) -> list[str]:
-    meta, rows = task
-    want = {r: k for k, r in enumerate(rows)}
-    out: list[str | None] = [None] * len(rows)
-    for doc in source_documents(meta):
-        k = want.get(doc.row)
-        if k is not None:
-            out[k] = doc.text
-    missing = [rows[k] for k, t in enumerate(out) if t is None]
-    if missing:
-        raise FileNotFoundError(f"source {meta.get('source')!r} no longer has rows {missing[:5]}")
-    return out  # type: ignore[return-value]
+def _texts_task(task: tuple[dict, list[int], str]) -> list[str]:
+    """One worker task of `gather_texts`: (source metadata, rows, annotate shard path) -> texts."""
+    return aligned_source_texts(*task)
 
 
 def _source_rows(table: ShardTable, ordinals: np.ndarray) -> Iterable[tuple[int, np.ndarray, dict, list[int]]]:
@@ -99,21 +91,19 @@ def _source_rows(table: ShardTable, ordinals: np.ndarray) -> Iterable[tuple[int,
     metadata, the documents' source row numbers), for tasks that re-read texts."""
     for i, local in table.split(ordinals):
         rows = table.read(i, ["row"]).column("row").to_numpy()[local]
-        meta = read_shard_meta(table.fs, table.paths[i])
-        if "source_shard" not in meta:
-            raise ValueError(f"{table.paths[i]}: no source metadata; cannot re-read texts")
-        yield i, local, meta, [int(r) for r in rows]
+        yield i, local, source_meta(table.fs, table.paths[i]), [int(r) for r in rows]
 
 
 def gather_texts(table: ShardTable, ordinals: np.ndarray, workers: int = 1) -> dict[int, str]:
-    """Texts of the given documents, re-read from their source shards (one task per shard)."""
+    """Texts of the given documents, re-read from their source shards: one task per shard, each
+    reading its source once up to the last row wanted, `workers` shards at a time."""
     ordinals = np.unique(np.asarray(ordinals, dtype=np.int64))
     tasks, keys = [], []
     for i, local, meta, rows in _source_rows(table, ordinals):
-        tasks.append((meta, rows))
+        tasks.append((meta, rows, table.paths[i]))
         keys.append(local + table.base[i])
     out: dict[int, str] = {}
-    for (task, texts), key in zip(ordered_map(_texts_task, tasks, workers=min(workers, max(1, len(tasks)))), keys):
+    for (_, texts), key in zip(ordered_map(_texts_task, tasks, workers=min(workers, max(1, len(tasks)))), keys):
         out.update(zip((int(k) for k in key), texts))
     return out
 
@@ -139,7 +129,7 @@ def _shingles_task(task: tuple[dict, list[int], str]) -> tuple[np.ndarray, np.nd
             at += h.shape[0]
     missing = [rows[k] for k in np.flatnonzero(start < 0)]
     if missing:
-        raise FileNotFoundError(f"source {meta.get('source')!r} no longer has rows {missing[:5]}")
+        raise missing_rows(str(meta["source_shard"].get("rel")), meta, missing)
     return start, count
 
 

@@ -18,7 +18,6 @@ bits), so it terminates, and the edge set links exactly the documents that share
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -29,20 +28,6 @@ ROW = np.dtype([("h1", "<u8"), ("h2", "<u8"), ("doc", "<u8")])
 WORK_BYTES_PER_ROW = 72
 MIN_ROWS = 1024
 FANOUT_BITS = 4  # sub-partitions of an oversized partition: 16
-
-
-def parse_memory(text: str | int) -> int:
-    """'2GB', '512MB', '64KiB', '1e6' or plain bytes -> bytes (decimal and binary units)."""
-    if isinstance(text, int):
-        return text
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e[0-9]+)?)\s*([kmgt]?)(i?)b?\s*", str(text).lower())
-    if not m:
-        raise ValueError(f"--memory: cannot read {text!r}; use e.g. 2GB, 512MB, 64KiB or bytes")
-    base = 1024 if m.group(3) else 1000
-    value = float(m.group(1)) * base ** " kmgt".index(m.group(2) or " ")
-    if value < 1:
-        raise ValueError(f"--memory: {text!r} is not a positive size")
-    return int(value)
 
 
 def rows_per_pass(memory: int) -> int:

@@ -41,8 +41,8 @@ import pyarrow.parquet as pq
 from textsieve.dedup.corpus import ShardTable, id_ints
 from textsieve.dedup.lsh import band_rows, band_values
 from textsieve.dedup.partitions import ROW, Grouper, GroupStats, unique_pairs
-from textsieve.exec.ray_exec import ensure_ray, kill_marker_dir, maybe_die
 from textsieve.exec.progress import Progress
+from textsieve.exec.ray_exec import ensure_ray
 
 MAX_RETRIES = 3  # Ray-side retries of a map/reduce task whose worker process died
 
@@ -79,9 +79,8 @@ def pieces(table: ShardTable, docs_per_piece: int) -> list[tuple[int, list[int]]
 
 
 def _map(fs, path: str, where: str, row_groups: list[int], cols: list[tuple[float, str]],
-         bounds: dict[float, np.ndarray], bits: dict[float, int], marker: str | None):
+         bounds: dict[float, np.ndarray], bits: dict[float, int]):
     """Band rows of one piece, per threshold cut into one block per reduce group."""
-    maybe_die(marker)
     with fs.open(path, "rb") as fh:
         tab = pq.ParquetFile(fh).read_row_groups(row_groups, columns=["id", *[c for _, c in cols]])
     ii = id_ints(tab.column("id"))
@@ -142,53 +141,44 @@ def ray_lsh(table: ShardTable, cols: dict[float, str], bits: dict[float, int], m
     # a map piece yields at most ~max_rows band rows (RPv2: at most 14 bands per doc and threshold),
     # so a map task holds no more than one sort budget of rows
     work = pieces(table, max(1, max_rows // (14 * len(ts))))
-    kill_n, kill_dir = kill_marker_dir()
     map_task = ray.remote(num_returns=1 + sum(n_blocks), max_retries=MAX_RETRIES)(_map)
     red_task = ray.remote(max_retries=MAX_RETRIES)(_reduce)
     fs_ref = ray.put(table.fs)
     col_items = [(t, cols[t]) for t in ts]
+    outs = [map_task.remote(fs_ref, table.paths[i], table.rels[i], rgs, col_items, bounds, bits) for i, rgs in work]
+    with_bands = {t: 0 for t in ts}
+    sizes = [table.fs.size(p) for p in table.paths]
+    bar = Progress("dedup fuzzy", total_bytes=sum(sizes), enabled=progress)
+    done_bytes = 0.0
     try:
-        outs = []
-        for k, (i, rgs) in enumerate(work):
-            marker = os.path.join(kill_dir, "died") if k == kill_n else None
-            outs.append(map_task.remote(fs_ref, table.paths[i], table.rels[i], rgs, col_items, bounds, bits,
-                                        marker))
-        with_bands = {t: 0 for t in ts}
-        sizes = [table.fs.size(p) for p in table.paths]
-        bar = Progress("dedup fuzzy", total_bytes=sum(sizes), enabled=progress)
-        done_bytes = 0.0
-        try:
-            shard_of = {out[0]: work[k][0] for k, out in enumerate(outs)}
-            left = list(shard_of)
-            while left:
-                done, left = ray.wait(left, num_returns=1)
-                n_docs, counts = ray.get(done[0])
-                for t, c in zip(ts, counts):
-                    with_bands[t] += c
-                i = shard_of[done[0]]
-                done_bytes += sizes[i] * n_docs / max(1, int(table.n_rows[i]))
-                bar.update(n_docs, int(done_bytes))
-        finally:
-            bar.close()
-        reds = []
-        offset = 1
-        for t, nb in zip(ts, n_blocks):
-            for g in range(nb):
-                refs = [out[offset + g] for out in outs]
-                reds.append((t, red_task.remote(refs, int(bounds[t][g]), int(bounds[t][g + 1]), max_rows, tmp_dir)))
-            offset += nb
-        del outs
-        edges: dict[float, list] = {t: [] for t in ts}
-        stats = {t: GroupStats() for t in ts}
-        for t, ref in reds:  # in partition order, as the local Grouper emits them
-            e, s = ray.get(ref)
-            edges[t].append(e)
-            stats[t].add(GroupStats(**s))
-        out_stats = {}
-        for t in ts:
-            stats[t].spilled_bytes += stats[t].rows * ROW.itemsize  # the level-0 scatter, as locally
-            out_stats[t] = asdict(stats[t])
-        return with_bands, {t: unique_pairs(np.concatenate(edges[t])) for t in ts}, out_stats
+        shard_of = {out[0]: work[k][0] for k, out in enumerate(outs)}
+        left = list(shard_of)
+        while left:
+            done, left = ray.wait(left, num_returns=1)
+            n_docs, counts = ray.get(done[0])
+            for t, c in zip(ts, counts):
+                with_bands[t] += c
+            i = shard_of[done[0]]
+            done_bytes += sizes[i] * n_docs / max(1, int(table.n_rows[i]))
+            bar.update(n_docs, int(done_bytes))
     finally:
-        if kill_dir:
-            shutil.rmtree(kill_dir, ignore_errors=True)
+        bar.close()
+    reds = []
+    offset = 1
+    for t, nb in zip(ts, n_blocks):
+        for g in range(nb):
+            refs = [out[offset + g] for out in outs]
+            reds.append((t, red_task.remote(refs, int(bounds[t][g]), int(bounds[t][g + 1]), max_rows, tmp_dir)))
+        offset += nb
+    del outs
+    edges: dict[float, list] = {t: [] for t in ts}
+    stats = {t: GroupStats() for t in ts}
+    for t, ref in reds:  # in partition order, as the local Grouper emits them
+        e, s = ray.get(ref)
+        edges[t].append(e)
+        stats[t].add(GroupStats(**s))
+    out_stats = {}
+    for t in ts:
+        stats[t].spilled_bytes += stats[t].rows * ROW.itemsize  # the level-0 scatter, as locally
+        out_stats[t] = asdict(stats[t])
+    return with_bands, {t: unique_pairs(np.concatenate(edges[t])) for t in ts}, out_stats

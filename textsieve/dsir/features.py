@@ -21,22 +21,21 @@ give independent hash spaces: `eval kl` measures in one that selection did not u
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
-from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 from numba import njit
 
+from textsieve.text.batch_encoding import codepoints_batch
 from textsieve.text.hashing import fmix64 as _fmix64
-
-from textsieve.text.unicode_props import F_SPACE, F_WORD, unicode_tables
+from textsieve.text.unicode_props import unicode_tables
+from textsieve.text.wordpunct_numba import doc_scratch, tokenize_into
 
 FEATURE_VERSION = 1
 TOKENIZER = "wordpunct-unicode-lower"
 HASH = "fnv1a64-codepoints+fmix64"
 
-_FNV_OFFSET = np.uint64(0xCBF29CE484222325)
-_FNV_PRIME = np.uint64(0x100000001B3)
 _CHAIN = np.uint64(0x9E3779B97F4A7C15)
 _SEED_MIX = np.uint64(0xD6E8FEB86659FD93)
 
@@ -61,7 +60,7 @@ class HashedNgramParams:
         return {**asdict(self), "tokenizer": TOKENIZER, "hash": HASH, "feature_version": FEATURE_VERSION}
 
     @classmethod
-    def from_json(cls, d: dict) -> "HashedNgramParams":
+    def from_json(cls, d: dict) -> HashedNgramParams:
         if d.get("feature_version") != FEATURE_VERSION or d.get("tokenizer") != TOKENIZER or d.get("hash") != HASH:
             raise ValueError(f"unsupported DSIR feature definition {d!r}; this textsieve computes "
                              f"feature_version {FEATURE_VERSION} ({TOKENIZER}, {HASH})")
@@ -83,79 +82,51 @@ class NgramBatch:
 
 
 @njit(cache=True, nogil=True)
-def _ngram_kernel(cps, starts, flags, n_buckets, n, seed_key, out, out_off, out_tok):
-    """Tokenize and hash every document of a batch; returns the number of n-grams written."""
-    hist = np.zeros(n, dtype=np.uint64)  # ring of the last n token keys
-    nb = np.uint64(n_buckets)
-    pos = 0
-    n_docs = starts.shape[0] - 1
-    for d in range(n_docs):
-        out_off[d] = pos
-        ntok = 0
-        cls = 0  # 0 none, 1 word, 2 punctuation
-        h = _FNV_OFFSET
-        end = starts[d + 1]
-        i = starts[d]
-        while i <= end:
-            if i < end:
-                c = cps[i]
-                f = flags[c] if c < flags.shape[0] else 0
-                ccls = 0 if (f & 2) else (1 if (f & 1) else 2)
-            else:
-                ccls = 0  # flush the last token
-                c = 0
-            if ccls != cls and cls != 0:
-                # token complete: key, history, n-grams ending here
-                key = _fmix64(h ^ seed_key)
-                hist[ntok % n] = key
-                ntok += 1
-                out[pos] = np.uint32(key % nb)
-                pos += 1
-                m = 2
-                while m <= n and m <= ntok:
-                    g = hist[(ntok - m) % n]
-                    for j in range(1, m):
-                        g = _fmix64((g * _CHAIN) ^ hist[(ntok - m + j) % n])
-                    out[pos] = np.uint32(g % nb)
-                    pos += 1
-                    m += 1
-                h = _FNV_OFFSET
-            if ccls != 0:
-                h = (h ^ np.uint64(c)) * _FNV_PRIME
-            cls = ccls
-            i += 1
-        out_tok[d] = ntok
-    out_off[n_docs] = pos
+def _doc_ngrams(tok_fnv, n_tok, hist, n, nb, seed_key, out, pos):
+    """Write the bucket of each n-gram (n = 1 .. `n`) ending at each of a document's tokens, given
+    the tokens' FNV-1a hashes, to ``out[pos:]``; returns the new pos."""
+    for t in range(n_tok):
+        key = _fmix64(tok_fnv[t] ^ seed_key)
+        hist[t % n] = key  # ring of the last n token keys
+        out[pos] = np.uint32(key % nb)
+        pos += 1
+        m = 2
+        while m <= n and m <= t + 1:
+            g = hist[(t + 1 - m) % n]
+            for j in range(1, m):
+                g = _fmix64((g * _CHAIN) ^ hist[(t + 1 - m + j) % n])
+            out[pos] = np.uint32(g % nb)
+            pos += 1
+            m += 1
     return pos
 
 
-_FLAGS: np.ndarray | None = None
-
-
-def _class_flags() -> np.ndarray:
-    """Per code point: bit 1 = Python-re word character, bit 2 = whitespace (from CPython)."""
-    global _FLAGS
-    if _FLAGS is None:
-        fl = unicode_tables().flags
-        out = np.zeros(fl.shape[0], dtype=np.uint8)
-        out[(fl & F_WORD) != 0] = 1
-        out[(fl & F_SPACE) != 0] = 2  # \w and \s are disjoint
-        _FLAGS = out
-    return _FLAGS
+@njit(cache=True, nogil=True)
+def _ngram_kernel(cps, starts, flags, n_buckets, n, seed_key, out, out_off, out_tok):
+    """Tokenize (`wordpunct`) and hash every document of a batch; returns the number of n-grams written."""
+    hist = np.zeros(n, dtype=np.uint64)
+    nb = np.uint64(n_buckets)
+    pos = 0
+    n_docs = starts.shape[0] - 1
+    tok_start, tok_end, tok_seen, tok_fnv = doc_scratch(starts)
+    for d in range(n_docs):
+        out_off[d] = pos
+        n_tok = tokenize_into(cps, starts[d], starts[d + 1], flags, True, tok_start, tok_end, tok_seen, tok_fnv, 0)
+        pos = _doc_ngrams(tok_fnv, n_tok, hist, n, nb, seed_key, out, pos)
+        out_tok[d] = n_tok
+    out_off[n_docs] = pos
+    return pos
 
 
 def featurize(texts: Sequence[str], params: HashedNgramParams) -> NgramBatch:
     """Bucket ids of the n-grams of each text (one compiled pass over the whole batch)."""
     lowered = [t.lower() for t in texts]
-    lengths = np.fromiter((len(t) for t in lowered), dtype=np.int64, count=len(lowered))
-    starts = np.zeros(len(lowered) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=starts[1:])
-    cps = np.frombuffer("".join(lowered).encode("utf-32-le", "surrogatepass"), dtype="<u4")
+    cps, starts = codepoints_batch(lowered)
     out = np.empty(max(int(starts[-1]) * params.ngrams, 1), dtype=np.uint32)
     off = np.empty(len(lowered) + 1, dtype=np.int64)
     tok = np.empty(len(lowered), dtype=np.int64)
     seed_key = np.uint64(_fmix64(np.uint64(params.seed) ^ _SEED_MIX))
-    total = _ngram_kernel(cps, starts, _class_flags(), params.buckets, params.ngrams, seed_key, out, off, tok)
+    total = _ngram_kernel(cps, starts, unicode_tables().flags, params.buckets, params.ngrams, seed_key, out, off, tok)
     return NgramBatch(out[:total].copy(), off, tok)
 
 

@@ -43,7 +43,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from textsieve.io.attributes import attribute_shards
-from textsieve.stages.dsir_fit import check_name, column_names, set_name
+from textsieve.dsir.names import check_name, column_names, set_name
 
 from textsieve.dsir.defaults import (DEFAULT_MIN_TOKENS, DEFAULT_PRIOR_NGRAMS,  # noqa: F401
                                              DEFAULT_TEMPERATURE, WEIGHTS)

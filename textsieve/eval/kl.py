@@ -21,20 +21,15 @@ as in the paper. Higher is better; 0 means no closer to the target than the pool
 
 from __future__ import annotations
 
-import os
-import posixpath
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterator
 
 import numpy as np
 
-from textsieve.io.attributes import attribute_shards, read_shard_meta, source_documents
-from textsieve.io.paths import expand_inputs
-from textsieve.io.readers import ReadOptions, ShardReader
 from textsieve.dsir.features import HashedNgramParams, bucket_counts
+from textsieve.io.texts import corpus_documents, input_texts
 
 EPS = 1e-10
-NOT_DOCUMENTS = frozenset({"selection.json", "annotate.json"})
 
 
 def kl_divergence(p_counts: np.ndarray, q_counts: np.ndarray, eps: float = EPS) -> float:
@@ -79,38 +74,7 @@ class KLResult:
                 "pool_sample_docs": self.pool_sample_docs, "target_docs": self.target_docs, **self.params}
 
 
-def document_texts(inputs: list[str], text_field: str = "text") -> Iterator[str]:
-    """Texts of the documents in files/folders/globs; non-document files of a select output
-    (``selection.json``) are skipped."""
-    opts = ReadOptions(text_field=text_field)
-    for shard in expand_inputs(inputs):
-        if posixpath.basename(shard.rel) in NOT_DOCUMENTS:
-            continue
-        for doc in ShardReader(shard, opts):
-            yield doc.text
-
-
-def _is_annotated(path: str) -> bool:
-    try:
-        fs, shards = attribute_shards(path)
-    except (FileNotFoundError, NotADirectoryError, OSError):
-        return False
-    return "source_shard" in read_shard_meta(fs, shards[0])
-
-
-def pool_texts(pool: list[str], text_field: str = "text") -> Iterator[str]:
-    """Texts of the pool: an annotated folder's source documents, or input files as given."""
-    if len(pool) == 1 and os.path.isdir(pool[0]) and _is_annotated(pool[0]) or \
-            len(pool) == 1 and "://" in pool[0] and _is_annotated(pool[0]):
-        fs, shards = attribute_shards(pool[0])
-        for p in shards:
-            for doc in source_documents(read_shard_meta(fs, p)):
-                yield doc.text
-    else:
-        yield from document_texts(pool, text_field)
-
-
-def _reservoirs(texts: Iterator[str], sizes: list[int], rng: np.random.Generator) -> tuple[list[list[str]], int]:
+def _reservoirs(texts: Iterable[str], sizes: list[int], rng: np.random.Generator) -> tuple[list[list[str]], int]:
     """Uniform samples without replacement of the given sizes (Algorithm R), one pass."""
     res: list[list[str]] = [[] for _ in sizes]
     n = 0
@@ -128,14 +92,15 @@ def _reservoirs(texts: Iterator[str], sizes: list[int], rng: np.random.Generator
 
 def evaluate_kl(cfg: KLEvalConfig) -> KLResult:
     params = HashedNgramParams(cfg.buckets, cfg.ngrams, cfg.hash_seed)
-    target, target_docs = bucket_counts(document_texts(cfg.target, cfg.text_field), params)
+    target, target_docs = bucket_counts(input_texts(cfg.target, cfg.text_field, skip_metadata=True), params)
     if target_docs == 0 or target.sum() == 0:
         raise ValueError(f"no target text in {', '.join(cfg.target)}")
-    selection, sel_docs = bucket_counts(document_texts(cfg.selection, cfg.text_field), params)
+    selection, sel_docs = bucket_counts(input_texts(cfg.selection, cfg.text_field, skip_metadata=True), params)
     if sel_docs == 0:
         raise ValueError(f"no selected documents in {', '.join(cfg.selection)}")
     rng = np.random.default_rng(cfg.seed)
-    (sample, rand), pool_docs = _reservoirs(pool_texts(cfg.pool, cfg.text_field), [cfg.pool_sample, sel_docs], rng)
+    pool = (d.text for d in corpus_documents(cfg.pool, cfg.text_field))
+    (sample, rand), pool_docs = _reservoirs(pool, [cfg.pool_sample, sel_docs], rng)
     if pool_docs == 0:
         raise ValueError(f"no pool documents in {', '.join(cfg.pool)}")
     pool_c, _ = bucket_counts(sample, params)

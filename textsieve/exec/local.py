@@ -15,6 +15,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable, Iterable, Iterator, TypeVar
 
+from textsieve import extensions
 from textsieve.errors import TextsieveError
 from textsieve.exec.clean_spawn import clean_spawn_context
 
@@ -41,6 +42,8 @@ def ordered_map(fn: Callable[[T], R], tasks: Iterable[T], *, workers: int,
             yield task, fn(task)
         return
     limit = max_pending or 2 * workers
+    # workers first repeat the run-time registrations of extension signals/kinds/readers
+    initializer, initargs = extensions.worker_initializer(initializer, initargs)
     # spawn, not fork: the parent holds Arrow thread pools and progress threads that must not
     # be duplicated mid-operation into children. The clean-main context keeps workers from
     # re-running the caller's script (safe without a main guard, see `clean_spawn`), and the

@@ -5,19 +5,16 @@ are not), the rate from documents. Drawn with tqdm on stderr; disabled by `--qui
 with several passes (dedup: scan, group, write) shows the current pass in its label
 (`dedup fuzzy [group t0.8]`), one line per pass.
 
-Test hook: `TEXTSIEVE_TEST_DELAY_PER_BATCH=SECONDS` sleeps in every `update`, i.e. once per
-batch of every stage, so tests can interrupt a run at a point where some work is finished.
-It is read here and nowhere else.
+Two ways to move the line, for the two ways stages know their position: `update` takes the
+total bytes consumed so far (a reader's byte offset), `advance` the bytes of the work just
+finished (a shard, a partition). Every move goes through `update`, once per batch of work.
 """
 
 from __future__ import annotations
 
-import os
 import time
 
 from tqdm import tqdm
-
-DELAY_ENV = "TEXTSIEVE_TEST_DELAY_PER_BATCH"
 
 
 class Progress:
@@ -30,7 +27,6 @@ class Progress:
         self._stage = stage
         self._unit = unit
         self._bytes = 0
-        self._delay = float(os.environ.get(DELAY_ENV) or 0)
 
     def update(self, docs: int, bytes_done: int) -> None:
         """Record `docs` more documents and the total input bytes consumed so far."""
@@ -41,8 +37,10 @@ class Progress:
         self._bar.set_description_str(f"{self._stage}: {self.docs:,} {self._unit}, {rate:,.0f} {self._unit}/s",
                                       refresh=False)
         self._bar.update(delta)
-        if self._delay:
-            time.sleep(self._delay)
+
+    def advance(self, docs: int, nbytes: int) -> None:
+        """Record `docs` more documents and `nbytes` more input bytes consumed."""
+        self.update(docs, self._bytes + nbytes)
 
     def close(self) -> None:
         self._bar.close()

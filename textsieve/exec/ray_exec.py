@@ -12,29 +12,24 @@ to a fresh actor, which runs the initializer again. Each task's result is taken 
 in order, so a lost worker loses nothing and duplicates nothing.
 
 Ray is optional (`pip install textsieve[ray]`); importing this module does not import Ray.
-
-Test hook: with `TEXTSIEVE_TEST_KILL_TASK=N` in the driver's environment, the worker process
-that runs the N-th task (0-based, counted per call) exits with `os._exit(1)` the first time, as a
-real crash would; a marker file makes it happen only once per call (so the retry succeeds).
+(The tests kill workers by wrapping `fn`, see `tests/hooks/ray_kill.py`; nothing here knows.)
 """
 
 from __future__ import annotations
 
-from textsieve.errors import TextsieveError
-
 import logging
-import os
-import shutil
-import tempfile
 from collections import deque
-from typing import Any, Callable, Iterable, Iterator, TypeVar
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TypeVar
+
+from textsieve import extensions
+from textsieve.errors import TextsieveError
 
 T = TypeVar("T")
 R = TypeVar("R")
 
 log = logging.getLogger("textsieve.ray")
 
-KILL_ENV = "TEXTSIEVE_TEST_KILL_TASK"
 MAX_ATTEMPTS = 4  # a task whose worker died this many times is an error, not bad luck
 EXECUTORS = ("local", "ray")
 
@@ -77,30 +72,6 @@ def cluster_cpus(address: str | None = None) -> int:
     return max(1, int(ray.cluster_resources().get("CPU", 1)))
 
 
-def kill_marker_dir() -> tuple[int | None, str | None]:
-    """(task number, fresh marker folder) when the crash test hook is on, else (None, None)."""
-    value = os.environ.get(KILL_ENV)
-    if not value:
-        return None, None
-    try:
-        n = int(value)
-    except ValueError as exc:
-        raise ValueError(f"{KILL_ENV}={value!r}: expected a task number") from exc
-    return n, tempfile.mkdtemp(prefix="textsieve-kill-")
-
-
-def maybe_die(marker: str | None) -> None:
-    """In a worker: exit hard if this task carries the crash marker and it was not used yet."""
-    if marker is None:
-        return
-    try:
-        fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-    except FileExistsError:
-        return
-    os.close(fd)
-    os._exit(1)
-
-
 class _Worker:
     """One worker process: initialised once, then runs `fn` on task after task."""
 
@@ -109,8 +80,7 @@ class _Worker:
         if initializer is not None:
             initializer(*initargs)
 
-    def run(self, task: Any, marker: str | None) -> Any:
-        maybe_die(marker)
+    def run(self, task: Any) -> Any:
         return self.fn(task)
 
 
@@ -131,6 +101,7 @@ def ray_ordered_map(fn: Callable[[T], R], tasks: Iterable[T], *, workers: int,
     workers = max(1, workers)
     limit = max_pending or 2 * workers
     actor_cls = ray.remote(num_cpus=1, max_restarts=0, max_task_retries=0)(_Worker)
+    initializer, initargs = extensions.worker_initializer(initializer, initargs)  # extension registrations
     init_ref = ray.put(initargs)  # shared by every (re)started actor, shipped once
 
     def new_actor():
@@ -138,15 +109,14 @@ def ray_ordered_map(fn: Callable[[T], R], tasks: Iterable[T], *, workers: int,
 
     actors = [new_actor() for _ in range(workers)]
     load = [0] * workers
-    kill_n, kill_dir = kill_marker_dir()
     # pending entries: [task, actor slot, object ref, attempts]; deque order = task order
     pending: deque[list] = deque()
 
-    def submit(entry: list, marker: str | None = None) -> None:
+    def submit(entry: list) -> None:
         slot = min(range(workers), key=lambda k: load[k])
         load[slot] += 1
         entry[1] = slot
-        entry[2] = actors[slot].run.remote(entry[0], marker)
+        entry[2] = actors[slot].run.remote(entry[0])
 
     def replace(slot: int) -> None:
         """The actor in `slot` died: start a fresh one and move all its tasks there (or elsewhere)."""
@@ -180,10 +150,10 @@ def ray_ordered_map(fn: Callable[[T], R], tasks: Iterable[T], *, workers: int,
             return entry[0], result
 
     try:
-        for seq, task in enumerate(tasks):
+        for task in tasks:
             entry = [task, -1, None, 0]
             pending.append(entry)
-            submit(entry, os.path.join(kill_dir, "died") if seq == kill_n else None)
+            submit(entry)
             while len(pending) >= limit:
                 yield take_head()
         while pending:
@@ -194,5 +164,3 @@ def ray_ordered_map(fn: Callable[[T], R], tasks: Iterable[T], *, workers: int,
                 ray.kill(actor, no_restart=True)
             except Exception:  # pragma: no cover - already gone
                 pass
-        if kill_dir:
-            shutil.rmtree(kill_dir, ignore_errors=True)

@@ -9,12 +9,13 @@
 
 Formats: JSON Lines (.jsonl/.json/.ndjson, optionally .gz/.zst/.zstd), Parquet, WARC/ARC (responses),
 WET (conversions) and folders of .txt files. See `paths` for the shard conventions and
-`errors` for how problems are located.
+`errors` for how problems are located. More formats: `register_reader("tsv", read_tsv,
+suffixes=(".tsv",))` or a `textsieve.readers` entry point (docs/architecture.md, "Add a reader").
 """
 
 from .errors import InputError, SkippedRecord
 from .paths import Shard, detect_format, expand_inputs
-from .readers import ReadOptions, ShardReader, read_documents
+from .readers import ReadOptions, ShardReader, read_documents, register_reader, unregister_reader
 
 __all__ = [
     "InputError",
@@ -25,4 +26,6 @@ __all__ = [
     "detect_format",
     "expand_inputs",
     "read_documents",
+    "register_reader",
+    "unregister_reader",
 ]

@@ -16,41 +16,47 @@ Conventions:
   ignored; a named file with an unknown extension is an error.
 - Local inputs keep plain absolute paths in ``Shard.path``; URL inputs (``file://``, ``memory://``,
   ``s3://``...) keep URLs, so the shard can be opened in another process or on another machine.
+- The suffix table can grow: `textsieve.io.register_reader` (or a `textsieve.readers` entry
+  point, loaded on the first lookup) adds a format and the suffixes it claims, through
+  `register_suffixes`; a suffix belongs to one format only.
 """
 
 from __future__ import annotations
 
 import os
 import posixpath
+import re
 from dataclasses import dataclass
 from typing import Any
 
 import fsspec
 from fsspec.core import url_to_fs
 
+from textsieve import extensions
+
 from .compression import ZSTD_SUFFIXES
 from .errors import InputError
 
 # Longest suffix first: ".warc.wet.gz" must win over ".gz"-style matches of shorter entries.
-_SUFFIX_FORMATS: tuple[tuple[str, str], ...] = tuple(
-    sorted(
-        {
-            **{f".{ext}{comp}": "jsonl" for ext in ("jsonl", "json", "ndjson") for comp in ("", ".gz", *ZSTD_SUFFIXES)},
-            ".parquet": "parquet",
-            ".warc": "warc",
-            ".warc.gz": "warc",
-            ".arc": "warc",
-            ".arc.gz": "warc",
-            ".wet": "wet",
-            ".wet.gz": "wet",
-            ".warc.wet": "wet",
-            ".warc.wet.gz": "wet",
-            ".txt": "txt",
-        }.items(),
-        key=lambda item: -len(item[0]),
-    )
+# A list, grown in place by `register_suffixes`, so every module holding it sees added formats.
+_SUFFIX_FORMATS: list[tuple[str, str]] = sorted(
+    {
+        **{f".{ext}{comp}": "jsonl" for ext in ("jsonl", "json", "ndjson") for comp in ("", ".gz", *ZSTD_SUFFIXES)},
+        ".parquet": "parquet",
+        ".warc": "warc",
+        ".warc.gz": "warc",
+        ".arc": "warc",
+        ".arc.gz": "warc",
+        ".wet": "wet",
+        ".wet.gz": "wet",
+        ".warc.wet": "wet",
+        ".warc.wet.gz": "wet",
+        ".txt": "txt",
+    }.items(),
+    key=lambda item: -len(item[0]),
 )
-FORMATS = ("jsonl", "parquet", "wet", "warc", "txt")
+FORMATS = ("jsonl", "parquet", "wet", "warc", "txt")  # the built-in formats
+_FORMAT_NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
 TXT_SHARD_NAME = "_txt"
 _MAGIC = frozenset("*?[")
 
@@ -61,7 +67,7 @@ class Shard:
 
     path: str  # what fsspec opens (local path or URL such as file:///x/a.jsonl.gz, memory://c/a.jsonl)
     rel: str  # stable relative name, used to mirror output paths and to derive ids, e.g. "sub/a.jsonl.gz"
-    format: str  # "jsonl" | "parquet" | "wet" | "warc" | "txt"
+    format: str  # "jsonl" | "parquet" | "wet" | "warc" | "txt", or a registered reader's format
     size: int  # bytes on storage (compressed), for progress/ETA
     members: tuple[str, ...] = ()  # txt shards: the files (paths/URLs like `path`), sorted
 
@@ -74,6 +80,7 @@ class Shard:
 
 def detect_format(name: str) -> str | None:
     """Format of a file from its name (case-insensitive), or None when the extension is unknown."""
+    extensions.load_entry_points(extensions.READERS)
     lower = name.lower()
     for suffix, fmt in _SUFFIX_FORMATS:
         if lower.endswith(suffix):
@@ -224,4 +231,29 @@ def _size(info: dict[str, Any]) -> int:
 
 
 def _known_suffixes() -> str:
+    extensions.load_entry_points(extensions.READERS)
     return ", ".join(sorted({s for s, _ in _SUFFIX_FORMATS}))
+
+
+def register_suffixes(fmt: str, suffixes: tuple[str, ...]) -> None:
+    """Read files whose name ends in one of `suffixes` (case-insensitive) as format `fmt`.
+
+    Called by `textsieve.io.register_reader`, which owns the format's read function. A suffix
+    already read as another format is a `ValueError`: which reader a file gets must not depend
+    on registration order. Re-registering the same suffixes for the same format is a no-op."""
+    if not _FORMAT_NAME.match(fmt):
+        raise ValueError(f"reader format {fmt!r}: lower-case letters, digits and '_', starting with a letter")
+    wanted = tuple(s.lower() for s in suffixes)
+    if not wanted or any(not s.startswith(".") or len(s) < 2 for s in wanted):
+        raise ValueError(f"reader {fmt!r}: suffixes must be given and start with '.', e.g. ('.tsv', '.tsv.gz')")
+    taken = dict(_SUFFIX_FORMATS)
+    clash = [f"{s} ({taken[s]})" for s in wanted if taken.get(s, fmt) != fmt]
+    if clash:
+        raise ValueError(f"reader {fmt!r}: suffixes already read as another format: {', '.join(clash)}")
+    _SUFFIX_FORMATS.extend((s, fmt) for s in dict.fromkeys(wanted) if s not in taken)
+    _SUFFIX_FORMATS.sort(key=lambda item: -len(item[0]))  # stable: equal lengths keep their order
+
+
+def unregister_suffixes(fmt: str) -> None:
+    """Forget every suffix of format `fmt` (see `textsieve.io.unregister_reader`)."""
+    _SUFFIX_FORMATS[:] = [item for item in _SUFFIX_FORMATS if item[1] != fmt]

@@ -8,6 +8,12 @@
 
 An empty document (``""``) is valid and is yielded: the pipeline annotates every document and
 only `select` drops any.
+
+A format from outside the package: `register_reader(format, read, suffixes=...)`, where
+`read(ctx: ShardReader) -> Iterator[Document]` follows the same contract as the built-in
+readers (open `ctx.shard.path` with fsspec, advance `ctx.bytes_read`, report bad records with
+`ctx.bad(location, reason)`), or an entry point of the `textsieve.readers` group naming a
+module that makes that call at import (docs/architecture.md, "Add a reader").
 """
 
 from __future__ import annotations
@@ -17,12 +23,14 @@ from dataclasses import dataclass
 
 import fsspec
 
+from textsieve import extensions
+
 from ..document import Document
 from .errors import InputError, SkippedRecord
 from .fields import FieldPath
 from .jsonl import read_jsonl
 from .parquet import read_parquet
-from .paths import Shard
+from .paths import FORMATS, Shard, register_suffixes, unregister_suffixes
 from .warc import read_warc, read_wet
 
 ON_ERROR = ("fail", "skip")
@@ -40,7 +48,7 @@ class ReadOptions:
     id_field: str = "id"
     lang_field: str | None = None
     url_field: str | None = "url"
-    on_error: str = "fail"  # "fail" raises InputError at the first bad record; "skip" records a SkippedRecord and goes on
+    on_error: str = "fail"  # "fail": InputError at the first bad record; "skip": record a SkippedRecord, go on
 
     def __post_init__(self) -> None:
         if self.on_error not in ON_ERROR:
@@ -59,7 +67,7 @@ class Fields:
     url: FieldPath | None
 
     @classmethod
-    def of(cls, options: ReadOptions) -> "Fields":
+    def of(cls, options: ReadOptions) -> Fields:
         return cls(
             FieldPath(options.text_field),
             FieldPath(options.id_field),
@@ -77,8 +85,10 @@ class ShardReader:
     """
 
     def __init__(self, shard: Shard, options: ReadOptions | None = None):
+        extensions.load_entry_points(extensions.READERS)
         if shard.format not in _READERS:
-            raise ValueError(f"{shard.path}: unknown shard format {shard.format!r}")
+            raise ValueError(f"{shard.path}: unknown shard format {shard.format!r} (readers: "
+                             f"{', '.join(_READERS)})" + extensions.missing_reason(_label(shard.format)))
         self.shard = shard
         self.options = options if options is not None else ReadOptions()
         self.fields = Fields.of(self.options)
@@ -122,15 +132,50 @@ def read_txt(ctx: ShardReader) -> Iterator[Document]:
         except UnicodeDecodeError as exc:
             line = data.count(b"\n", 0, exc.start) + 1
             column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1)
-            ctx.bad(f"{member}:{line}", f"invalid UTF-8 at byte {column} of the line (byte offset {exc.start} in the file)")
+            ctx.bad(f"{member}:{line}",
+                    f"invalid UTF-8 at byte {column} of the line (byte offset {exc.start} in the file)")
             continue
         yield Document(shard.member_rel(row), text, row)
 
 
-_READERS: dict[str, Callable[[ShardReader], Iterator[Document]]] = {
+Read = Callable[[ShardReader], Iterator[Document]]
+
+_READERS: dict[str, Read] = {
     "jsonl": read_jsonl,
     "parquet": read_parquet,
     "warc": read_warc,
     "wet": read_wet,
     "txt": read_txt,
 }
+
+
+def register_reader(fmt: str, read: Read, *, suffixes: tuple[str, ...]) -> None:
+    """Read files ending in one of `suffixes` (e.g. `(".tsv", ".tsv.gz")`) with `read`, as format `fmt`.
+
+    `read(ctx)` yields the `Document`s of the shard `ctx.shard` (see the module doc); the shard's
+    `format` is `fmt`, which `select` and the re-reading stages keep in their metadata. Every
+    file found under a folder or glob with such a suffix becomes one shard. Repeating an
+    identical registration is a no-op (worker processes repeat the parent's); a taken format or
+    suffix is a `ValueError`.
+    """
+    existing = _READERS.get(fmt)
+    if existing is not None and existing is not read:
+        raise ValueError(f"reader format {fmt!r} registered twice")
+    register_suffixes(fmt, suffixes)
+    if existing is None:
+        _READERS[fmt] = read
+        extensions.remember(_label(fmt), register_reader, fmt, read, suffixes=tuple(suffixes))
+
+
+def unregister_reader(fmt: str) -> None:
+    """Remove the extension reader of `fmt` and its suffixes (for tests and notebooks)."""
+    if fmt in FORMATS:
+        raise ValueError(f"reader {fmt!r} is built in and cannot be removed")
+    if _READERS.pop(fmt, None) is None:
+        raise KeyError(f"reader format {fmt!r} is not registered")
+    unregister_suffixes(fmt)
+    extensions.forget(_label(fmt))
+
+
+def _label(fmt: str) -> str:
+    return f"reader {fmt!r}"

@@ -27,6 +27,10 @@ archive with `header.json` (`{"kind", "version", "textsieve_version", "created",
   `model_signals(kind, name, loaded)`.
 * Every non-private module of this package is imported on first use (`discover_kinds`), so a
   new module only has to call `register_model_kind` at import time.
+* From outside the package: the same call at run time (worker processes repeat it), or an entry
+  point of the `textsieve.model_kinds` group naming a module that makes it at import, loaded by
+  `discover_kinds` once per process. `unregister_model_kind(kind)` removes such a kind again.
+  See docs/architecture.md, "Add a model kind".
 
 **Signal functions** take the batch's `BatchViews` and return `DocScores`/`LineScores` as rule
 signals do. They read `v.models[name]` (the loaded model), `v.texts`, `v.langs` (per-document
@@ -48,7 +52,7 @@ Kinds here: `langid` (py3langid built in, fastText `lid.176.bin`; `ts_lang`, `ts
 """
 
 from textsieve.models.format import ModelFile, ModelFormatError, load_model_file, read_header, save_model
-from textsieve.models.registry import register_model_kind, resolve_model
+from textsieve.models.registry import register_model_kind, resolve_model, unregister_model_kind
 
 __all__ = ["ModelFile", "ModelFormatError", "load_model_file", "read_header", "register_model_kind",
-           "resolve_model", "save_model"]
+           "resolve_model", "save_model", "unregister_model_kind"]

@@ -38,14 +38,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from textsieve.io.paths import expand_inputs
-from textsieve.io.readers import ReadOptions, ShardReader
+from textsieve.io.texts import input_shards, shard_documents
 from textsieve.models.fasttext_io import LABEL_PREFIX, fasttext_labels_count, load_fasttext, predict_top1
 from textsieve.models.format import load_model_file, save_model
-from textsieve.models.hashed_text import encode_batch, feature_matrix, linear_scores
+from textsieve.models.hashed_text import feature_matrix, linear_scores
 from textsieve.models.registry import register_model_kind
 from textsieve.signals.registry import DocScores, Signal, round8
 from textsieve.exec.progress import Progress
+from textsieve.text.batch_encoding import encode_batch
 from textsieve.text.views import BatchViews
 
 KIND = "classifier"
@@ -159,25 +159,19 @@ class ClassifierResult:
     metrics: dict = field(default_factory=dict)
 
 
-def read_texts(inputs: list[str], text_field: str, digest: "hashlib._Hash", progress: bool = True) -> list[str]:
-    """Prepared texts of every document in `inputs`, in order; feeds `digest` the raw texts."""
+def _prepared_texts(inputs: list[str], text_field: str, digest: hashlib._Hash, progress: bool = True) -> list[str]:
+    """Prepared, non-empty texts of every document in `inputs`, in order. `digest` gets every
+    shard's name and every raw text: the training data's part of the model fingerprint."""
     out = []
-    opts = ReadOptions(text_field=text_field)
-    shards = expand_inputs(inputs)
+    shards = input_shards(inputs)
     bar = Progress("train: reading", total_bytes=sum(s.size for s in shards), enabled=progress)
-    done = 0
     try:
-        for shard in shards:
-            digest.update(f"\0shard:{shard.rel}\0".encode())
-            reader = ShardReader(shard, opts)
-            for i, doc in enumerate(reader):
-                digest.update(doc.text.encode("utf-8", "surrogatepass") + b"\0")
-                text = prepare(doc.text)
-                if text:
-                    out.append(text)
-                if i % 1000 == 999:
-                    bar.update(docs=1000, bytes_done=done + reader.bytes_read)
-            done += shard.size
+        for doc in shard_documents(shards, text_field, progress=bar.update,
+                                   on_shard=lambda shard: digest.update(f"\0shard:{shard.rel}\0".encode())):
+            digest.update(doc.text.encode("utf-8", "surrogatepass") + b"\0")
+            text = prepare(doc.text)
+            if text:
+                out.append(text)
     finally:
         bar.close()
     return out
@@ -211,9 +205,9 @@ def train_classifier(cfg: ClassifierConfig) -> ClassifierResult:
     if not 0 <= cfg.holdout < 1:
         raise ValueError(f"--holdout must be in [0, 1), not {cfg.holdout}")
     digest = hashlib.sha256()
-    pos = read_texts(cfg.positive, cfg.text_field, digest, cfg.progress)
+    pos = _prepared_texts(cfg.positive, cfg.text_field, digest, cfg.progress)
     digest.update(b"\0negative\0")
-    neg = read_texts(cfg.negative, cfg.text_field, digest, cfg.progress)
+    neg = _prepared_texts(cfg.negative, cfg.text_field, digest, cfg.progress)
     for what, docs, where in (("--positive", pos, cfg.positive), ("--negative", neg, cfg.negative)):
         if len(docs) < 2:
             raise ValueError(f"{what} {' '.join(where)}: needs at least 2 non-empty documents, found {len(docs)}")

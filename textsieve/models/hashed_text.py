@@ -14,18 +14,11 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from textsieve.text.batch_encoding import encode_batch
+
 FNV_OFFSET = np.uint64(14695981039346656037)
 FNV_PRIME = np.uint64(1099511628211)
 NGRAM_MULT = np.uint64(116049371)
-
-
-def encode_batch(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """(UTF-8 bytes, n+1 offsets) of a list of texts."""
-    parts = [t.encode("utf-8", "surrogatepass") for t in texts]
-    off = np.zeros(len(parts) + 1, dtype=np.int64)
-    if parts:
-        off[1:] = np.cumsum([len(p) for p in parts])
-    return np.frombuffer(b"".join(parts), dtype=np.uint8), off
 
 
 @numba.njit(cache=True, nogil=True, inline="always")

@@ -26,8 +26,8 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Iterable, Iterator
 
 import numpy as np
 from numba import njit
@@ -35,50 +35,13 @@ from scipy.special import xlogy
 from scipy.stats import poisson
 
 from textsieve.models.cpython_hash import RPV2_HASH_SEED, abs_mod_u, hash_secret, token_hashes, tuple2_hash_u
-from textsieve.text.unicode_props import F_SPACE, F_WORD, unicode_tables
+from textsieve.text.batch_encoding import codepoints_batch
+from textsieve.text.unicode_props import unicode_tables
+from textsieve.text.wordpunct import token_bounds
 
 KIND = "importance"
 DEFAULT_BUCKETS = 10000  # RPv2's DSIR_FEATURE_DIM (§5)
 DEFAULT_MAX_DOCS = 500000  # RPv2's DSIR_NUM_SAMPLES (§5)
-
-
-@njit(cache=True)
-def raw_token_bounds(cps, doc_off, flags):
-    """WordPunct tokens (`\\w+|[^\\w\\s]+`, Python-re `\\w`) of every document of a batch.
-
-    Returns (start, end, tok_off): code-point bounds into `cps` of each token, and n_docs+1
-    offsets of each document's tokens. Same rule as `raw_kernel.scan_raw`'s token loop.
-    """
-    n_docs = doc_off.shape[0] - 1
-    n = cps.shape[0]
-    start = np.empty(n, dtype=np.int64)
-    end = np.empty(n, dtype=np.int64)
-    tok_off = np.zeros(n_docs + 1, dtype=np.int64)
-    k = 0
-    for d in range(n_docs):
-        i = doc_off[d]
-        e0 = doc_off[d + 1]
-        while i < e0:
-            f = flags[cps[i]]
-            if f & F_SPACE:
-                i += 1
-                continue
-            is_word = (f & F_WORD) != 0
-            j = i + 1
-            while j < e0:
-                g = flags[cps[j]]
-                if is_word:
-                    if not (g & F_WORD):
-                        break
-                elif (g & F_WORD) or (g & F_SPACE):
-                    break
-                j += 1
-            start[k] = i
-            end[k] = j
-            k += 1
-            i = j
-        tok_off[d + 1] = k
-    return start[:k], end[:k], tok_off
 
 
 @njit(cache=True)
@@ -122,11 +85,8 @@ class BatchFeatures:
 def batch_features(texts: list[str], n_buckets: int = DEFAULT_BUCKETS,
                    seed: int = RPV2_HASH_SEED) -> BatchFeatures:
     """RPv2's DSIR features (§4.6) of every text, independent of this process's hash seed."""
-    lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
-    doc_off = np.zeros(len(texts) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=doc_off[1:])
-    cps = np.frombuffer("".join(texts).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-    start, end, tok_off = raw_token_bounds(cps, doc_off, unicode_tables().flags)
+    cps, doc_off = codepoints_batch(texts)
+    start, end, tok_off = token_bounds(cps, doc_off, unicode_tables().flags)
     k0, k1 = hash_secret(seed)
     hashes = token_hashes(cps, start, end, np.uint64(k0), np.uint64(k1))
     buckets, off = _feature_buckets(hashes, tok_off, n_buckets)
@@ -191,7 +151,7 @@ class ImportanceModel:
 
     @classmethod
     def from_counts(cls, target_counts: np.ndarray, source_counts: np.ndarray, target_lambda: float,
-                    source_lambda: float, seed: int = RPV2_HASH_SEED, fingerprint: str = "") -> "ImportanceModel":
+                    source_lambda: float, seed: int = RPV2_HASH_SEED, fingerprint: str = "") -> ImportanceModel:
         t = np.asarray(target_counts)
         s = np.asarray(source_counts)
         if t.shape != s.shape or t.ndim != 1:
@@ -200,7 +160,7 @@ class ImportanceModel:
         log_diff = np.array(np.log(t / t.sum() + 1e-8) - np.log(s / s.sum() + 1e-8))
         return cls(log_diff, float(target_lambda), float(source_lambda), t.shape[0], seed, fingerprint)
 
-    def scores(self, texts: list[str]) -> "ImportanceScores":
+    def scores(self, texts: list[str]) -> ImportanceScores:
         f = batch_features(texts, self.n_buckets, self.seed)
         n = len(texts)
         raw = np.empty(n, dtype=np.float64)
@@ -302,8 +262,11 @@ def _scores(views, name: str) -> ImportanceScores:
     return views.cache[key]
 
 
-def importance_signals(name: str, model: ImportanceModel) -> list:
+def importance_signals(name: str, model: object) -> list:
     from textsieve.signals.registry import DocScores, Signal
+
+    if not isinstance(model, ImportanceModel):  # the registry hands every kind's loader result as an object
+        raise TypeError(f"model {name!r} is a {type(model).__name__}, not an ImportanceModel")
 
     def importance(v) -> DocScores:
         s = _scores(v, name)

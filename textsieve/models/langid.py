@@ -33,6 +33,7 @@ import numpy as np
 from textsieve.models.fasttext_io import fasttext_labels_count, load_fasttext, predict_top1
 from textsieve.models.registry import register_model_kind
 from textsieve.signals.registry import DocScores, Signal, round8
+from textsieve.text.batch_encoding import encode_batch
 from textsieve.text.views import BatchViews
 
 KIND = "langid"
@@ -138,21 +139,18 @@ class Py3LangId:
             self.pc = np.ascontiguousarray(ident.nb_pc, dtype=np.float32)
 
     @staticmethod
-    def _encode(text: str) -> bytes:
-        """py3langid's own input encoding (lowercase all-caps text, NFC, UTF-8)."""
+    def _nfc(text: str) -> str:
+        """py3langid's own input preparation before its UTF-8 encoding (lowercase all-caps text, NFC)."""
         if text.isupper():
             text = text.lower()
-        return unicodedata.normalize("NFC", text).encode("utf8", errors="surrogatepass")
+        return unicodedata.normalize("NFC", text)
 
     def predict(self, texts: list[str]) -> tuple[list[str | None], np.ndarray]:
         prepared = [prepare(t) for t in texts]
         if not self.fast:
             pairs = [self.ident.classify(t) if t.strip() else (None, math.nan) for t in prepared]
             return [p[0] for p in pairs], np.array([p[1] for p in pairs], dtype=np.float64)
-        encoded = [self._encode(t) for t in prepared]
-        off = np.zeros(len(encoded) + 1, dtype=np.int64)
-        off[1:] = np.cumsum([len(b) for b in encoded]) if encoded else []
-        buf = np.frombuffer(b"".join(encoded), dtype=np.uint8)
+        buf, off = encode_batch([self._nfc(t) for t in prepared])
         ident = self.ident
         feats, counts, feat_off = _walk(buf, off, self.nextmove, self.rowbase, self.out_feat, ident.nb_ptc.shape[0])
         scores = _scores(feats, counts, feat_off, self.ptc, self.pc)

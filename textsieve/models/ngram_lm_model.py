@@ -1,9 +1,11 @@
-"""A word n-gram language model: interpolated modified Kneser-Ney training and fast backoff scoring.
+"""The word n-gram LM of the `ts_perplexity_*` signals: its tokens, KenLM-style training, and fast
+backoff scoring.
 
 Why our own: the `kenlm` PyPI package builds here, but it only *queries* models; KenLM's trainer
-(`lmplz`) is a separate C++/Boost build that no wheel ships. So training is ours (Chen & Goodman's
-interpolated modified Kneser-Ney with three discounts per order, as `lmplz` does), written as
-NumPy group-bys over 64-bit n-gram keys; scoring is a numba loop over the same keys. The model is
+(`lmplz`) is a separate C++/Boost build that no wheel ships. So training is ours: Chen & Goodman's
+interpolated modified Kneser-Ney with three discounts per order, as `lmplz` does, counted and
+smoothed by `kneser_ney` (the code `eval lm` fits with too) in its `KENLM` variant and read out in
+backoff form; scoring is a numba loop over the same keys. The model is
 kept in ARPA's backoff form (log10 p of every seen n-gram, log10 backoff of every context), so
 one scorer serves both our models and a user's ARPA file, and our models export to ARPA.
 
@@ -21,9 +23,14 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
+import pyarrow as pa
 from numba import njit
 
+from textsieve.models import kneser_ney
+from textsieve.models.kneser_ney import NgramKeys, Texts, Tokenizer
 from textsieve.text.hashing import fmix64 as _fmix
+from textsieve.text.normalize import normalize
+from textsieve.text.batch_encoding import encode_batch
 
 BOS, EOS, UNK = "<s>", "</s>", "<unk>"
 TOKENIZER = "rpv2-normalized-words+digits0"
@@ -74,11 +81,7 @@ def word_hashes(buf, off, sep):
 
 def hash_words(words: list[str]) -> np.ndarray:
     """The hashes `word_hashes` gives these words (for vocabularies and ARPA files)."""
-    parts = [w.encode("utf-8", "surrogatepass") for w in words]
-    off = np.zeros(len(parts) + 1, dtype=np.int64)
-    if parts:
-        np.cumsum([len(p) for p in parts], out=off[1:])
-    buf = np.frombuffer(b"".join(parts), dtype=np.uint8)
+    buf, off = encode_batch(words)
     h, tok_off = word_hashes(buf, off, 32)
     if not np.array_equal(np.diff(tok_off), np.ones(len(words), dtype=np.int64)):
         raise ValueError("a vocabulary word is empty or contains a space")
@@ -123,7 +126,7 @@ class BackoffTables:
         return out
 
     @classmethod
-    def from_arrays(cls, arrays: dict[str, np.ndarray], order: int, unk_logprob: float) -> "BackoffTables":
+    def from_arrays(cls, arrays: dict[str, np.ndarray], order: int, unk_logprob: float) -> BackoffTables:
         return cls([arrays[f"keys_{n}"] for n in range(1, order + 1)],
                    [arrays[f"logprob_{n}"] for n in range(1, order + 1)],
                    [arrays[f"backoff_{n}"] for n in range(1, order + 1)], unk_logprob)
@@ -234,55 +237,35 @@ def _score_docs(hashes, tok_off, order, bos, eos, unk, unk_lp, slot_keys, slot_v
 
 
 # ---------------------------------------------------------------------------------------------
-# training: interpolated modified Kneser-Ney
+# training: interpolated modified Kneser-Ney (`kneser_ney`, KenLM's variant) in backoff form
 # ---------------------------------------------------------------------------------------------
 
 @njit(cache=True)
-def _ngram_rows(ids, seq_off, n):
-    """For every window of n ids inside a sequence: (start position) of the window."""
-    total = 0
-    for s in range(seq_off.shape[0] - 1):
-        L = seq_off[s + 1] - seq_off[s]
-        if L >= n:
-            total += L - n + 1
-    out = np.empty(total, dtype=np.int64)
-    k = 0
-    for s in range(seq_off.shape[0] - 1):
-        for p in range(seq_off[s], seq_off[s + 1] - n + 1):
-            out[k] = p
-            k += 1
+def _extend_keys(suffix_keys, word_hashes):
+    """`_extend` over arrays: the scorer's own key fold, so trained keys are what it probes."""
+    out = np.empty(suffix_keys.shape[0], dtype=np.uint64)
+    for i in range(out.shape[0]):
+        out[i] = _extend(suffix_keys[i], word_hashes[i])
     return out
 
 
-@njit(cache=True)
-def _window_keys(word_h, ids, starts, n):
-    """Keys of the windows ids[p:p+n] (full), of their suffix ids[p+1:p+n], and of their
-    context ids[p:p+n-1]."""
-    full = np.empty(starts.shape[0], dtype=np.uint64)
-    suf = np.empty(starts.shape[0], dtype=np.uint64)
-    ctx = np.empty(starts.shape[0], dtype=np.uint64)
-    for r in range(starts.shape[0]):
-        p = starts[r]
-        k = word_h[ids[p + n - 1]]
-        for j in range(n - 2, 0, -1):
-            k = _extend(k, word_h[ids[p + j]])
-        suf[r] = k if n > 1 else np.uint64(0)
-        full[r] = _extend(k, word_h[ids[p]]) if n > 1 else k
-        c = word_h[ids[p + n - 2]] if n > 1 else np.uint64(0)
-        for j in range(n - 3, -1, -1):
-            c = _extend(c, word_h[ids[p + j]])
-        ctx[r] = c
-    return full, suf, ctx
+def _combine(suffix_keys: np.ndarray, word_hashes: np.ndarray) -> np.ndarray:
+    return _extend_keys(np.ascontiguousarray(suffix_keys, dtype=np.uint64),
+                        np.ascontiguousarray(word_hashes, dtype=np.uint64))
 
 
-def _discounts(adj: np.ndarray) -> tuple[float, float, float]:
-    """Chen & Goodman's D1, D2, D3+ from the count-of-counts of the adjusted counts."""
-    n1, n2, n3, n4 = (int(np.count_nonzero(adj == c)) for c in (1, 2, 3, 4))
-    if min(n1, n2, n3, n4) == 0:
-        return 0.5, 1.0, 1.5  # too little data for the estimate: KenLM-like fallback
-    y = n1 / (n1 + 2 * n2)
-    d = (1 - 2 * y * n2 / n1, 2 - 3 * y * n3 / n2, 3 - 4 * y * n4 / n3)
-    return tuple(float(min(max(x, 0.05), i + 1)) for i, x in enumerate(d))  # type: ignore[return-value]
+RPV2_KEYS = NgramKeys(bos=np.uint64(BOS_H), eos=np.uint64(EOS_H), combine=_combine, fold="right")
+
+
+def rpv2_words(texts: Texts) -> tuple[np.ndarray, np.ndarray]:
+    """`RPV2_WORDS`' split: the hashes `word_hashes` gives the RPv2-normalized texts."""
+    items = texts.to_pylist() if isinstance(texts, (pa.Array, pa.ChunkedArray)) else list(texts)
+    buf, off = encode_batch([normalize(t or "") for t in items])
+    hashes, tok_off = word_hashes(buf, off, 32)
+    return hashes, np.diff(tok_off)
+
+
+RPV2_WORDS = Tokenizer(TOKENIZER, rpv2_words, RPV2_KEYS)
 
 
 @dataclass
@@ -301,95 +284,40 @@ def train_kn(docs_words: list[list[str]], order: int = 3) -> TrainedLM:
     if not 1 <= order <= 6:
         raise ValueError(f"n-gram order must be 1..6, got {order}")
     vocab: dict[str, int] = {BOS: 0, EOS: 1, UNK: 2}
-    seqs: list[int] = []
-    seq_off = [0]
+    flat: list[int] = []
+    lengths: list[int] = []
     for words in docs_words:
-        seqs.append(0)
         for w in words:
             i = vocab.get(w)
             if i is None:
                 i = vocab[w] = len(vocab)
-            seqs.append(i)
-        seqs.append(1)
-        seq_off.append(len(seqs))
-    if len(seq_off) == 1:
+            flat.append(i)
+        lengths.append(len(words))
+    if not lengths:
         raise ValueError("no training documents")
     words = list(vocab)
-    word_h = hash_words(words)
-    ids = np.asarray(seqs, dtype=np.int64)
-    off = np.asarray(seq_off, dtype=np.int64)
-    V = len(words) - 1  # predictable words: all but <s>
-
-    # raw counts of the highest order and continuation counts below it
-    uniq_keys: list[np.ndarray] = []
-    first_pos: list[np.ndarray] = []
-    adjusted: list[np.ndarray] = []
-    suffix_of: list[np.ndarray] = []
-    context_of: list[np.ndarray] = []
-    for n in range(1, order + 1):
-        starts = _ngram_rows(ids, off, n)
-        full, suf, ctx = _window_keys(word_h, ids, starts, n)
-        keys, first, inv, cnt = np.unique(full, return_index=True, return_inverse=True, return_counts=True)
-        uniq_keys.append(keys)
-        first_pos.append(starts[first])
-        adjusted.append(cnt.astype(np.float64))
-        suffix_of.append(suf[first])
-        context_of.append(ctx[first])
-    for n in range(1, order):  # n-grams of order n (index n-1) get continuation counts
-        keys = uniq_keys[n - 1]
-        higher_suffix = suffix_of[n]  # suffixes of the unique (n+1)-grams
-        pos = np.searchsorted(keys, higher_suffix)
-        cont = np.bincount(pos, minlength=len(keys)).astype(np.float64)
-        starts_bos = ids[first_pos[n - 1]] == 0  # n-grams beginning with <s> keep raw counts
-        adjusted[n - 1] = np.where(starts_bos, adjusted[n - 1], cont)
-    adjusted[0][ids[first_pos[0]] == 0] = 0.0  # <s> is never predicted
-
-    logprob: list[np.ndarray] = []
-    backoff: list[np.ndarray] = [np.zeros(len(k), dtype=np.float32) for k in uniq_keys]
-    discounts: list[tuple[float, float, float]] = []
-    prob_lower: np.ndarray | None = None
-    for n in range(1, order + 1):
-        a = adjusted[n - 1]
-        D = _discounts(a[a > 0])
-        discounts.append(D)
-        dvec = np.where(a >= 3, D[2], np.where(a == 2, D[1], np.where(a == 1, D[0], 0.0)))
-        ctx_keys, ctx_inv = np.unique(context_of[n - 1], return_inverse=True)
-        tot = np.bincount(ctx_inv, weights=a)
-        mass = np.bincount(ctx_inv, weights=dvec)
-        gamma = np.divide(mass, tot, out=np.ones_like(mass), where=tot > 0)
-        disc = np.maximum(a - dvec, 0.0) / np.maximum(tot[ctx_inv], 1e-300)
-        if n == 1:
-            lower = np.full(len(a), 1.0 / V)
-        else:
-            lower = prob_lower[np.searchsorted(uniq_keys[n - 2], suffix_of[n - 1])]  # type: ignore[index]
-        p = disc + gamma[ctx_inv] * lower
-        if n > 1:  # the context's backoff weight lives on its (n-1)-gram entry
-            where = np.searchsorted(uniq_keys[n - 2], ctx_keys)
-            backoff[n - 2][where] = np.log10(gamma).astype(np.float32)
-        if n == 1:
-            unk_p = gamma[0] / V  # <unk> is never seen: only the uniform share
-            bos_rows = ids[first_pos[0]] == 0
-            p = np.where(bos_rows, 0.0, p)
-        prob_lower = p
-        with np.errstate(divide="ignore"):
-            logprob.append(np.where(p > 0, np.log10(np.maximum(p, 1e-300)), -99.0).astype(np.float32))
+    ids, lens = np.asarray(flat, dtype=np.int64), np.asarray(lengths, dtype=np.int64)
+    levels = kneser_ney.fit(hash_words(words)[ids], lens, order, RPV2_KEYS, kneser_ney.KENLM)
+    logprob, backoff, unk_p = kneser_ney.backoff_form(levels, len(words) - 1)  # predictable: all but <s>
+    keys = [lv.keys for lv in levels]
+    # the words of every n-gram, for ARPA: ids at the token where its first occurrence ends
+    target, hist, _ = kneser_ney.histories(ids, lens, order, 0, 1)
+    ngram_ids = []
+    for n, lv in enumerate(levels, start=1):
+        at = np.maximum(lv.first, 0)
+        rows = np.stack([c[at] for c in kneser_ney.ngram_words(target, hist, n)], axis=1)
+        ngram_ids.append(np.where(lv.first[:, None] >= 0, rows, 0))  # the <s> unigram
     # <unk> becomes a real unigram entry with the uniform share
-    unk_row = int(np.searchsorted(uniq_keys[0], np.uint64(UNK_H)))
-    keys1 = uniq_keys[0]
-    if unk_row < len(keys1) and keys1[unk_row] == np.uint64(UNK_H):
+    unk_row = int(np.searchsorted(keys[0], np.uint64(UNK_H)))
+    if unk_row < len(keys[0]) and keys[0][unk_row] == np.uint64(UNK_H):
         logprob[0][unk_row] = np.float32(math.log10(unk_p))
     else:
-        uniq_keys[0] = np.insert(keys1, unk_row, np.uint64(UNK_H))
+        keys[0] = np.insert(keys[0], unk_row, np.uint64(UNK_H))
         logprob[0] = np.insert(logprob[0], unk_row, np.float32(math.log10(unk_p)))
         backoff[0] = np.insert(backoff[0], unk_row, np.float32(0.0))
-        first_pos[0] = np.insert(first_pos[0], unk_row, -1)
-    ngram_ids = []
-    for n in range(1, order + 1):
-        fp = first_pos[n - 1]
-        rows = np.stack([np.where(fp >= 0, ids[np.maximum(fp, 0) + j], 2) for j in range(n)], axis=1)
-        ngram_ids.append(rows)
-    tables = BackoffTables(uniq_keys, logprob, backoff, float(math.log10(unk_p)))
-    return TrainedLM(tables, words, ngram_ids, discounts, int(len(ids) - len(seq_off) + 1))
+        ngram_ids[0] = np.insert(ngram_ids[0], unk_row, 2, axis=0)
+    tables = BackoffTables(keys, logprob, backoff, float(math.log10(unk_p)))
+    return TrainedLM(tables, words, ngram_ids, [lv.d for lv in levels], int(lens.sum()) + len(lens))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -472,16 +400,16 @@ def read_arpa(fh, source: str = "ARPA file") -> BackoffTables:
     keys, lps, bos = [], [], []
     unk_lp = -100.0
     for n in range(1, order + 1):
-        texts, lp, bo = grams.get(n, ([], [], []))
+        texts, lp_n, bo_n = grams.get(n, ([], [], []))
         flat = [digits0(w) for t in texts for w in t.split(" ")]
         h = hash_words(flat).reshape(-1, n) if flat else np.zeros((0, n), dtype=np.uint64)
         k = _chain_rows(h)
         order_idx = np.argsort(k, kind="stable")
         keys.append(k[order_idx])
-        lps.append(np.asarray(lp, dtype=np.float32)[order_idx])
-        bos.append(np.asarray(bo, dtype=np.float32)[order_idx])
+        lps.append(np.asarray(lp_n, dtype=np.float32)[order_idx])
+        bos.append(np.asarray(bo_n, dtype=np.float32)[order_idx])
         if n == 1 and UNK in texts:
-            unk_lp = lp[texts.index(UNK)]
+            unk_lp = lp_n[texts.index(UNK)]
     return BackoffTables(keys, lps, bos, unk_lp)
 
 

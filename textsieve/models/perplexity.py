@@ -26,7 +26,9 @@ from __future__ import annotations
 import gzip
 import hashlib
 import io
+import os
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -40,6 +42,10 @@ from textsieve.models.ngram_lm_model import (
     write_arpa,
 )
 from textsieve.text.normalize import normalize
+from textsieve.text.batch_encoding import encode_batch
+
+if TYPE_CHECKING:
+    from textsieve.signals.registry import Signal
 
 KIND = "lm"
 CUTOFF_PERCENTILES = (30.0, 60.0)  # CCNet's head / middle / tail split
@@ -56,11 +62,7 @@ class PerplexityModel:
 
     def perplexities(self, normalized: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """(perplexity rounded to 1 decimal, valid) of RPv2-normalized texts."""
-        parts = [c.encode("utf-8", "surrogatepass") for c in normalized]
-        off = np.zeros(len(parts) + 1, dtype=np.int64)
-        if parts:
-            np.cumsum([len(p) for p in parts], out=off[1:])
-        return self.perplexities_utf8(np.frombuffer(b"".join(parts), dtype=np.uint8), off)
+        return self.perplexities_utf8(*encode_batch(normalized))
 
     def perplexities_utf8(self, buf: np.ndarray, off: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The same from the UTF-8 bytes of the normalized texts (annotate has them already)."""
@@ -75,7 +77,9 @@ class PerplexityModel:
         return np.array([round(x, 1) for x in ppl.tolist()], dtype=np.float64), valid
 
     def buckets(self, ppl: np.ndarray) -> np.ndarray:
-        lo, hi = self.cutoffs  # type: ignore[misc]
+        if self.cutoffs is None:
+            raise ValueError("this LM has no bucket cutoffs (an ARPA file)")
+        lo, hi = self.cutoffs
         return np.where(ppl < lo, 0.0, np.where(ppl < hi, 1.0, 2.0))
 
 
@@ -114,32 +118,23 @@ class LMTrainResult:
 def read_texts(inputs: list[str], text_field: str = "text", max_docs: int | None = None,
                progress: bool = False, stage: str = "read") -> tuple[list[str], str]:
     """All texts of the inputs (files, folders, globs) and the sha256 of their content."""
-    from textsieve.io.paths import expand_inputs
-    from textsieve.io.readers import ReadOptions, ShardReader
-    from textsieve.exec.progress import Progress
+    from itertools import islice
 
-    shards = expand_inputs(inputs)
+    from textsieve.exec.progress import Progress
+    from textsieve.io.texts import input_shards, shard_documents
+
+    shards = input_shards(inputs)
     if not shards:
         raise ValueError(f"no input documents found in {' '.join(inputs)}")
     bar = Progress(stage, sum(s.size for s in shards), enabled=progress)
     texts: list[str] = []
     sha = hashlib.sha256()
-    done = 0  # bytes of the finished shards
+    limit = None if max_docs is None else max(max_docs, 1)  # the first document is always read
     try:
-        for shard in shards:
-            reader = ShardReader(shard, ReadOptions(text_field=text_field))
-            for doc in reader:
-                texts.append(doc.text)
-                sha.update(doc.text.encode("utf-8", "surrogatepass"))
-                sha.update(b"\x00")
-                if len(texts) % 1000 == 0:
-                    bar.update(1000, done + reader.bytes_read)
-                if max_docs is not None and len(texts) >= max_docs:
-                    break
-            done += shard.size
-            if max_docs is not None and len(texts) >= max_docs:
-                break
-        bar.update(len(texts) % 1000, done)
+        for doc in islice(shard_documents(shards, text_field, progress=bar.update), limit):
+            texts.append(doc.text)
+            sha.update(doc.text.encode("utf-8", "surrogatepass"))
+            sha.update(b"\x00")
     finally:
         bar.close()
     if not texts:
@@ -213,16 +208,24 @@ def train_lm(cfg: LMTrainConfig) -> LMTrainResult:
 
     fp = save_model(cfg.output, KIND, params, lm.tables.arrays(), training, metrics)
     if cfg.arpa:
-        from textsieve.io.atomic import atomic_open
         import fsspec
+
+        from textsieve.io.atomic import atomic_open
 
         fs, p = fsspec.core.url_to_fs(cfg.arpa)
         buf = io.StringIO()
         write_arpa(lm, buf)
         data = buf.getvalue().encode("utf-8", "surrogatepass")
         with atomic_open(fs, p, "wb") as fh:
-            fh.write(gzip.compress(data) if cfg.arpa.endswith(".gz") else data)
+            fh.write(gzip.compress(data, mtime=_gzip_mtime()) if cfg.arpa.endswith(".gz") else data)
     return LMTrainResult(fp, (lo, hi), metrics)
+
+
+def _gzip_mtime() -> float | None:
+    """`SOURCE_DATE_EPOCH` when set, so a `.arpa.gz` is byte-reproducible like the `.tsm` beside
+    it (`models.format`); None (now) otherwise."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    return float(epoch) if epoch.isdigit() else None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -271,8 +274,11 @@ def _ppl(views, name: str) -> tuple[np.ndarray, np.ndarray]:
     return views.cache[key]
 
 
-def lm_signals(name: str, model: PerplexityModel) -> list:
+def lm_signals(name: str, model: object) -> list[Signal]:
     from textsieve.signals.registry import DocScores, Signal
+
+    if not isinstance(model, PerplexityModel):  # the registry hands every kind's loader result as an object
+        raise TypeError(f"model {name!r} is a {type(model).__name__}, not a PerplexityModel")
 
     def perplexity(v) -> DocScores:
         ppl, ok = _ppl(v, name)

@@ -11,6 +11,10 @@ in runs that name the model. A signal function reads its model as `views.models[
 kinds' optional `sniff(path)` when several claim it; a built-in model by its pseudo-path
 `builtin:NAME` (e.g. `builtin:py3langid`). Every module of `textsieve.models` is imported on
 first use, so a module registers its kinds just by calling `register_model_kind` at import.
+
+A kind from outside the package makes the same call, at run time or from a module named by an
+entry point of the `textsieve.model_kinds` group, which `discover_kinds` loads once per process
+(`textsieve.extensions`; docs/architecture.md, "Add a model kind").
 """
 
 from __future__ import annotations
@@ -20,9 +24,10 @@ import importlib
 import logging
 import os
 import pkgutil
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
+from textsieve import extensions as extension_points  # `extensions` is a parameter name here
 from textsieve.models.format import ModelFormatError, file_fingerprint, is_model_file, read_header
 from textsieve.signals.registry import Signal
 
@@ -32,6 +37,8 @@ log = logging.getLogger("textsieve.models")
 
 @dataclass(frozen=True)
 class ModelKind:
+    """How one kind of model is loaded, which files it claims and which signals it adds."""
+
     kind: str
     load: Callable[[str], object]
     signals: Callable[[str, object], list[Signal]]
@@ -49,10 +56,51 @@ def register_model_kind(kind: str, *, load: Callable[[str], object],
                         signals: Callable[[str, object], list[Signal]], extensions: tuple[str, ...] = (),
                         sniff: Callable[[str], bool] | None = None, builtins: tuple[str, ...] = ()) -> None:
     """Register a model kind. `extensions` (like `.bin`, `.arpa`) claim foreign files;
-    `.tsm` files are matched by their header's kind, not by extension."""
-    if kind in KINDS:
+    `.tsm` files are matched by their header's kind, not by extension.
+
+    Repeating an identical registration is a no-op (worker processes repeat the parent's run-time
+    registrations, `textsieve.extensions`); another kind under a taken name is a `ValueError`.
+    """
+    entry = ModelKind(kind, load, signals, tuple(e.lower() for e in extensions), sniff, builtins)
+    if not _builtin(entry):
+        if not kind or not kind.replace("_", "").isalnum():
+            raise ValueError(f"register_model_kind({kind!r}): a kind is letters, digits and '_'")
+        if any(not e.startswith(".") for e in entry.extensions):
+            raise ValueError(f"register_model_kind({kind!r}): extensions start with '.', e.g. '.bin'")
+        discover_kinds()  # the built-in and installed kinds first, so ties between claims resolve stably
+    existing = KINDS.get(kind)
+    if existing is not None:
+        if existing == entry:
+            return
         raise ValueError(f"model kind {kind!r} registered twice")
-    KINDS[kind] = ModelKind(kind, load, signals, tuple(e.lower() for e in extensions), sniff, builtins)
+    KINDS[kind] = entry
+    extension_points.remember(_label(kind), register_model_kind, kind, load=load, signals=signals,
+                              extensions=extensions, sniff=sniff, builtins=builtins)
+
+
+def unregister_model_kind(kind: str) -> None:
+    """Remove the extension model kind `kind` (for tests and notebooks; built-in kinds stay)."""
+    entry = KINDS.get(kind)
+    if entry is None:
+        raise KeyError(f"model kind {kind!r} is not registered")
+    if _builtin(entry):
+        raise ValueError(f"model kind {kind!r} is built in and cannot be removed")
+    del KINDS[kind]
+    extension_points.forget(_label(kind))
+
+
+def _builtin(entry: ModelKind) -> bool:
+    return str(getattr(entry.load, "__module__", "")).startswith("textsieve.")
+
+
+def _label(kind: str) -> str:
+    return f"model kind {kind!r}"
+
+
+def _why_missing(message: str, label: str) -> str:
+    """`message`, plus why a kind registered in the parent process is absent here (workers)."""
+    reason = extension_points.missing_reason(label)
+    return f"{message}.{reason}" if reason else message
 
 
 def discover_kinds() -> dict[str, ModelKind]:
@@ -68,6 +116,7 @@ def discover_kinds() -> dict[str, ModelKind]:
                 except Exception as exc:  # one broken module must not take every model kind down
                     log.warning("model module textsieve.models.%s failed to import (%s: %s); its model kinds "
                                 "are unavailable", info.name, type(exc).__name__, exc)
+        extension_points.load_entry_points(extension_points.MODEL_KINDS)
     return KINDS
 
 
@@ -85,8 +134,8 @@ def model_kind_of(path: str) -> str:
     if is_model_file(path):
         kind = read_header(path)["kind"]
         if kind not in kinds:
-            raise ModelFormatError(f"{path}: model kind {kind!r} is unknown to this textsieve "
-                                   f"(known: {', '.join(sorted(kinds))})")
+            raise ModelFormatError(_why_missing(f"{path}: model kind {kind!r} is unknown to this textsieve "
+                                                f"(known: {', '.join(sorted(kinds))})", _label(kind)))
         return kind
     low = path.lower()
     claims = [(len(ext), k) for k in kinds.values() for ext in k.extensions if low.endswith(ext)]
@@ -96,8 +145,8 @@ def model_kind_of(path: str) -> str:
         raise FileNotFoundError(f"model file not found: {path}")
     if not claims:
         exts = sorted({e for k in kinds.values() for e in k.extensions})
-        raise ModelFormatError(f"{path}: not a textsieve model (.tsm) and no model kind reads this file "
-                               f"type (foreign model files: {', '.join(exts)})")
+        raise ModelFormatError(_why_missing(f"{path}: not a textsieve model (.tsm) and no model kind reads this "
+                                            f"file type (foreign model files: {', '.join(exts)})", "model kind"))
     longest = max(n for n, _ in claims)
     candidates = [k for n, k in claims if n == longest]
     if len(candidates) > 1:

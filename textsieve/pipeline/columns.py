@@ -53,7 +53,7 @@ def fuzzy_set(cfg: PipelineConfig) -> tuple[str, pa.Schema]:
 
 def dsir_set(name: str) -> tuple[str, pa.Schema]:
     """(set name, schema) that `dsir fit --name NAME` writes."""
-    from textsieve.stages.dsir_fit import column_names, set_name
+    from textsieve.dsir.names import column_names, set_name
 
     raw, norm, tokens = column_names(name)
     return set_name(name), _set([(raw, pa.float64()), (norm, pa.float64()), (tokens, pa.int64())])

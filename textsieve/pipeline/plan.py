@@ -9,10 +9,13 @@ stages use to size their on-disk partitions (`dedup.partitions`).
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from textsieve.pipeline.config import PipelineConfig
+from textsieve.exec.budget import parse_memory
 from textsieve.pipeline.build import attrs_dir, build, selected_dir
+from textsieve.pipeline.config import PipelineConfig
 
 #: Attribute bytes per document of a full annotate (28 rule signals + 4 MinHash band sets),
 #: measured on the dev corpus: 63.3 MB of Parquet for 15,263 documents.
@@ -103,11 +106,81 @@ def _estimate_docs(cfg: PipelineConfig, shards) -> tuple[int, int, str]:
     return int(round(total / max(per, 1e-9))), chars // n, how
 
 
-def make_plan(cfg: PipelineConfig) -> Plan:
-    from textsieve.dedup.partitions import ROW, WORK_BYTES_PER_ROW, parse_memory
-    from textsieve.exec.local import default_workers
-    from textsieve.io.paths import expand_inputs
+@dataclass
+class _Estimate:
+    """What every stage estimate starts from: the config and the estimated corpus size."""
 
+    cfg: PipelineConfig
+    docs: int
+    mean_chars: int
+
+
+def _annotate_plan(e: _Estimate, index: int | None) -> StagePlan:
+    from textsieve.exec.local import default_workers
+    from textsieve.stages.annotate_lang import check_lang
+
+    ann = build(e.cfg, "annotate", progress=False)
+    check_lang(ann.lang, ann.resources)  # an unknown `annotate.lang` fails the dry run, not stage 1
+    workers = ann.workers or default_workers()
+    batch = ann.batch_size * max(e.mean_chars, 1) * 4 * 2 * workers  # texts in flight (UCS-4, 2 per worker)
+    return StagePlan("annotate", f"signals -> {attrs_dir(e.cfg)}", workers * WORKER_BYTES + batch,
+                     e.docs * ATTR_BYTES_PER_DOC, f"{workers} worker(s)")
+
+
+def _dedup_exact_plan(e: _Estimate, index: int | None) -> StagePlan:
+    from textsieve.dedup.partitions import ROW, WORK_BYTES_PER_ROW
+
+    ex = build(e.cfg, "dedup_exact", progress=False)
+    if ex.bloom_fp:
+        cap = ex.bloom_capacity or e.docs
+        bits = int(-cap * math.log(ex.bloom_fp) / (math.log(2) ** 2))
+        return StagePlan("dedup exact", "Bloom filter, one pass", bits // 8, e.docs * SET_BYTES_PER_DOC,
+                         f"fp rate {ex.bloom_fp}")
+    budget = parse_memory(ex.memory)
+    return StagePlan("dedup exact", f"normalize={ex.normalize}: content keys, on-disk groups",
+                     min(budget, e.docs * WORK_BYTES_PER_ROW), e.docs * (ROW.itemsize + 2 * SET_BYTES_PER_DOC),
+                     f"memory budget {human(budget)}; key partitions are temporary")
+
+
+def _dedup_fuzzy_plan(e: _Estimate, index: int | None) -> StagePlan:
+    from textsieve.dedup.partitions import ROW, WORK_BYTES_PER_ROW
+
+    fz = build(e.cfg, "dedup_fuzzy", progress=False)
+    budget = parse_memory(fz.memory)
+    rows = e.docs * sum(BANDS.get(round(float(t), 1), 9) for t in fz.thresholds)
+    return StagePlan("dedup fuzzy", f"MinHash-LSH at {', '.join(map(str, fz.thresholds))}",
+                     min(budget, rows * WORK_BYTES_PER_ROW) + 16 * e.docs,
+                     rows * ROW.itemsize + e.docs * SET_BYTES_PER_DOC, f"{rows:,} band rows, partitions are temporary")
+
+
+def _dsir_plan(e: _Estimate, index: int | None) -> StagePlan:
+    c = build(e.cfg, "dsir", progress=False, index=index)
+    ids = e.docs * max(e.mean_chars // 5, 1) * 2 * 4  # ~1 token per 5 chars, n-gram ids, int32 each
+    on = f", raw side on recipe {c.recipe.name}'s survivors" if c.recipe is not None else ""
+    return StagePlan(f"dsir:{c.name}", f"fit toward {len(c.targets)} target input(s){on}",
+                     min(c.memory_mb * 2**20, ids) + 2 * 8 * c.buckets, e.docs * SET_BYTES_PER_DOC)
+
+
+def _select_plan(e: _Estimate, index: int | None) -> StagePlan:
+    sel = build(e.cfg, "select", progress=False)
+    parts = [f"recipe {sel.recipe.name} ({len(sel.recipe.rules)} rules)"] if sel.recipe else []
+    if sel.dsir:
+        parts.append(f"DSIR resample toward {', '.join(n for n, _ in sel.dsir)}"
+                     + (" over its survivors" if sel.recipe else ""))
+    what = ", then ".join(parts)
+    return StagePlan("select", f"{what} -> {selected_dir(e.cfg)}", 100 * e.docs + 200_000_000,
+                     e.docs * e.mean_chars, "disk: at most every document's text once")
+
+
+#: per stage kind (as `textsieve run` names them, `dsir` for `dsir:NAME`): its estimate; a
+#: stage without one is listed with zeros
+ESTIMATES: dict[str, Callable[[_Estimate, int | None], StagePlan]] = {
+    "annotate": _annotate_plan, "dedup_exact": _dedup_exact_plan, "dedup_fuzzy": _dedup_fuzzy_plan,
+    "dsir": _dsir_plan, "select": _select_plan}
+
+
+def make_plan(cfg: PipelineConfig) -> Plan:
+    from textsieve.io.paths import expand_inputs
     from textsieve.pipeline.columns import check_rules
 
     check_rules(cfg)  # every recipe rule against the columns the planned stages will write
@@ -115,49 +188,10 @@ def make_plan(cfg: PipelineConfig) -> Plan:
     shards = expand_inputs(d["inputs"])
     docs, mean_chars, note = _estimate_docs(cfg, shards)
     plan = Plan(cfg.source, cfg.output, d["executor"], len(shards), sum(s.size for s in shards), docs, note)
-    ann = build(cfg, "annotate", progress=False)
-    from textsieve.stages.annotate_lang import check_lang
-
-    check_lang(ann.lang, ann.resources)  # an unknown `annotate.lang` fails the dry run, not stage 1
-    workers = ann.workers or default_workers()
-    batch = ann.batch_size * max(mean_chars, 1) * 4 * 2 * workers  # texts in flight (UCS-4, 2 per worker)
-    plan.stages.append(StagePlan("annotate", f"signals -> {attrs_dir(cfg)}", workers * WORKER_BYTES + batch,
-                                 docs * ATTR_BYTES_PER_DOC, f"{workers} worker(s)"))
-    if d["dedup"]["exact"] is not None:
-        ex = build(cfg, "dedup_exact", progress=False)
-        if ex.bloom_fp:
-            import math
-            cap = ex.bloom_capacity or docs
-            bits = int(-cap * math.log(ex.bloom_fp) / (math.log(2) ** 2))
-            plan.stages.append(StagePlan("dedup exact", "Bloom filter, one pass", bits // 8,
-                                         docs * SET_BYTES_PER_DOC, f"fp rate {ex.bloom_fp}"))
-        else:
-            budget = parse_memory(ex.memory)
-            plan.stages.append(StagePlan("dedup exact", f"normalize={ex.normalize}: content keys, on-disk groups",
-                                         min(budget, docs * WORK_BYTES_PER_ROW),
-                                         docs * (ROW.itemsize + 2 * SET_BYTES_PER_DOC),
-                                         f"memory budget {human(budget)}; key partitions are temporary"))
-    if d["dedup"]["fuzzy"] is not None:
-        fz = build(cfg, "dedup_fuzzy", progress=False)
-        budget = parse_memory(fz.memory)
-        rows = docs * sum(BANDS.get(round(float(t), 1), 9) for t in fz.thresholds)
-        plan.stages.append(StagePlan("dedup fuzzy", f"MinHash-LSH at {', '.join(map(str, fz.thresholds))}",
-                                     min(budget, rows * WORK_BYTES_PER_ROW) + 16 * docs,
-                                     rows * ROW.itemsize + docs * SET_BYTES_PER_DOC,
-                                     f"{rows:,} band rows, partitions are temporary"))
-    for i, fit in enumerate(d["dsir"]):
-        c = build(cfg, "dsir", progress=False, index=i)
-        ids = docs * max(mean_chars // 5, 1) * 2 * 4  # ~1 token per 5 chars, n-gram ids, int32 each
-        on = f", raw side on recipe {c.recipe.name}'s survivors" if c.recipe is not None else ""
-        plan.stages.append(StagePlan(f"dsir:{c.name}", f"fit toward {len(c.targets)} target input(s){on}",
-                                     min(c.memory_mb * 2**20, ids) + 2 * 8 * c.buckets, docs * SET_BYTES_PER_DOC))
-    if d["select"] is not None:
-        sel = build(cfg, "select", progress=False)
-        parts = [f"recipe {sel.recipe.name} ({len(sel.recipe.rules)} rules)"] if sel.recipe else []
-        if sel.dsir:
-            parts.append(f"DSIR resample toward {', '.join(n for n, _ in sel.dsir)}"
-                         + (" over its survivors" if sel.recipe else ""))
-        what = ", then ".join(parts)
-        plan.stages.append(StagePlan("select", f"{what} -> {selected_dir(cfg)}", 100 * docs + 200_000_000,
-                                     docs * mean_chars, "disk: at most every document's text once"))
+    e = _Estimate(cfg, docs, mean_chars)
+    for name in cfg.stages():  # the stages `textsieve run` runs, in its order
+        kind, _, fit = name.partition(":")
+        index = next(j for j, f in enumerate(d["dsir"]) if f["name"] == fit) if fit else None
+        estimate = ESTIMATES.get(kind)
+        plan.stages.append(estimate(e, index) if estimate else StagePlan(name.replace("_", " "), "(no estimate)", 0, 0))
     return plan

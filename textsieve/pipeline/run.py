@@ -10,6 +10,10 @@ Resume rules (a run may be killed at any moment and re-run with the same command
   through the stage's own per-shard resume; one whose config or upstream changed is redone.
 * the resolved config `OUT/pipeline.resolved.yaml` has no timestamps (identical on every run);
   timings go to `OUT/pipeline.run.json`, the only file that differs between runs.
+
+Stages are looked up by kind in a registry (`STAGE_RUNNERS`, filled by `register_stage`): how to
+run one, what its state key depends on and how to tell that its outputs are complete. The loop
+in `run_pipeline` knows no stage by name except annotate, the root every key depends on.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import json
 import logging
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,8 +33,8 @@ import yaml
 
 from textsieve import __version__
 from textsieve.io.atomic import atomic_open
-from textsieve.pipeline.config import PipelineConfig, PipelineConfigError
 from textsieve.pipeline.build import attrs_dir, build, executor_support, selected_dir
+from textsieve.pipeline.config import PipelineConfig, PipelineConfigError
 
 log = logging.getLogger("textsieve.pipeline")
 
@@ -154,30 +159,150 @@ class _States:
             json.dump(doc, fh, sort_keys=True)
 
 
-def _outputs_complete(name: str, cfg: PipelineConfig) -> bool:
-    """Does stage `name` have all its outputs (one file per annotate shard plus its summary)?"""
-    from textsieve.io.attributes import attribute_set_dir, attribute_shards
+# --------------------------------------------------------------------------- the stage registry
+
+
+@dataclass
+class Outcome:
+    """What the pipeline records of one stage run: `detail` goes to the run log and, unless
+    `summary` is given, makes the closing line; `ran` is False when there was nothing to do."""
+
+    detail: dict[str, Any]
+    ran: bool = True
+    summary: str | None = None
+
+
+def _no_upstream(cfg: PipelineConfig, name: str, stage_cfg: Any, names: list[str], keys: dict[str, str]) -> list[Any]:
+    return []
+
+
+@dataclass(frozen=True)
+class StageRunner:
+    """How `run_pipeline` runs one kind of stage (`dsir` for the stage named `dsir:web`). Its
+    config is `build(cfg, kind)`, from the kind's `StageSpec` in `pipeline.config.STAGES`, and
+    `PipelineConfig.stages()` puts it in order; everything else is here, so the run loop needs
+    no edit for a new stage, only a `register_stage` call.
+
+    `run`: stage config -> `Outcome` (it imports the stage when called, so a pipeline loads only
+    the stages it runs). `complete(cfg, name, stage_cfg)`: are all its outputs there?
+    With it, the stage is tracked by a state file keyed by its content config and `upstream`
+    (what it depends on besides the annotate shards, which everything depends on) and skipped
+    when done. Without it (annotate), the stage resumes shard by shard by itself, runs every
+    time, and `output_key(cfg)` fingerprints its outputs for the stages after it."""
+
+    run: Callable[[Any], Outcome]
+    complete: Callable[[PipelineConfig, str, Any], bool] | None = None
+    upstream: Callable[[PipelineConfig, str, Any, list[str], dict[str, str]], list[Any]] = _no_upstream
+    output_key: Callable[[PipelineConfig], str] | None = None
+
+
+STAGE_RUNNERS: dict[str, StageRunner] = {}
+
+
+def register_stage(kind: str, runner: StageRunner) -> None:
+    """Let `textsieve run` run stage `kind` (the name of its `StageSpec`)."""
+    if (runner.complete is None) == (runner.output_key is None):
+        raise ValueError(f"stage {kind}: give exactly one of complete (state-tracked) or output_key (self-resuming)")
+    STAGE_RUNNERS[kind] = runner
+
+
+def _annotated_rels(cfg: PipelineConfig) -> tuple[Any, list[str]]:
+    """The file system and every annotate shard's path relative to OUT/attrs: each later stage
+    writes one file per annotate shard."""
+    from textsieve.io.attributes import attribute_shards
 
     attrs = attrs_dir(cfg)
     fs, paths = attribute_shards(attrs)
     root = fsspec.core.url_to_fs(attrs)[1].rstrip("/")
-    rels = [p[len(root) + 1:] for p in paths]
-    if name == "select":
-        out = fsspec.core.url_to_fs(selected_dir(cfg))[1].rstrip("/")
-        fmt = cfg.data["select"]["format"]
-        if not fs.exists(f"{out}/selection.json") or json.loads(fs.cat_file(f"{out}/selection.json")).get(
-                "status") != "done":
-            return False
-        return all(fs.exists(f"{out}/{r[:-len('.parquet')]}.{fmt}") for r in rels)
-    set_name = {"dedup_fuzzy": "dedup_fuzzy"}.get(name, name.replace(":", "_"))
-    if name == "dedup_exact":  # the set is named by its settings (`exact_names`)
-        from textsieve.stages.dedup_exact import exact_names
+    return fs, [p[len(root) + 1:] for p in paths]
 
-        ex = build(cfg, "dedup_exact", progress=False)
-        set_name = exact_names(ex.normalize, ex.bloom_fp is not None)[0]
-    set_root = fsspec.core.url_to_fs(attribute_set_dir(attrs, set_name))[1].rstrip("/")
-    summary_ok = name.startswith("dsir:") or fs.exists(f"{set_root}/summary.json")
-    return summary_ok and all(fs.exists(f"{set_root}/{r}") for r in rels)
+
+def _set_complete(cfg: PipelineConfig, set_name: str, summary: bool = True) -> bool:
+    """Does attribute set `set_name` have one file per annotate shard (and its summary.json)?"""
+    from textsieve.io.attributes import attribute_set_dir
+
+    fs, rels = _annotated_rels(cfg)
+    set_root = fsspec.core.url_to_fs(attribute_set_dir(attrs_dir(cfg), set_name))[1].rstrip("/")
+    return (not summary or fs.exists(f"{set_root}/summary.json")) and all(fs.exists(f"{set_root}/{r}") for r in rels)
+
+
+def _annotate(c: Any) -> Outcome:
+    from textsieve.stages.annotate import run_annotate
+
+    res = run_annotate(c)
+    for rel in res.shards_skipped:
+        log.info("annotate: skipped %s (already annotated)", rel)
+    return Outcome({"documents_this_run": res.documents, "shards_written": len(res.shards_written),
+                    "shards_skipped": len(res.shards_skipped)}, ran=bool(res.shards_written),
+                   summary=f"annotate: {len(res.shards_written)} shard(s) written ({res.documents:,} docs), "
+                           f"{len(res.shards_skipped)} already done")
+
+
+def _dedup_exact(c: Any) -> Outcome:
+    from textsieve.stages.dedup_exact import run_exact
+
+    r = run_exact(c)
+    return Outcome({"documents": r.documents, "duplicates": r.removed})
+
+
+def _dedup_exact_complete(cfg: PipelineConfig, name: str, c: Any) -> bool:
+    from textsieve.stages.dedup_exact import exact_names
+
+    return _set_complete(cfg, exact_names(c.normalize, c.bloom_fp is not None)[0])  # the set is named by its settings
+
+
+def _dedup_fuzzy(c: Any) -> Outcome:
+    from textsieve.stages.dedup_fuzzy import run_fuzzy
+
+    r = run_fuzzy(c)
+    return Outcome({f"t{t}": s["n_removed"] for t, s in r.summary["thresholds"].items()} | {"resumed": r.skipped})
+
+
+def _dsir_fit(c: Any) -> Outcome:
+    from textsieve.stages.dsir_fit import run_fit
+
+    r = run_fit(c)
+    return Outcome({"documents": r.documents, "shards_written": len(r.shards_written),
+                    "shards_skipped": len(r.shards_skipped)})
+
+
+def _dsir_upstream(cfg: PipelineConfig, name: str, c: Any, names: list[str], keys: dict[str, str]) -> list[Any]:
+    """The target files; with a recipe, also the stages before it (its survivors depend on the
+    dedup stages and earlier fits)."""
+    out: list[Any] = [input_fingerprints(c.targets, cfg.data["fingerprint"])]
+    if c.recipe is not None:
+        out += [keys[n] for n in names[:names.index(name)] if n != "annotate"]
+    return out
+
+
+def _select(c: Any) -> Outcome:
+    from textsieve.stages.select import run_select
+
+    r = run_select(c)
+    return Outcome({"selected": r.documents, "pool": r.pool, "shards_written": len(r.shards_written),
+                    "shards_skipped": len(r.shards_skipped)})
+
+
+def _select_complete(cfg: PipelineConfig, name: str, c: Any) -> bool:
+    fs, rels = _annotated_rels(cfg)
+    out = fsspec.core.url_to_fs(selected_dir(cfg))[1].rstrip("/")
+    if not fs.exists(f"{out}/selection.json") or json.loads(fs.cat_file(f"{out}/selection.json")).get(
+            "status") != "done":
+        return False
+    fmt = cfg.data["select"]["format"]
+    return all(fs.exists(f"{out}/{r[:-len('.parquet')]}.{fmt}") for r in rels)
+
+
+def _every_other_stage(cfg: PipelineConfig, name: str, c: Any, names: list[str], keys: dict[str, str]) -> list[Any]:
+    return [keys[n] for n in names if n not in ("annotate", name)]
+
+
+register_stage("annotate", StageRunner(_annotate, output_key=lambda cfg: _annotate_key(attrs_dir(cfg))))
+register_stage("dedup_exact", StageRunner(_dedup_exact, complete=_dedup_exact_complete))
+register_stage("dedup_fuzzy", StageRunner(_dedup_fuzzy, complete=lambda cfg, name, c: _set_complete(cfg, name)))
+register_stage("dsir", StageRunner(_dsir_fit, upstream=_dsir_upstream,
+                                   complete=lambda cfg, name, c: _set_complete(cfg, name.replace(":", "_"), False)))
+register_stage("select", StageRunner(_select, complete=_select_complete, upstream=_every_other_stage))
 
 
 def _remove_leftovers(fs, out_root: str) -> None:
@@ -216,38 +341,25 @@ def run_pipeline(cfg: PipelineConfig, *, quiet: bool = False) -> PipelineResult:
     keys: dict[str, str] = {}
     for i, name in enumerate(names, 1):
         label = f"[{i}/{len(names)}] {name.replace('_', ' ')}"
-        if cfg.data["executor"] == "ray" and not supported.get(name.split(":")[0], False):
+        kind, _, fit = name.partition(":")
+        runner = STAGE_RUNNERS[kind]
+        if cfg.data["executor"] == "ray" and not supported.get(kind, False):
             log.info("%s: no Ray path for this stage; it runs on the local pool", name)
         start = time.perf_counter()
-        if name == "annotate":
-            _say(quiet, label)
-            from textsieve.stages.annotate import run_annotate
-
-            res = run_annotate(build(cfg, "annotate", progress=progress))
-            keys["annotate"] = _annotate_key(attrs_dir(cfg))
-            for rel in res.shards_skipped:
-                log.info("annotate: skipped %s (already annotated)", rel)
-            rec = StageRecord(name, "ran" if res.shards_written else "skipped", time.perf_counter() - start,
-                              {"documents_this_run": res.documents, "shards_written": len(res.shards_written),
-                               "shards_skipped": len(res.shards_skipped)})
-            _say(quiet, f"annotate: {len(res.shards_written)} shard(s) written ({res.documents:,} docs), "
-                        f"{len(res.shards_skipped)} already done")
-            result.stages.append(rec)
-            continue
-        stage_name, _, fit = name.partition(":")
         index = next(j for j, f in enumerate(cfg.data["dsir"]) if f["name"] == fit) if fit else None
-        probe = build(cfg, stage_name, progress=progress, index=index)
-        upstream = [keys["annotate"]]
-        if stage_name == "select":
-            upstream += [keys[n] for n in names if n not in ("annotate", "select")]
-        if stage_name == "dsir":
-            upstream.append(input_fingerprints(probe.targets, cfg.data["fingerprint"]))
-            if probe.recipe is not None:  # its survivors depend on the dedup stages and earlier fits
-                upstream += [keys[n] for n in names[:names.index(name)] if n != "annotate"]
-        key = _key(name, _content(probe), upstream)
+        if runner.complete is None:  # resumes shard by shard by itself: always run
+            _say(quiet, label)
+            outcome = runner.run(build(cfg, kind, progress=progress, index=index))
+            keys[name] = runner.output_key(cfg) if runner.output_key else ""
+            result.stages.append(StageRecord(name, "ran" if outcome.ran else "skipped", time.perf_counter() - start,
+                                             outcome.detail))
+            _say(quiet, _summary(name, outcome))
+            continue
+        probe = build(cfg, kind, progress=progress, index=index)
+        key = _key(name, _content(probe), [keys["annotate"], *runner.upstream(cfg, name, probe, names, keys)])
         keys[name] = key
         old = states.read(name)
-        if old.get("key") == key and old.get("status") == "done" and _outputs_complete(name, cfg) \
+        if old.get("key") == key and old.get("status") == "done" and runner.complete(cfg, name, probe) \
                 and not cfg.data["overwrite"]:
             log.info("%s: skipped (done with this configuration and inputs)", name)
             _say(quiet, f"{label}: already done")
@@ -259,10 +371,10 @@ def run_pipeline(cfg: PipelineConfig, *, quiet: bool = False) -> PipelineResult:
             log.info("%s: configuration or upstream changed since the last run: redoing it", name)
         states.write(name, {"key": key, "status": "running", "redo": redo})
         _say(quiet, label)
-        detail = _run_stage(cfg, stage_name, index, progress, redo)
+        outcome = runner.run(build(cfg, kind, progress=progress, index=index, overwrite=True if redo else None))
         states.write(name, {"key": key, "status": "done", "redo": False})
-        result.stages.append(StageRecord(name, "ran", time.perf_counter() - start, detail))
-        _say(quiet, f"{name.replace('_', ' ')}: " + ", ".join(f"{k} {v}" for k, v in detail.items()))
+        result.stages.append(StageRecord(name, "ran", time.perf_counter() - start, outcome.detail))
+        _say(quiet, _summary(name, outcome))
     result.seconds = time.perf_counter() - t0
     with atomic_open(fs, f"{out_root}/{RUN_LOG}", "w") as fh:  # timings live here and only here
         json.dump({"version": __version__, "seconds": result.seconds,
@@ -270,26 +382,5 @@ def run_pipeline(cfg: PipelineConfig, *, quiet: bool = False) -> PipelineResult:
     return result
 
 
-def _run_stage(cfg: PipelineConfig, stage: str, index: int | None, progress: bool, redo: bool) -> dict[str, Any]:
-    c = build(cfg, stage, progress=progress, index=index, overwrite=True if redo else None)
-    if stage == "dedup_exact":
-        from textsieve.stages.dedup_exact import run_exact
-
-        r = run_exact(c)
-        return {"documents": r.documents, "duplicates": r.removed}
-    if stage == "dedup_fuzzy":
-        from textsieve.stages.dedup_fuzzy import run_fuzzy
-
-        r = run_fuzzy(c)
-        return {f"t{t}": s["n_removed"] for t, s in r.summary["thresholds"].items()} | {"resumed": r.skipped}
-    if stage == "dsir":
-        from textsieve.stages.dsir_fit import run_fit
-
-        r = run_fit(c)
-        return {"documents": r.documents, "shards_written": len(r.shards_written),
-                "shards_skipped": len(r.shards_skipped)}
-    from textsieve.stages.select import run_select
-
-    r = run_select(c)
-    return {"selected": r.documents, "pool": r.pool, "shards_written": len(r.shards_written),
-            "shards_skipped": len(r.shards_skipped)}
+def _summary(name: str, outcome: Outcome) -> str:
+    return outcome.summary or f"{name.replace('_', ' ')}: " + ", ".join(f"{k} {v}" for k, v in outcome.detail.items())

@@ -9,8 +9,8 @@ cumulative figure).
 Line rules are evaluated once per line into a small bit mask (bit j = line rule j passes);
 each alone/cumulative figure is then a cheap masked sum over the line lengths. When every rule
 reads annotate's own shards, line rules and line reductions are computed in NumPy from the
-Arrow buffers (`funnel_fast`, `linefast`) and the same query runs per batch over the results:
-decoding span lists in DuckDB list comprehensions costs 3-5x more.
+Arrow buffers (`funnel_numpy`, `lines_numpy`) and the same query (`funnel_query`) runs per
+batch over the results: decoding span lists in DuckDB list comprehensions costs 3-5x more.
 """
 
 from __future__ import annotations
@@ -23,8 +23,11 @@ from dataclasses import asdict, dataclass, field
 import duckdb
 
 from textsieve.io.locations import register_filesystems
-from textsieve.recipes.sql import Compiled, Schema, compile_recipe, q, read_schema
+from textsieve.recipes.funnel_numpy import fast_funnel_values
+from textsieve.recipes.funnel_query import funnel_sql
 from textsieve.recipes.language import Recipe
+from textsieve.recipes.schema import Schema, read_schema
+from textsieve.recipes.sql import Compiled, compile_recipe
 
 
 @dataclass
@@ -75,70 +78,6 @@ class Funnel:
         return "\n".join(lines)
 
 
-def line_masks(c: Compiled) -> tuple[dict[str, int], list[int]]:
-    """Bit of each line rule (recipe order) and the bit sets whose kept characters the funnel
-    needs: each rule alone and every prefix of the line rules."""
-    line_bit = {n: 1 << j for j, n in enumerate(n for n in c.order if n in c.line_rules)}
-    masks: set[int] = set()
-    acc = 0
-    for n in c.order:
-        if n in line_bit:
-            masks.add(line_bit[n])
-            acc |= line_bit[n]
-            masks.add(acc)
-    return line_bit, sorted(masks)
-
-
-def funnel_sql(c: Compiled, source: str | None = None, precomputed: bool = False,
-               group: str | None = None) -> tuple[str, list[tuple[str, str]]]:
-    """The aggregate query and the (figure, rule) order of its output columns. `source` replaces
-    the FROM clause (it must be aliased `a`); with `precomputed`, the kept characters of each
-    line mask come from columns `__ts_k<mask>` of `a` (see `linefast`) instead of SQL. With
-    `group` (an SQL expression over `source`), one row per group value, the value first (the
-    report's funnel per source and per language)."""
-    names = c.order
-    doc_idx = {n: i for i, n in enumerate(n for n in names if n in c.doc_rules)}
-    line_bit, masks = line_masks(c)
-    base = [f"{c.schema.length_sql} AS _len"]
-    base += [f"coalesce({c.doc_rules[n]}, FALSE) AS _d{i}" for n, i in doc_idx.items()]
-    mid = ["_len"] + [f"_d{i}" for i in doc_idx.values()]
-    if group is not None:
-        base.append(f"{group} AS _g")
-        mid.append("_g")
-    if line_bit and precomputed:
-        base += [f'a."__ts_k{b}" AS _k{b}' for b in masks]
-        mid += [f"_k{b}" for b in masks]
-    elif line_bit:
-        bits = " + ".join(f"(CASE WHEN coalesce({c.line_rules[n]}, FALSE) THEN {b} ELSE 0 END)"
-                          for n, b in line_bit.items())
-        base.append(f"[{bits} for _x in {c.line_source}] AS _lm")
-        base.append(f"{c.line_lengths_sql()} AS _ll")
-        mid += [f"coalesce(list_sum(list_where(_ll, [(_m & {b}) = {b} for _m in _lm])), 0) AS _k{b}" for b in masks]
-
-    aggs, cols = ["count(*)", "coalesce(sum(_len), 0)"], [("total", ""), ("total_chars", "")]
-    doc_acc: list[str] = []
-    line_acc = 0
-    for n in names:
-        if n in doc_idx:
-            d = f"_d{doc_idx[n]}"
-            aggs += [f"count_if(NOT {d})", f"coalesce(sum(_len) FILTER (WHERE NOT {d}), 0)"]
-            doc_acc.append(d)
-        else:
-            b = line_bit[n]
-            aggs += [f"count_if(_k{b} = 0)", f"coalesce(sum(_len - _k{b}), 0)"]
-            line_acc |= b
-        survive = " AND ".join(doc_acc + ([f"_k{line_acc} > 0"] if line_acc else [])) or "TRUE"
-        kept = f"_k{line_acc}" if line_acc else "_len"
-        aggs += [f"count(*) - count_if({survive})",
-                 f"coalesce(sum(_len), 0) - coalesce(sum({kept}) FILTER (WHERE {survive}), 0)"]
-        cols += [("alone", n), ("chars_alone", n), ("cum", n), ("chars_cum", n)]
-    sql = (f"WITH base AS (SELECT {', '.join(base)} FROM {source or c.from_sql()}), "
-           f"mid AS (SELECT {', '.join(mid)} FROM base) "
-           + (f"SELECT {', '.join(aggs)} FROM mid" if group is None else
-              f"SELECT _g, {', '.join(aggs)} FROM mid GROUP BY _g"))
-    return sql, cols
-
-
 def connect(threads: int | None = None, locations: Iterable[str] = ()) -> duckdb.DuckDBPyConnection:
     """A DuckDB connection that can read `locations` (local paths or any fsspec URL, see
     `textsieve.io.locations`)."""
@@ -156,16 +95,23 @@ def schema_files(schema: Schema) -> list[str]:
 def compute_funnel(directory: str, recipe: Recipe, threads: int | None = None) -> Funnel:
     """Dry-run `recipe` over the annotate folder `directory` (attribute columns only)."""
     t0 = time.perf_counter()
-    schema = read_schema(directory)
-    compiled = compile_recipe(recipe, schema)
-    if compiled.relations == {"a"} and uses_lines(compiled):
-        from textsieve.recipes.funnel_numpy import fast_funnel_values
+    funnel = funnel_of(compile_recipe(recipe, read_schema(directory)), threads)
+    funnel.seconds = time.perf_counter() - t0
+    return funnel
 
-        vals = fast_funnel_values(recipe, schema, threads)
+
+def funnel_of(compiled: Compiled, threads: int | None = None) -> Funnel:
+    """The funnel of an already compiled recipe (the report compiles once and shares it)."""
+    t0 = time.perf_counter()
+    recipe = compiled.recipe
+    if recipe is None:
+        raise ValueError("funnel_of needs the Compiled of compile_recipe (it names the recipe's rules)")
+    if compiled.relations == {"a"} and uses_lines(compiled):
+        vals = fast_funnel_values(compiled, threads)
     else:
         sql, cols = funnel_sql(compiled)
-        row = connect(threads, schema_files(schema)).execute(sql).fetchone()
-        vals = dict(zip(cols, (int(v or 0) for v in row)))
+        row = connect(threads, schema_files(compiled.schema)).execute(sql).fetchone()
+        vals = dict(zip(cols, (int(v or 0) for v in row or ())))
     total, total_chars = vals[("total", "")], vals[("total_chars", "")]
     rules = []
     by_name = {r.name: r for r in recipe.rules}
@@ -178,6 +124,8 @@ def compute_funnel(directory: str, recipe: Recipe, threads: int | None = None) -
 
 
 def uses_lines(c: Compiled) -> bool:
-    """Whether a recipe touches line-level span lists (what the NumPy path speeds up)."""
-    return bool(c.line_rules) or any(col.kind == "line" and f"a.{q(col.name)}" in sql
-                                     for sql in c.doc_rules.values() for col in c.schema.columns.values())
+    """Whether a recipe touches line-level span lists (what the NumPy path speeds up): a line
+    rule, or a document rule whose SQL reads a line column of `a` (a reduction, `is null`, a
+    learned model's features)."""
+    return bool(c.line_rules) or any((col := c.schema.columns.get(n)) is not None and col.kind == "line"
+                                     and col.alias == "a" for n in c.columns_read(c.doc_rules))

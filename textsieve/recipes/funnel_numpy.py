@@ -1,4 +1,4 @@
-"""The funnel over annotate's shards with line signals done in NumPy (see `linefast`).
+"""The funnel over annotate's shards with line signals done in NumPy (see `lines_numpy`).
 
 Why a second path: every funnel figure is a count or a sum over documents, so it adds up over
 any split of the documents. Each batch (a few row groups of one shard) is read by pyarrow with
@@ -13,7 +13,6 @@ evaluator does not cover stays in SQL over the fully read column, so results nev
 from __future__ import annotations
 
 import os
-import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -22,13 +21,11 @@ import fsspec
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from textsieve.recipes.sql import compile_recipe, load_models
-from textsieve.recipes.funnel import funnel_sql, line_masks
+from textsieve.recipes.funnel_query import funnel_columns, funnel_sql, line_masks
 from textsieve.recipes.lines_numpy import LinePlan
-from textsieve.recipes.language import Recipe, columns_of
+from textsieve.recipes.sql import Compiled
 
 BATCH_ROWS = 65_536
-_REF = re.compile(r'a\."((?:[^"]|"")*)"')
 _local = threading.local()
 
 
@@ -71,23 +68,24 @@ def _tasks(files: list[tuple[str, pq.FileMetaData]], rows_per_task: int) -> list
     return tasks
 
 
-def fast_funnel_values(recipe: Recipe, schema, threads: int | None = None) -> dict[tuple[str, str], int]:
-    """The funnel's figures keyed like `funnel_sql`'s columns, summed over all batches."""
+def fast_funnel_values(compiled: Compiled, threads: int | None = None) -> dict[tuple[str, str], int]:
+    """The funnel's figures keyed like `funnel_sql`'s columns, summed over all batches.
+    `compiled`: the recipe compiled over annotate's shards alone (`compile_recipe`)."""
+    recipe = compiled.recipe
+    if recipe is None:
+        raise ValueError("fast_funnel_values needs the Compiled of compile_recipe")
+    schema = compiled.schema
     plan = LinePlan(schema)
-    compiled = compile_recipe(recipe, schema, load_models(recipe), reduce=plan.reduce_hook)
+    compiled = compiled.with_reduce(plan.reduce_hook)  # reductions NumPy does become columns
     precomputed = False
     if compiled.line_rules:
-        line_cols: list[str] = []
-        for rule in recipe.line_rules:
-            line_cols += [n for n in columns_of(rule.node) if schema.columns.get(n) is not None
-                          and schema.columns[n].kind == "line" and n not in line_cols]
         by_name = {r.name: r for r in recipe.rules}
         rules = [(n, by_name[n].node) for n in compiled.order if n in compiled.line_rules]
-        precomputed = plan.add_line_rules(rules, line_cols)
+        precomputed = plan.add_line_rules(rules, compiled.line_columns)
         if precomputed:
             plan.masks = line_masks(compiled)[1]
     sql, cols = funnel_sql(compiled, source="__ts_batch AS a", precomputed=precomputed)
-    top = sorted(n for n in {m.replace('""', '"') for m in _REF.findall(sql)} if not n.startswith("__ts_"))
+    top = funnel_columns(compiled, precomputed)
     leaves = plan.leaves()
     read = list(top) + [f"{c}.list.element.score" for c in leaves if c not in top]
     read += [f"{c}.list.element.end" for c, end in leaves.items() if end and c not in top]

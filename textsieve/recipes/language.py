@@ -43,9 +43,10 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from importlib import resources
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 import yaml
 
@@ -76,44 +77,44 @@ class Col:
 @dataclass(frozen=True)
 class Call:
     func: str
-    args: tuple["Node", ...]
+    args: tuple[Node, ...]
 
 
 @dataclass(frozen=True)
 class Unary:
     op: str  # "-" or "not"
-    arg: "Node"
+    arg: Node
 
 
 @dataclass(frozen=True)
 class Binary:
     op: str  # comparison, arithmetic, "and", "or"
-    left: "Node"
-    right: "Node"
+    left: Node
+    right: Node
 
 
 @dataclass(frozen=True)
 class Between:
-    arg: "Node"
-    low: "Node"
-    high: "Node"
+    arg: Node
+    low: Node
+    high: Node
     negated: bool = False
 
 
 @dataclass(frozen=True)
 class In:
-    arg: "Node"
+    arg: Node
     values: tuple[Lit, ...]
     negated: bool = False
 
 
 @dataclass(frozen=True)
 class IsNull:
-    arg: "Node"
+    arg: Node
     negated: bool = False
 
 
-Node = Union[Lit, Col, Call, Unary, Binary, Between, In, IsNull]
+Node = Lit | Col | Call | Unary | Binary | Between | In | IsNull
 
 # ---------------------------------------------------------------- tokenizer and parser
 
@@ -127,13 +128,14 @@ _TOKEN = re.compile(r"""
 
 
 def _tokenize(text: str, rule: str) -> list[tuple[str, str, int]]:
-    out, pos = [], 0
+    out: list[tuple[str, str, int]] = []
+    pos = 0
     while pos < len(text):
         m = _TOKEN.match(text, pos)
         if not m:
             raise RecipeError(f"rule {rule!r}: unexpected {text[pos]!r} at position {pos} in {text!r}; "
                               f"valid operators: {', '.join(OPERATORS)}")
-        kind = m.lastgroup
+        kind = m.lastgroup or ""  # every alternative of _TOKEN is a named group
         tok = m.group()
         if kind == "name" and tok.lower() in KEYWORDS:
             kind, tok = "kw", tok.lower()
@@ -331,8 +333,9 @@ class Rule:
     text: str  # the condition as written, without the `line:` prefix
     line: bool = False
 
-    @property
+    @cached_property
     def node(self) -> Node:
+        """The parsed condition (parsed on first use, then kept: every consumer walks the AST)."""
         return parse_rule(self.text, self.name)
 
     def source(self) -> str:
@@ -359,26 +362,27 @@ class Recipe:
             if r.name in seen:
                 raise RecipeError(f"recipe {self.name!r}: rule name {r.name!r} used twice")
             seen.add(r.name)
-            r.node  # parse now: syntax errors surface when the recipe is built
+            _ = r.node  # parse now (kept): syntax errors surface when the recipe is built
 
     @classmethod
-    def from_rules(cls, rules: dict[str, str] | list[tuple[str, str]], **kw: Any) -> "Recipe":
+    def from_rules(cls, rules: dict[str, str] | list[tuple[str, str]], **kw: Any) -> Recipe:
         """Python API: `Recipe.from_rules({"words": "rps_doc_word_count >= 50", "c4": "line: ..."})`."""
         items = rules.items() if isinstance(rules, dict) else rules
         return cls(rules=[_rule(n, t) for n, t in items], **kw)
 
     @classmethod
-    def from_dict(cls, doc: dict[str, Any], name: str = "recipe", base: Path | None = None) -> "Recipe":
+    def from_dict(cls, doc: dict[str, Any], name: str = "recipe", base: Path | None = None) -> Recipe:
         if not isinstance(doc, dict):
             raise RecipeError(f"recipe {name!r}: expected a mapping with a 'rules' key")
         unknown = set(doc) - {"name", "description", "rules", "models"}
         if unknown:
-            raise RecipeError(f"recipe {name!r}: unknown keys {sorted(unknown)}; valid: name, description, rules, models")
+            raise RecipeError(f"recipe {name!r}: unknown keys {sorted(unknown)}; "
+                              "valid: name, description, rules, models")
         if "rules" not in doc:
             raise RecipeError(f"recipe {name!r}: expected a mapping with a 'rules' key")
         raw = doc["rules"]
         if isinstance(raw, list):  # a list of one-key mappings also keeps order
-            items = []
+            items: list[tuple[Any, Any]] = []
             for entry in raw:
                 if not isinstance(entry, dict) or len(entry) != 1:
                     raise RecipeError(f"recipe {name!r}: each list item of 'rules' must be one 'name: condition'")
@@ -396,7 +400,7 @@ class Recipe:
                    description=str(doc.get("description", "")), models=models, model_search=search)
 
     @classmethod
-    def from_yaml(cls, text: str, name: str = "recipe", base: Path | None = None) -> "Recipe":
+    def from_yaml(cls, text: str, name: str = "recipe", base: Path | None = None) -> Recipe:
         try:
             doc = yaml.safe_load(text)
         except yaml.YAMLError as exc:

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from textsieve.recipes.sql import Schema
 from textsieve.recipes.language import Between, Binary, Call, Col, In, IsNull, Lit, Node, Unary, columns_of
+from textsieve.recipes.schema import Schema
 
 
 class Unsupported(Exception):
@@ -92,12 +92,15 @@ def line_col(arr: pa.ChunkedArray | pa.Array, want_end: bool) -> LineCol:
 
 def _lengths(c: LineCol) -> np.ndarray:
     """Per-line lengths from the tiling ends: end_i - end_(i-1), the first line's is its end."""
-    lens = np.empty_like(c.end)
+    end = c.end
+    if end is None:  # pragma: no cover (LinePlan.leaves reads the `end` of the first line column)
+        raise ValueError("line lengths need the `end` leaf of the line column")
+    lens = np.empty_like(end)
     if len(lens):
-        lens[0] = c.end[0]
-        np.subtract(c.end[1:], c.end[:-1], out=lens[1:])
+        lens[0] = end[0]
+        np.subtract(end[1:], end[:-1], out=lens[1:])
     starts = c.offsets[:-1][np.diff(c.offsets) > 0]
-    lens[starts] = c.end[starts]
+    lens[starts] = end[starts]
     return lens
 
 
@@ -117,7 +120,7 @@ def zip_cols(data: dict[str, LineCol], names: list[str]) -> Zipped:
     lens = np.max([np.diff(data[m].offsets) for m in names], axis=0)
     offsets = np.concatenate([[0], np.cumsum(lens)])
     n = int(offsets[-1])
-    cols = {}
+    cols: dict[str, tuple[np.ndarray, np.ndarray | None]] = {}
     for m in names:
         c = data[m]
         pos = np.repeat(offsets[:-1] - c.offsets[:-1], np.diff(c.offsets)) + np.arange(len(c.score))
@@ -257,8 +260,8 @@ class Evaluator:
             if not n.values:
                 raise Unsupported("empty IN")  # pragma: no cover
             node: Node = Binary("==", n.arg, n.values[0])
-            for v in n.values[1:]:
-                node = Binary("or", node, Binary("==", n.arg, v))
+            for val in n.values[1:]:
+                node = Binary("or", node, Binary("==", n.arg, val))
             return self.eval(Unary("not", node) if n.negated else node)
         if isinstance(n, IsNull):
             kind, a, b = self.eval(n.arg)

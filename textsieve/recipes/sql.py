@@ -4,38 +4,52 @@ Why one query: DuckDB reads only the columns the rules mention (projection pushd
 Parquet), evaluates every rule in one vectorised pass on all cores, and never touches text.
 The main attribute shards are the `a` relation; every attribute set `DIR/_<name>/` whose
 columns a rule uses is LEFT JOINed on (shard, row), so a document missing from a set sees
-nulls there (and fails rules on it, see `recipe` on nulls).
-
-Column kinds:
-  doc   RPv2 doc-level span list: its value is the score of the single span (`col[1].score`)
-  line  RPv2 line-level span list: reduce it (sum/mean/...), or use it in a `line:` rule
-  scalar any plain column of an attribute set (dedup flags, DSIR weights, ...)
-  other list/binary columns such as MinHash bands: only `is null` / `is not null`
+nulls there (and fails rules on it, see `recipe` on nulls). Which columns exist, and of which
+kind, is `schema`'s job.
 """
 
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Protocol
 
-import fsspec
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from textsieve.io.attributes import LENGTH_COLUMN, SCORE_SUFFIX, attribute_sets, attribute_shards
-from textsieve.recipes.language import (REDUCTIONS, Between, Binary, Call, Col, In, IsNull, Lit, Node, Recipe,
-                                     RecipeError, Rule, Unary, columns_of)
+from textsieve.recipes.language import (
+    REDUCTIONS,
+    Between,
+    Binary,
+    Call,
+    Col,
+    In,
+    IsNull,
+    Lit,
+    Node,
+    Recipe,
+    RecipeError,
+    Rule,
+    Unary,
+    columns_of,
+)
+from textsieve.recipes.schema import END, Column, Schema, q
 
-KEY_COLUMNS = ("id", "shard", "row")
-END = '"end"'  # the span field `end` is an SQL keyword
+# The schema used to live here; callers that import it from `sql` keep working.
+from textsieve.recipes.schema import KEY_COLUMNS as KEY_COLUMNS
+from textsieve.recipes.schema import _arrow_schema as _arrow_schema
+from textsieve.recipes.schema import read_schema as read_schema
+from textsieve.recipes.schema import schema_from_arrow as schema_from_arrow
+
 MODEL_ATTRS = ("predict",)
 
 
-def q(name: str) -> str:
-    """A quoted SQL identifier."""
-    return '"' + name.replace('"', '""') + '"'
+class SqlModel(Protocol):
+    """What a recipe needs of a learned model (`learned.model.LearnedModel`): its prediction as
+    SQL, given SQL for each feature."""
+
+    def predict_sql(self, feature_sql_fn: Callable[[str], str] | None = None) -> str: ...
 
 
 def lit(value: object) -> str:
@@ -59,131 +73,23 @@ def element_field(element: str, name: str) -> str:
     return f"(CASE WHEN {element} IS NULL THEN NULL ELSE {element}.{name} END)"
 
 
-@dataclass(frozen=True)
-class Column:
-    name: str
-    kind: str  # doc | line | scalar | other
-    alias: str  # SQL relation alias
-    type: pa.DataType
-    source: str  # "" for annotate's shards, else the attribute set name
-    scalar: str | None = None  # a plain `<name>__score` twin of a doc-level span column, if stored
-
-    def numeric(self) -> bool:
-        t = self.type
-        if self.kind in ("doc", "line"):
-            t = t.value_type.field("score").type
-        return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
-
-
-def _span_kind(name: str, typ: pa.DataType) -> str | None:
-    if not (pa.types.is_list(typ) or pa.types.is_large_list(typ)):
-        return None
-    v = typ.value_type
-    if not (pa.types.is_struct(v) and {v.field(i).name for i in range(v.num_fields)} >= {"start", "end", "score"}):
-        return None
-    try:
-        from textsieve.signals.registry import REGISTRY
-        if name in REGISTRY:
-            return REGISTRY[name].level
-    except ImportError:  # pragma: no cover
-        pass
-    return "line" if "_lines_" in name else "doc"
-
-
-@dataclass
-class Schema:
-    """Every column usable in rules, and the Parquet files of each relation."""
-
-    directory: str
-    files: dict[str, list[str]]  # relation alias -> files ("a" = annotate shards)
-    sets: dict[str, str]  # alias -> attribute set name
-    columns: dict[str, Column] = field(default_factory=dict)
-    ambiguous: dict[str, list[str]] = field(default_factory=dict)
-
-    def valid_names(self) -> list[str]:
-        return sorted(self.columns)
-
-    @property
-    def length_sql(self) -> str:
-        """Document length in characters: the `end` of a doc-level span (no text read)."""
-        length = self.columns.get(LENGTH_COLUMN)
-        if length is not None and length.alias == "a":
-            return f"coalesce(a.{q(LENGTH_COLUMN)}, 0)"
-        doc = [c for c in self.columns.values() if c.kind == "doc" and c.alias == "a"]
-        if doc:
-            pref = next((c for c in doc if c.name == "rps_doc_word_count"), doc[0])
-            return f"coalesce(a.{q(pref.name)}[1].\"end\", 0)"
-        line = [c for c in self.columns.values() if c.kind == "line" and c.alias == "a"]
-        if line:
-            return f"coalesce(a.{q(line[0].name)}[-1].\"end\", 0)"
-        raise RecipeError(f"{self.directory}: no span column to take document lengths from")
-
-
-def _local(path: str, fs: fsspec.AbstractFileSystem) -> str:
-    protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
-    return path if protocol in ("file", "local") else f"{protocol}://{path}"
-
-
-def read_schema(directory: str) -> Schema:
-    """Columns of annotate's shards and of every attribute set under `directory`."""
-    fs, files = attribute_shards(directory)
-    sets = [("", _arrow_schema(fs, files[0]), [_local(p, fs) for p in files])]
-    for name in attribute_sets(directory):
-        try:
-            sfs, sfiles = attribute_shards(directory, name)
-        except FileNotFoundError:
-            continue
-        sets.append((name, _arrow_schema(sfs, sfiles[0]), [_local(p, sfs) for p in sfiles]))
-    return schema_from_arrow(directory, sets)
-
-
-def _arrow_schema(fs: fsspec.AbstractFileSystem, path: str) -> pa.Schema:
-    with fs.open(path, "rb") as fh:
-        return pq.ParquetFile(fh).schema_arrow
-
-
-def schema_from_arrow(directory: str, sets: list[tuple[str, pa.Schema, list[str]]]) -> Schema:
-    """The rule columns of attribute sets given as (set name, Arrow schema, files); "" is
-    annotate's shards and comes first. `read_schema` reads the schemas from storage; the
-    pipeline's dry-run passes the schemas its planned stages *will* write (files empty), so
-    every rule is checked before anything runs."""
-    (_, main, main_files), rest = sets[0], sets[1:]
-    schema = Schema(directory, {"a": list(main_files)}, {})
-    owners: dict[str, list[str]] = {}
-
-    def add(alias: str, set_name: str, arrow: pa.Schema) -> None:
-        names = set(arrow.names)
-        for f in arrow:
-            if f.name in KEY_COLUMNS or (f.name.endswith(SCORE_SUFFIX) and f.name[: -len(SCORE_SUFFIX)] in names):
-                continue  # scalar twins are used transparently (see Column.scalar), not listed
-            kind = _span_kind(f.name, f.type)
-            if kind is None:
-                nested = pa.types.is_nested(f.type) or pa.types.is_binary(f.type) or pa.types.is_large_binary(f.type)
-                kind = "other" if nested else "scalar"
-            owners.setdefault(f.name, []).append(set_name or "(annotate)")
-            twin = f.name + SCORE_SUFFIX
-            schema.columns.setdefault(f.name, Column(f.name, kind, alias, f.type, set_name,
-                                                     twin if kind == "doc" and twin in names else None))
-
-    add("a", "", main)
-    for i, (name, arrow, files) in enumerate(rest):
-        alias = f"s{i}"
-        schema.files[alias] = list(files)
-        schema.sets[alias] = name
-        add(alias, name, arrow)
-    schema.ambiguous = {k: v for k, v in owners.items() if len(v) > 1}
-    return schema
-
-
 class _Compiler:
     """AST -> SQL for one rule. `line` (column -> SQL of its element) set: inside a per-line
     context, i.e. the body of a list comprehension over the line spans."""
 
-    def __init__(self, schema: Schema, rule: Rule, models: dict[str, object],
+    def __init__(self, schema: Schema, rule: Rule, models: dict[str, SqlModel],
                  reduce: Callable[[Call], str | None] | None = None):
         self.schema, self.rule, self.models = schema, rule, models
         self.reduce = reduce  # see compile_recipe
         self.used: set[str] = set()  # relation aliases needed
+        self.reads: set[tuple[str, str]] = set()  # (alias, stored column) the emitted SQL refers to
+
+    def ref(self, col: Column, stored: str | None = None) -> str:
+        """SQL of a stored column of `col`'s relation (`col` itself, or its scalar twin), noted in
+        `reads`: the NumPy funnel reads exactly these with pyarrow."""
+        name = stored or col.name
+        self.reads.add((col.alias, name))
+        return f"{col.alias}.{q(name)}"
 
     def fail(self, msg: str) -> RecipeError:
         return RecipeError(f"rule {self.rule.name!r} ({self.rule.source()!r}): {msg}")
@@ -213,12 +119,12 @@ class _Compiler:
         elements (not indexes: `col[i]` copies per access) keeps this linear in the lines."""
         cols = [self.column(n) for n in names]
         if len(cols) == 1:
-            return f"{cols[0].alias}.{q(cols[0].name)}", {names[0]: "_x"}
-        zipped = ", ".join(f"{c.alias}.{q(c.name)}" for c in cols)
+            return self.ref(cols[0]), {names[0]: "_x"}
+        zipped = ", ".join(self.ref(c) for c in cols)
         return f"list_zip({zipped})", {n: f"_x[{k + 1}]" for k, n in enumerate(names)}
 
     def span(self, col: Column, idx: str) -> str:
-        return f"{col.alias}.{q(col.name)}[{idx}]"
+        return f"{self.ref(col)}[{idx}]"
 
     # Returns (sql, type) with type in {"bool", "num", "str", "null", "any"}.
     def expr(self, n: Node, line: dict[str, str] | None) -> tuple[str, str]:
@@ -293,12 +199,12 @@ class _Compiler:
         col = self.column(name)
         if col.kind == "doc":
             if col.scalar:
-                return f"{col.alias}.{q(col.scalar)}", "num" if col.numeric() else "any"
+                return self.ref(col, col.scalar), "num" if col.numeric() else "any"
             return f"{self.span(col, '1')}.score", "num" if col.numeric() else "any"
         if col.kind == "line":
             if line is None:
                 if any_kind:
-                    return f"{col.alias}.{q(col.name)}", "any"
+                    return self.ref(col), "any"
                 raise self.fail(f"{name!r} is a line-level signal (one score per line); reduce it with "
                                 f"{', '.join(f'{r}(...)' for r in REDUCTIONS)}, e.g. 'mean({name}) > 0.5', "
                                 f"or cut lines with a 'line: ...' rule")
@@ -308,7 +214,7 @@ class _Compiler:
         t = col.type
         typ = "bool" if pa.types.is_boolean(t) else "num" if col.numeric() else \
             "str" if pa.types.is_string(t) or pa.types.is_large_string(t) else "any"
-        return f"{col.alias}.{q(col.name)}", typ
+        return self.ref(col), typ
 
     def model_sql(self, alias: str) -> str:
         from textsieve.learned.features import feature_sql
@@ -316,8 +222,7 @@ class _Compiler:
         model = self.models[alias]
 
         def column_sql(col_name: str) -> str:
-            col = self.column(col_name)
-            return f"{col.alias}.{q(col.name)}"
+            return self.ref(self.column(col_name))
 
         try:
             return "(" + model.predict_sql(lambda feat: feature_sql(feat, column_sql)) + ")"
@@ -343,19 +248,22 @@ class _Compiler:
         if len(args) != 1:
             raise self.fail(f"{f}() takes one argument")
         self.check_known(args[0])
-        line_cols = [c for c in columns_of(args[0]) if self.schema.columns.get(c) and self.schema.columns[c].kind == "line"]
+        kinds = self.schema.columns
+        line_cols = [c for c in columns_of(args[0]) if kinds.get(c) and kinds[c].kind == "line"]
         if not line_cols:
             raise self.fail(f"{f}() reduces a line-level signal, but {args[0]!r} uses none; line-level "
-                            f"columns: {', '.join(c for c, v in sorted(self.schema.columns.items()) if v.kind == 'line')}")
+                            f"columns: {', '.join(c for c, v in sorted(kinds.items()) if v.kind == 'line')}")
         if line is not None:
             raise self.fail(f"{f}() cannot be nested inside a line context")
+        reads = set(self.reads)
         rng, env = self.iterate(line_cols)
         body, t = self.expr(args[0], env)
         if f not in ("count", "frac"):
             self.want(t, "num", f)
         if self.reduce is not None:
             name = self.reduce(n)
-            if name is not None:
+            if name is not None:  # a computed column: the SQL no longer reads the line columns
+                self.reads = reads
                 return f"a.{q(name)}", "num"
         if f in ("count", "frac"):
             if t not in ("bool", "any", "null"):
@@ -374,7 +282,9 @@ class _Compiler:
 
 @dataclass
 class Compiled:
-    """SQL pieces of a recipe: one boolean per document rule, one per-line mask for line rules."""
+    """A recipe checked against a schema and translated, once: the SQL of each rule (one boolean
+    per document rule, one per-line condition for line rules) plus what the AST says about it,
+    so that callers (funnel, report, select) never re-compile or read it back out of the SQL."""
 
     schema: Schema
     doc_rules: dict[str, str]  # name -> SQL condition (NULL-safe: coalesced to FALSE)
@@ -383,17 +293,46 @@ class Compiled:
     line_source: str | None  # SQL of the list iterated (as `_x`) for line rules
     line_anchor: str | None  # SQL of the element (inside that iteration) whose span is cut
     relations: set[str]
+    reads: dict[str, frozenset[tuple[str, str]]] = field(default_factory=dict)  # rule -> (alias, stored column)
+    line_env: dict[str, str] = field(default_factory=dict)  # line column -> its element in line_source, in order
+    recipe: Recipe | None = None
+    models: dict[str, SqlModel] = field(default_factory=dict)
 
-    def from_sql(self) -> str:
-        """FROM clause: annotate shards plus the attribute sets the rules use."""
+    @property
+    def line_columns(self) -> list[str]:
+        """The line columns iterated together (zipped) by the line rules."""
+        return list(self.line_env)
+
+    def columns_read(self, rules: Iterable[str], alias: str = "a") -> set[str]:
+        """Stored columns of relation `alias` that the SQL of `rules` reads (scalar twins by their
+        own name)."""
+        return {name for r in rules for a, name in self.reads.get(r, ()) if a == alias}
+
+    def from_sql(self, relations: set[str] | None = None) -> str:
+        """FROM clause: annotate shards plus the attribute sets the rules use (or `relations`)."""
         def rel(alias: str) -> str:
             files = ", ".join(lit(f) for f in self.schema.files[alias])
             return f"read_parquet([{files}])"
 
         sql = f"{rel('a')} AS a"
-        for alias in sorted(self.relations - {"a"}):
+        for alias in sorted((self.relations if relations is None else relations) - {"a"}):
             sql += f" LEFT JOIN {rel(alias)} AS {alias} ON a.shard = {alias}.shard AND a.\"row\" = {alias}.\"row\""
         return sql
+
+    def expr_sql(self, rule: Rule, node: Node, line: bool = False) -> tuple[str, set[str]]:
+        """SQL of `node`, a part of `rule` (the report's histograms and examples show such
+        values), and the relations it needs. `line`: inside the line iteration (`_x`)."""
+        c = _Compiler(self.schema, rule, self.models)
+        sql, _ = c.expr(node, self.line_env if line else None)
+        return sql, c.used | {"a"}
+
+    def with_reduce(self, reduce: Callable[[Call], str | None]) -> Compiled:
+        """The same checked recipe rendered again with the line reductions `reduce` claims as
+        columns of `a` (see `compile_recipe`): the NumPy funnel computes those columns itself.
+        Schema, models and the line-rule checks are reused; nothing is read or parsed again."""
+        if self.recipe is None:
+            raise ValueError("with_reduce needs the Compiled of compile_recipe")
+        return _render(self.recipe, self.schema, self.models, self.line_columns, reduce)
 
     def line_mask_sql(self, names: list[str]) -> str:
         """Per-document list of line-kept flags for the line rules `names` (all TRUE)."""
@@ -402,19 +341,26 @@ class Compiled:
 
     def line_lengths_sql(self) -> str:
         a = self.line_anchor
+        if a is None:
+            raise ValueError("line_lengths_sql: the recipe has no line rules")
         return f"[{element_field(a, END)} - {element_field(a, 'start')} for _x in {self.line_source}]"
 
 
-def compile_recipe(recipe: Recipe, schema: Schema, models: dict[str, object] | None = None,
+def compile_recipe(recipe: Recipe, schema: Schema, models: dict[str, SqlModel] | None = None,
                    reduce: Callable[[Call], str | None] | None = None) -> Compiled:
     """Check every rule against `schema` and translate it. Raises RecipeError naming the rule.
 
     `reduce`, if given, is asked for every (checked) line reduction such as `frac(...)`; when it
     returns a column name, the reduction compiles to that column of `a` instead of a DuckDB
-    list comprehension (the funnel precomputes such columns in NumPy, see `linefast`)."""
+    list comprehension (the funnel precomputes such columns in NumPy, see `lines_numpy`)."""
     models = models if models is not None else load_models(recipe)
-    doc, line, relations = {}, {}, {"a"}
-    line_cols: list[str] = []  # every line column of every line rule: iterated together
+    return _render(recipe, schema, models, _line_columns(recipe, schema, models), reduce)
+
+
+def _line_columns(recipe: Recipe, schema: Schema, models: dict[str, SqlModel]) -> list[str]:
+    """Check the line rules (known columns, at least one line column each) and return every
+    line column they use, in order: one iteration zips them for all line rules."""
+    line_cols: list[str] = []
     for rule in recipe.line_rules:
         _Compiler(schema, rule, models).check_known(rule.node)
         used = [n for n in columns_of(rule.node) if schema.columns.get(n) and schema.columns[n].kind == "line"]
@@ -423,13 +369,25 @@ def compile_recipe(recipe: Recipe, schema: Schema, models: dict[str, object] | N
                 "a 'line:' rule must use a line-level column; line-level columns: "
                 + ", ".join(n for n, v in sorted(schema.columns.items()) if v.kind == "line"))
         line_cols += [n for n in used if n not in line_cols]
-    source, env = (None, {})
+    return line_cols
+
+
+def _render(recipe: Recipe, schema: Schema, models: dict[str, SqlModel], line_cols: list[str],
+            reduce: Callable[[Call], str | None] | None) -> Compiled:
+    """Translate every rule (checking its types); see `compile_recipe`."""
+    doc: dict[str, str] = {}
+    line: dict[str, str] = {}
+    relations = {"a"}
+    reads: dict[str, frozenset[tuple[str, str]]] = {}
+    source: str | None = None
+    env: dict[str, str] = {}
+    if line_cols:  # one iteration shared by every line rule (not one rule's reads: see Compiled.line_env)
+        source, env = _Compiler(schema, recipe.line_rules[0], models).iterate(line_cols)
+        relations |= {schema.columns[n].alias for n in line_cols}
     for rule in recipe.rules:
         c = _Compiler(schema, rule, models, reduce)
         node = rule.node
         if rule.line:
-            if source is None:
-                source, env = c.iterate(line_cols)
             sql, t = c.expr(node, env)
         else:
             sql, t = c.expr(node, None)
@@ -438,17 +396,19 @@ def compile_recipe(recipe: Recipe, schema: Schema, models: dict[str, object] | N
                          f"'{rule.text} > 0'" + (" (boolean columns can be used bare)" if t != "bool" else ""))
         (line if rule.line else doc)[rule.name] = sql
         relations |= c.used
+        reads[rule.name] = frozenset(c.reads)
     anchor = env.get(line_cols[0]) if line_cols else None
-    return Compiled(schema, doc, line, [r.name for r in recipe.rules], source, anchor, relations)
+    return Compiled(schema, doc, line, [r.name for r in recipe.rules], source, anchor, relations, reads, env,
+                    recipe, models)
 
 
-def load_models(recipe: Recipe) -> dict[str, object]:
+def load_models(recipe: Recipe) -> dict[str, SqlModel]:
     """The learned models a recipe declares (`models: {alias: path}`)."""
     if not recipe.models:
         return {}
     from textsieve.learned.model import load_model
 
-    out = {}
+    out: dict[str, SqlModel] = {}
     for alias, path in recipe.models.items():
         tried = recipe.model_search.get(alias)
         if tried and not Path(path).exists():

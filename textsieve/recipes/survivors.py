@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from textsieve.recipes.language import Recipe, RecipeError, load_recipe
+from textsieve.recipes.sql import END, Compiled, element_field
 
 #: source shard rel name -> sorted int64 rows of the survivors in that shard
 Survivors = Mapping[str, np.ndarray]
@@ -34,13 +35,14 @@ def as_recipe(value: Recipe | str | None) -> Recipe | None:
     raise RecipeError(f"recipe must be a Recipe, a bundled recipe name or a YAML path, not {value!r}")
 
 
-def recipe_rows(directory: str, recipe: Recipe, threads: int | None = None) -> tuple[dict[str, dict[str, Any]], list[str]]:
+def recipe_rows(directory: str, recipe: Recipe,
+                threads: int | None = None) -> tuple[dict[str, dict[str, Any]], list[str]]:
     """The recipe's selection, per source shard: `rows`, `ids`, `lengths`, `counts` (all 1) and,
     with line rules, the kept line spans `starts`/`ends`; and the attribute sets the rules used.
     One DuckDB query over the attribute Parquet (no text is read)."""
-    from textsieve.recipes.sql import compile_recipe, read_schema
     from textsieve.recipes.funnel import connect, schema_files
-    from textsieve.stages.select import selection_sql
+    from textsieve.recipes.schema import read_schema
+    from textsieve.recipes.sql import compile_recipe
 
     compiled = compile_recipe(recipe, read_schema(directory))
     con = connect(threads, schema_files(compiled.schema))  # fsspec URLs (memory://, s3://) too
@@ -68,7 +70,10 @@ def recipe_rows(directory: str, recipe: Recipe, threads: int | None = None) -> t
 
 def survivors(directory: str, recipe: Recipe | str, threads: int | None = None) -> dict[str, np.ndarray]:
     """Source shard -> sorted rows of the documents `recipe` keeps in the annotated `directory`."""
-    rows, _ = recipe_rows(directory, as_recipe(recipe), threads)
+    resolved = as_recipe(recipe)
+    if resolved is None:
+        raise RecipeError("survivors: no recipe given")
+    rows, _ = recipe_rows(directory, resolved, threads)
     return {shard: d["rows"] for shard, d in rows.items()}
 
 
@@ -100,3 +105,17 @@ def survivors_fingerprint(within: Survivors) -> str:
 def count(within: Survivors) -> int:
     """Number of survivors."""
     return int(sum(len(v) for v in within.values()))
+
+
+def selection_sql(c: Compiled) -> str:
+    """Selected documents in (shard, row) order, with the kept line spans when there are line rules."""
+    conds = [f"coalesce({s}, FALSE)" for s in c.doc_rules.values()] or ["TRUE"]
+    cols = ["a.shard AS shard", 'a."row" AS "row"', "a.id AS id", f"{c.schema.length_sql} AS _len"]
+    if not c.line_rules:
+        return f"SELECT {', '.join(cols)} FROM {c.from_sql()} WHERE {' AND '.join(conds)} ORDER BY 1, 2"
+    cols += [f"[{element_field(c.line_anchor, 'start')} for _x in {c.line_source}] AS _st",
+             f"[{element_field(c.line_anchor, END)} for _x in {c.line_source}] AS _en",
+             f"{c.line_mask_sql(list(c.line_rules))} AS _keep"]
+    inner = f"SELECT {', '.join(cols)} FROM {c.from_sql()} WHERE {' AND '.join(conds)}"
+    return (f"SELECT shard, \"row\", id, _len, list_where(_st, _keep) AS starts, list_where(_en, _keep) AS ends "
+            f"FROM ({inner}) WHERE list_contains(_keep, TRUE) ORDER BY 1, 2")

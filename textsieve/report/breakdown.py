@@ -24,8 +24,9 @@ import pyarrow as pa
 from textsieve.errors import TextsieveError
 from textsieve.io.attributes import attribute_shards, read_shard_meta, source_documents
 from textsieve.io.fields import MISSING, FieldPath
-from textsieve.recipes.sql import Compiled, Schema, lit, q
-from textsieve.recipes.funnel import funnel_sql
+from textsieve.recipes.funnel_query import funnel_sql
+from textsieve.recipes.schema import Schema, q
+from textsieve.recipes.sql import Compiled, lit
 
 MAX_GROUPS = 12  # values shown one by one; the rest are summed into one "other" row
 DEFAULT_BY = "source"
@@ -127,7 +128,8 @@ def record_values(ann: str, fields: list[str], lang: bool, workers: int | None =
     parts = [cols for _, cols in ordered_map(_shard_values, [(m, fields, lang) for m in metas], workers=n)]
     names = ["shard", "row", *fields, *(["__lang"] if lang else [])]
     merged = {k: [v for cols in parts for v in cols[k]] for k in names}
-    return pa.table({"shard": pa.array(merged.pop("shard"), pa.string()), "row": pa.array(merged.pop("row"), pa.int64()),
+    return pa.table({"shard": pa.array(merged.pop("shard"), pa.string()),
+                     "row": pa.array(merged.pop("row"), pa.int64()),
                      **{k: pa.array(v, pa.string()) for k, v in merged.items()}})
 
 

@@ -8,8 +8,8 @@ Every chart is an `<svg class="chart">` so the page's check script can confirm i
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from html import escape
-from typing import Sequence
 
 from textsieve.report.collect import Histogram, Threshold
 from textsieve.report.scales import log_ticks
@@ -140,29 +140,31 @@ def histogram_svg(h: Histogram, thresholds: Sequence[Threshold] = (), name: str 
             parts.append(f'<rect x="{x0:.1f}" y="{MT + ph - bh:.1f}" width="{max(x1 - x0 - 1, 0.5):.1f}" '
                          f'height="{bh:.1f}" fill="{fill}"><title>{what}: {c:,} {y_label}</title></rect>')
         for t in (log_ticks(lo, hi) if h.log else nice_ticks(lo, hi, 6)):
-            x = xpos(t)
-            if x is not None:
-                parts.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{MT + ph}" y2="{MT + ph + 4}" class="axis"/>')
-                parts.append(f'<text x="{x:.1f}" y="{MT + ph + 15}" class="tick" text-anchor="middle">{fmt(t)}</text>')
+            tx = xpos(t)
+            if tx is not None:
+                parts.append(f'<line x1="{tx:.1f}" x2="{tx:.1f}" y1="{MT + ph}" y2="{MT + ph + 4}" class="axis"/>')
+                parts.append(f'<text x="{tx:.1f}" y="{MT + ph + 15}" class="tick" text-anchor="middle">'
+                             f'{fmt(t)}</text>')
     parts.append(f'<line x1="{ML}" x2="{ML + pw}" y1="{MT + ph}" y2="{MT + ph}" class="axis"/>')
     parts.append(f'<line x1="{ML}" x2="{ML}" y1="{MT}" y2="{MT + ph}" class="axis"/>')
-    edge_notes = []
+    edge_notes: list[str] = []
     for th in thresholds:
-        x = xpos(th.value)
+        tx = xpos(th.value)
         label = f"{th.op} {fmt(th.value)}"
-        if x is None:
+        if tx is None:
             edge_notes.append(label)
             continue
-        parts.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{MT - 4}" y2="{MT + ph}" class="thresh"/>')
-        anchor = "end" if x > ML + pw * 0.8 else "start"
+        parts.append(f'<line x1="{tx:.1f}" x2="{tx:.1f}" y1="{MT - 4}" y2="{MT + ph}" class="thresh"/>')
+        anchor = "end" if tx > ML + pw * 0.8 else "start"
         dx = -4 if anchor == "end" else 4
-        parts.append(f'<text x="{x + dx:.1f}" y="{MT + 6}" class="tlabel" text-anchor="{anchor}">'
+        parts.append(f'<text x="{tx + dx:.1f}" y="{MT + 6}" class="tlabel" text-anchor="{anchor}">'
                      f'{escape(th.rule)}: {escape(label)}</text>')
     if edge_notes:
         parts.append(f'<text x="{ML + pw}" y="{MT - 10}" class="tlabel" text-anchor="end">'
                      f'off-scale: {escape(", ".join(edge_notes))}</text>')
     x_label += " (log scale)" if h.log and not h.categorical else ""
-    parts.append(f'<text x="{ML + pw / 2:.1f}" y="{H - 6}" class="axlabel" text-anchor="middle">{escape(x_label)}</text>')
+    parts.append(f'<text x="{ML + pw / 2:.1f}" y="{H - 6}" class="axlabel" text-anchor="middle">'
+                 f'{escape(x_label)}</text>')
     parts.append(f'<text transform="translate(13,{MT + ph / 2:.1f}) rotate(-90)" class="axlabel" '
                  f'text-anchor="middle">{escape(y_label)}</text>')
     parts.append("</svg>")
@@ -182,7 +184,8 @@ def funnel_svg(total: int, steps: Sequence[tuple[str, int, int]], name: str = "f
         frac = remaining / total if total else 0.0
         parts.append(f'<text x="{lw - 8}" y="{y + 17}" class="flabel" text-anchor="end">{escape(label)}</text>')
         parts.append(f'<rect x="{lw}" y="{y + 3}" width="{bw}" height="{row - 8}" fill="#eef1f5"/>')
-        parts.append(f'<rect x="{lw}" y="{y + 3}" width="{bw * frac:.1f}" height="{row - 8}" fill="{BAR if i else "#7f8c9d"}">'
+        parts.append(f'<rect x="{lw}" y="{y + 3}" width="{bw * frac:.1f}" height="{row - 8}" '
+                     f'fill="{BAR if i else "#7f8c9d"}">'
                      f'<title>{escape(label)}: {remaining:,} documents remain ({100 * frac:.1f}%)</title></rect>')
         note = f"{remaining:,} ({100 * frac:.1f}%)" + (f"  −{removed:,}" if i else "")
         parts.append(f'<text x="{lw + bw + 8}" y="{y + 17}" class="tick">{escape(note)}</text>')
@@ -247,7 +250,8 @@ def stacked_share_svg(rows: Sequence[tuple[str, int, int, Sequence[int]]], rules
                 continue
             seg = bw * n / docs
             verb = "kept" if what == "kept" else f"removed by {what}"
-            parts.append(f'<rect x="{x:.1f}" y="{y + 3}" width="{max(seg, 0.5):.1f}" height="{row - 7}" fill="{colour}">'
+            parts.append(f'<rect x="{x:.1f}" y="{y + 3}" width="{max(seg, 0.5):.1f}" height="{row - 7}" '
+                         f'fill="{colour}">'
                          f'<title>{escape(label)}: {n:,} of {docs:,} {verb} ({100 * n / docs:.1f}%)</title></rect>')
             x += seg
         share = f"{100 * kept / docs:.1f}% kept" if docs else "–"

@@ -4,24 +4,42 @@ except the handful of example documents).
 Why DuckDB: every figure is an aggregate over one or two columns, which DuckDB reads with
 projection pushdown on all cores, so a report over millions of documents stays cheap. The
 recipe's thresholds come from its parsed rules (comparisons of a column or a reduction with a
-number); the funnel is `select --dry-run`'s `compute_funnel`.
+number). The recipe is compiled once (`compile_recipe`); the funnel (`select --dry-run`'s), the
+breakdowns, the derived histograms and the examples all work from that one `Compiled`.
 """
 
 from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
 import fsspec
 
-from textsieve.io.attributes import SCORE_SUFFIX, attribute_sets, attribute_shards, read_shard_meta, source_documents
-from textsieve.recipes.sql import Compiled, Schema, _Compiler, compile_recipe, lit, q, read_schema
-from textsieve.recipes.funnel import Funnel, compute_funnel, connect, schema_files
-from textsieve.recipes.language import (Between, Binary, Call, Col, In, IsNull, Lit, Node, Recipe, RecipeError, Rule,
-                                     Unary, columns_of, load_recipe)
+from textsieve.io.attributes import SCORE_SUFFIX, attribute_sets
+from textsieve.io.texts import annotated_texts
+from textsieve.recipes.funnel import Funnel, connect, funnel_of, schema_files
+from textsieve.recipes.language import (
+    Between,
+    Binary,
+    Call,
+    Col,
+    In,
+    IsNull,
+    Lit,
+    Node,
+    Recipe,
+    RecipeError,
+    Rule,
+    Unary,
+    columns_of,
+    load_recipe,
+)
+from textsieve.recipes.schema import Schema, q, read_schema
+from textsieve.recipes.sql import Compiled, compile_recipe, lit
 
 MAX_DISTINCT = 30  # integer signals with at most this many values get one bar per value
 BINS = 40
@@ -79,7 +97,8 @@ class Example:
     id: str
     values: dict[str, Any]
     text: str = ""
-    lines: list[tuple[str, bool, dict[str, Any]]] | None = None  # line rules: (line, kept, line values)
+    # line rules: (line, kept, line values); the line is its (start, end) span until the text is read
+    lines: list[tuple[Any, bool, dict[str, Any]]] | None = None
     shard: str = ""
     row: int = 0
 
@@ -245,7 +264,15 @@ def comparisons(rule: Rule) -> list[tuple[Node, Threshold]]:
 
 # ---------------------------------------------------------------- histograms
 
-def histogram(con: duckdb.DuckDBPyConnection, values_sql: str, cuts: list[float] = (), name: str = "",
+def _one_row(con: duckdb.DuckDBPyConnection, sql: str) -> tuple[Any, ...]:
+    """The row of an aggregate query without GROUP BY (DuckDB always returns exactly one)."""
+    row = con.execute(sql).fetchone()
+    if row is None:  # pragma: no cover
+        raise RuntimeError(f"report: no row from {sql[:120]}")
+    return row
+
+
+def histogram(con: duckdb.DuckDBPyConnection, values_sql: str, cuts: Sequence[float] = (), name: str = "",
               log: bool | None = False) -> Histogram:
     """Histogram of the column `v` of `values_sql`. Integer quantities with few values get one bar
     per value; otherwise BINS equal bins over [min, 99.5th percentile] (extended to a threshold
@@ -254,10 +281,10 @@ def histogram(con: duckdb.DuckDBPyConnection, values_sql: str, cuts: list[float]
     from textsieve.report.scales import fill_log, wants_log
 
     src = f"(SELECT CAST(v AS DOUBLE) AS v FROM ({values_sql}) WHERE v IS NULL OR NOT isnan(CAST(v AS DOUBLE)))"
-    total, n, lo, hi, p_hi, mean, med, distinct, ints, nonpos, p99, lo_pos = con.execute(
-        f"SELECT count(*), count(v), min(v), max(v), approx_quantile(v, 0.995), avg(v), approx_quantile(v, 0.5), "
+    total, n, lo, hi, p_hi, mean, med, distinct, ints, nonpos, p99, lo_pos = _one_row(
+        con, f"SELECT count(*), count(v), min(v), max(v), approx_quantile(v, 0.995), avg(v), approx_quantile(v, 0.5), "
         f"approx_count_distinct(v), bool_and(v = floor(v)), count_if(v <= 0), approx_quantile(v, 0.99), "
-        f"min(v) FILTER (WHERE v > 0) FROM {src}").fetchone()
+        f"min(v) FILTER (WHERE v > 0) FROM {src}")
     h = Histogram(int(total), int(total - n), [], mean=mean, median=med)
     if not n:
         return h
@@ -266,10 +293,9 @@ def histogram(con: duckdb.DuckDBPyConnection, values_sql: str, cuts: list[float]
         if len(rows) <= MAX_DISTINCT:
             h.categorical, h.values, h.counts = True, [float(r[0]) for r in rows], [int(r[1]) for r in rows]
             return h
-    if log or (log is None and wants_log(name, int(n), int(nonpos), med, p99)):
-        if lo_pos is not None:
-            return fill_log(con, src, h, float(lo_pos), p_hi, float(hi), int(n), int(nonpos), list(cuts), BINS,
-                            bool(ints), int(distinct))
+    if (log or (log is None and wants_log(name, int(n), int(nonpos), med, p99))) and lo_pos is not None:
+        return fill_log(con, src, h, float(lo_pos), p_hi, float(hi), int(n), int(nonpos), list(cuts), BINS,
+                        bool(ints), int(distinct))
     top = p_hi if p_hi is not None and p_hi > lo else hi
     for c in cuts:
         if top < c <= hi and c <= lo + 3 * (top - lo):
@@ -314,39 +340,7 @@ def signal_quantities(con, schema: Schema, cuts: dict[str, list[Threshold]]) -> 
     return out
 
 
-def _expr_sql(schema: Schema, rule: Rule, node: Node) -> tuple[str, set[str]]:
-    c = _Compiler(schema, rule, {})
-    sql, _ = c.expr(node, None)
-    return sql, c.used | {"a"}
-
-
-def _from(schema: Schema, relations: set[str]) -> str:
-    return Compiled(schema, {}, {}, [], None, None, relations).from_sql()
-
-
 # ---------------------------------------------------------------- examples
-
-def _texts(directory: str, wanted: set[tuple[str, int]]) -> dict[tuple[str, int], str]:
-    """Texts of the (shard, row) pairs, re-read from the source shards."""
-    fs, files = attribute_shards(directory)
-    by_shard: dict[str, set[int]] = {}
-    for shard, row in wanted:
-        by_shard.setdefault(shard, set()).add(row)
-    out = {}
-    for path in files:
-        meta = read_shard_meta(fs, path)
-        rel = meta.get("shard") or meta.get("source_shard", {}).get("rel")
-        rows = by_shard.get(rel)
-        if not rows:
-            continue
-        last = max(rows)
-        for doc in source_documents(meta):
-            if doc.row in rows:
-                out[(rel, doc.row)] = doc.text
-            if doc.row >= last:
-                break
-    return out
-
 
 def rule_examples(con, schema: Schema, recipe: Recipe, compiled: Compiled, per_side: int = 3) -> list[RuleExamples]:
     """For each rule, `per_side` documents it removes and `per_side` it keeps (a deterministic
@@ -357,30 +351,30 @@ def rule_examples(con, schema: Schema, recipe: Recipe, compiled: Compiled, per_s
         if rule.line:
             result.append(_line_examples(con, rule, compiled, frm, per_side))
             continue
-        quants = []
+        quants: list[tuple[str, str]] = []
         for node, _ in comparisons(rule):
             label = unparse(node)
             if label not in [x[0] for x in quants]:
-                quants.append((label, _Compiler(schema, rule, {}).expr(node, None)[0]))
+                quants.append((label, compiled.expr_sql(rule, node)[0]))
         vals = "".join(f", {sql} AS {q('q' + str(i))}" for i, (_, sql) in enumerate(quants))
         cond = compiled.doc_rules[rule.name]
         sides = []
         for keep in (False, True):
             rows = con.execute(f"SELECT a.shard, a.\"row\", a.id{vals} FROM {frm} WHERE "
-                               f"{'' if keep else 'NOT '}coalesce({cond}, FALSE) ORDER BY hash(a.id || {lit(rule.name)}) "
-                               f"LIMIT {per_side}").fetchall()
+                               f"{'' if keep else 'NOT '}coalesce({cond}, FALSE) "
+                               f"ORDER BY hash(a.id || {lit(rule.name)}) LIMIT {per_side}").fetchall()
             sides.append([Example(str(r[2]), {lab: r[3 + i] for i, (lab, _) in enumerate(quants)},
                                   shard=r[0], row=int(r[1])) for r in rows])
         result.append(RuleExamples(rule.name, "doc", rule.source(), sides[0], sides[1]))
     wanted = {(e.shard, e.row) for r in result for e in r.removed + r.kept}
-    texts = _texts(schema.directory, wanted)
+    texts = annotated_texts(schema.directory, wanted)
     for r in result:
         for e in r.removed + r.kept:
             text = texts.get((e.shard, e.row), "")
             if e.lines is None:
                 e.text = text
             else:
-                e.lines = [(text[s:t], kept, v) for (s, t), kept, v in e.lines]  # type: ignore[misc]
+                e.lines = [(text[s:t], kept, v) for (s, t), kept, v in e.lines]
     return result
 
 
@@ -388,27 +382,22 @@ def _line_examples(con, rule: Rule, compiled: Compiled, frm: str, per_side: int)
     """Line rules: documents where the rule cuts lines (removed) and where it keeps every line."""
     cond = compiled.line_rules[rule.name]
     src, anchor = compiled.line_source, compiled.line_anchor
-    c = _Compiler(compiled.schema, rule, {})
-    if src.startswith("list_zip("):  # same element mapping as compile_recipe's iterate()
-        inner = [p.strip().split(".", 1)[1].strip('"') for p in src[len("list_zip("):-1].split(", ")]
-        env = {n: f"_x[{k + 1}]" for k, n in enumerate(inner)}
-    else:
-        env = {src.split(".", 1)[1].strip('"'): "_x"}
     used = columns_of(rule.node)
-    names = [n for n in env if n in used]
-    vals = ", ".join(f"{c.expr(Col(n), env)[0]}" for n in names) or "NULL"
+    names = [n for n in compiled.line_columns if n in used]
+    vals = ", ".join(compiled.expr_sql(rule, Col(n), line=True)[0] for n in names) or "NULL"
     mask = f"[coalesce({cond}, FALSE) for _x in {src}]"
     sides = []
     for cut in (True, False):
         where = f"NOT list_bool_and({mask})" if cut else f"list_bool_and({mask})"
-        rows = con.execute(f"SELECT a.shard, a.\"row\", a.id, {mask}, [[{anchor}.start, {anchor}.\"end\"] for _x in {src}], "
-                           f"[[{vals}] for _x in {src}] FROM {frm} WHERE len({src}) > 0 AND {where} "
+        rows = con.execute(f"SELECT a.shard, a.\"row\", a.id, {mask}, "
+                           f"[[{anchor}.start, {anchor}.\"end\"] for _x in {src}], [[{vals}] for _x in {src}] "
+                           f"FROM {frm} WHERE len({src}) > 0 AND {where} "
                            f"ORDER BY hash(a.id || {lit(rule.name)}) LIMIT {per_side}").fetchall()
         exs = []
         for shard, row, doc_id, m, spans, lv in rows:
             lines = [((int(s[0]), int(s[1])), bool(k), dict(zip(names, v))) for s, k, v in zip(spans, m, lv)]
             exs.append(Example(str(doc_id), {"lines cut": sum(not k for k in m), "lines": len(m)},
-                               lines=lines, shard=shard, row=int(row)))  # type: ignore[arg-type]
+                               lines=lines, shard=shard, row=int(row)))
         sides.append(exs)
     return RuleExamples(rule.name, "line", rule.source(), sides[0], sides[1])
 
@@ -425,12 +414,12 @@ def collect(run_dir: str, recipe_spec: str | None = None, selection_dir: str | N
     schema = read_schema(ann)
     con = connect(threads, schema_files(schema))  # reads fsspec URLs (memory://, s3://) too
     notes = []
-    docs, chars = con.execute(f"SELECT count(*), coalesce(sum({schema.length_sql}), 0) FROM "
-                              f"read_parquet({_files(schema, 'a')}) AS a").fetchone()
+    docs, chars = _one_row(con, f"SELECT count(*), coalesce(sum({schema.length_sql}), 0) FROM "
+                                f"read_parquet({_files(schema, 'a')}) AS a")
 
     cuts: dict[str, list[Threshold]] = {}
     derived_nodes: dict[str, tuple[Rule, Node, list[Threshold]]] = {}
-    compiled = None
+    compiled: Compiled | None = None
     if recipe is not None:
         compiled = compile_recipe(recipe, schema)  # raises RecipeError naming the rule
         for rule in recipe.rules:
@@ -441,12 +430,14 @@ def collect(run_dir: str, recipe_spec: str | None = None, selection_dir: str | N
                     key = unparse(node)
                     derived_nodes.setdefault(key, (rule, node, []))[2].append(th)
     signals = signal_quantities(con, schema, cuts)
-    derived = []
-    for key, (rule, node, th) in derived_nodes.items():
-        sql, rel = _expr_sql(schema, rule, node)
-        derived.append(Quantity(key, key, "documents",
-                                histogram(con, f"SELECT {sql} AS v FROM {_from(schema, rel)}", [t.value for t in th]),
-                                th, group="derived"))
+    derived: list[Quantity] = []
+    if compiled is not None:
+        for key, (rule, node, ths) in derived_nodes.items():
+            sql, rel = compiled.expr_sql(rule, node)
+            derived.append(Quantity(key, key, "documents",
+                                    histogram(con, f"SELECT {sql} AS v FROM {compiled.from_sql(rel)}",
+                                              [t.value for t in ths]),
+                                    ths, group="derived"))
 
     sets = attribute_sets(ann)
     dsir = []
@@ -454,14 +445,14 @@ def collect(run_dir: str, recipe_spec: str | None = None, selection_dir: str | N
         if not name.startswith("dsir_"):
             continue
         target = name[len("dsir_"):]
-        for col, label in ((f"ts_dsir_{target}_norm", "mean log importance weight per n-gram"),
-                           (f"ts_dsir_{target}", "log importance weight (sum over n-grams)")):
-            if col in schema.columns:
-                alias = schema.columns[col].alias
-                dsir.append(Quantity(col, f"{col}: {label}", "documents",
-                                     histogram(con, f"SELECT {q(col)} AS v FROM read_parquet({_files(schema, alias)})",
-                                               [t.value for t in cuts.get(col, [])]),
-                                     cuts.get(col, []), group="dsir"))
+        for wcol, label in ((f"ts_dsir_{target}_norm", "mean log importance weight per n-gram"),
+                            (f"ts_dsir_{target}", "log importance weight (sum over n-grams)")):
+            if wcol in schema.columns:
+                alias = schema.columns[wcol].alias
+                dsir.append(Quantity(wcol, f"{wcol}: {label}", "documents",
+                                     histogram(con, f"SELECT {q(wcol)} AS v FROM read_parquet({_files(schema, alias)})",
+                                               [t.value for t in cuts.get(wcol, [])]),
+                                     cuts.get(wcol, []), group="dsir"))
 
     def summary(set_name: str) -> dict | None:
         p = _child(ann, f"_{set_name}/summary.json")
@@ -482,7 +473,7 @@ def collect(run_dir: str, recipe_spec: str | None = None, selection_dir: str | N
 
     funnel = ex = None
     if recipe is not None and compiled is not None:
-        funnel = compute_funnel(ann, recipe, threads=threads)
+        funnel = funnel_of(compiled, threads)
         ex = rule_examples(con, schema, recipe, compiled, examples)
     else:
         notes.append("No recipe: give --recipe NAME|PATH (or a select output folder) to see thresholds, "

@@ -13,7 +13,7 @@ from typing import Any
 
 from textsieve import __version__
 from textsieve.report.charts import fmt, funnel_svg, histogram_svg
-from textsieve.report.collect import Example, Histogram, Quantity, ReportData, RuleExamples
+from textsieve.report.collect import Example, Histogram, Quantity, ReportData
 from textsieve.report.html_views import breakdown_links, breakdown_sections, distinct_clusters
 
 TEXT_CHARS = 700
@@ -144,10 +144,12 @@ def _funnel(d: ReportData) -> str:
             '<th class="n">removed cumulative</th><th class="n">%</th><th class="n">chars removed (cum.)</th>'
             '<th class="n">%</th></tr>')
     body = "".join(
-        f"<tr><td><a href='#ex-{_slug(r.name)}'>{escape(r.name)}</a></td><td>{r.kind}</td><td><code class='cond'>{escape(r.condition)}"
+        f"<tr><td><a href='#ex-{_slug(r.name)}'>{escape(r.name)}</a></td><td>{r.kind}</td>"
+        f"<td><code class='cond'>{escape(r.condition)}"
         f"</code></td><td class='n'>{r.removed_alone:,}</td><td class='n'>{_pct(r.removed_alone, f.total)}</td>"
         f"<td class='n'>{r.removed_cumulative:,}</td><td class='n'>{_pct(r.removed_cumulative, f.total)}</td>"
-        f"<td class='n'>{r.chars_removed_cumulative:,}</td><td class='n'>{_pct(r.chars_removed_cumulative, f.total_chars)}"
+        f"<td class='n'>{r.chars_removed_cumulative:,}</td>"
+        f"<td class='n'>{_pct(r.chars_removed_cumulative, f.total_chars)}"
         f"</td></tr>" for r in f.rules)
     body += (f"<tr><th>kept</th><th></th><th></th><th></th><th></th><th class='n'>{f.kept:,}</th>"
              f"<th class='n'>{_pct(f.kept, f.total)}</th><th class='n'>{f.kept_chars:,}</th>"
@@ -168,7 +170,8 @@ def _signals(d: ReportData) -> str:
     if d.derived:
         out.append('<h3 id="derived">Rule quantities (reductions over lines, per document)</h3><div class="grid">'
                    + "".join(_figure(q) for q in d.derived) + "</div>")
-    out.append('<h3 id="doc-signals">Document-level signals</h3><div class="grid">' + "".join(_figure(q) for q in doc) + "</div>")
+    out.append('<h3 id="doc-signals">Document-level signals</h3><div class="grid">'
+               + "".join(_figure(q) for q in doc) + "</div>")
     if line:
         out.append('<h3 id="line-signals">Line-level signals (one value per line)</h3><div class="grid">'
                    + "".join(_figure(q) for q in line) + "</div>")
@@ -193,18 +196,20 @@ def _dedup(d: ReportData) -> str:
     rows, parts = [], []
     exact_sets = d.dedup_exact_sets or ({"dedup_exact": d.dedup_exact} if d.dedup_exact else {})
     for set_name, s in exact_sets.items():  # one set per result-changing setting
-        how = f"normalize {s.get('normalize', '')}" + (f", Bloom fp {s.get('bloom_fp')}" if s.get("mode") == "bloom" else "")
+        bloom = f", Bloom fp {s.get('bloom_fp')}" if s.get("mode") == "bloom" else ""
+        how = f"normalize {s.get('normalize', '')}" + bloom
         rows.append((f"exact ({set_name.replace('dedup_', 'dup_')}_*)", how, s.get("n_groups", 0),
                      s.get("n_docs_in_groups", 0), s.get("n_removed", 0), s.get("n_docs", 0)))
     if d.dedup_fuzzy:
         for t, v in d.dedup_fuzzy.get("thresholds", {}).items():
-            rows.append((f"fuzzy ≥ {t}", f"bands {d.dedup_fuzzy.get('bands', '')}, verify {d.dedup_fuzzy.get('verify', '')}",
-                         v.get("n_clusters", 0), v.get("n_docs_in_clusters", 0), v.get("n_removed", 0),
-                         d.dedup_fuzzy.get("n_docs", 0)))
+            settings = f"bands {d.dedup_fuzzy.get('bands', '')}, verify {d.dedup_fuzzy.get('verify', '')}"
+            rows.append((f"fuzzy ≥ {t}", settings, v.get("n_clusters", 0), v.get("n_docs_in_clusters", 0),
+                         v.get("n_removed", 0), d.dedup_fuzzy.get("n_docs", 0)))
     table = ("<table><tr><th>method</th><th>settings</th><th class='n'>clusters</th><th class='n'>documents in "
              "clusters</th><th class='n'>removed</th><th class='n'>% of corpus</th></tr>"
              + "".join(f"<tr><td>{escape(m)}</td><td>{escape(str(st))}</td><td class='n'>{c:,}</td><td class='n'>{n:,}"
-                       f"</td><td class='n'>{r:,}</td><td class='n'>{_pct(r, tot)}</td></tr>" for m, st, c, n, r, tot in rows)
+                       f"</td><td class='n'>{r:,}</td><td class='n'>{_pct(r, tot)}</td></tr>"
+                       for m, st, c, n, r, tot in rows)
              + "</table>")
     figs = []
     for key, h in d.cluster_sizes.items():
@@ -224,7 +229,8 @@ def _dedup(d: ReportData) -> str:
             if shown:
                 parts.append("<table><tr><th class='n'>size</th><th>cluster id</th><th>members (first line of text)"
                              "</th></tr>" + "".join(
-                                 f"<tr><td class='n'>{c.get('size', 0):,}</td><td><code>{c.get('cluster_id', '')}</code>"
+                                 f"<tr><td class='n'>{c.get('size', 0):,}</td>"
+                                 f"<td><code>{c.get('cluster_id', '')}</code>"
                                  + (f"<div class='muted'>also at ≥ {escape(', '.join(c['_also']))}</div>"
                                     if c.get("_also") else "")
                                  + f"</td><td>{_members(c.get('members', []), c.get('samples'))}</td></tr>"
@@ -237,7 +243,8 @@ def _dedup(d: ReportData) -> str:
             label = "" if set_name == "dedup_exact" else f" ({set_name.replace('dedup_', 'dup_')}_*)"
             parts.append(f"<h3>Largest exact-duplicate groups{escape(label)}</h3><table><tr><th class='n'>size</th>"
                          "<th>sample</th><th>members</th></tr>" + "".join(
-                             f"<tr><td class='n'>{g.get('size', 0):,}</td><td>{escape(str(g.get('sample', ''))[:160])}</td>"
+                             f"<tr><td class='n'>{g.get('size', 0):,}</td>"
+                             f"<td>{escape(str(g.get('sample', ''))[:160])}</td>"
                              f"<td>{_members(g.get('members', []), None)}</td></tr>" for g in groups) + "</table>")
     return "".join(parts) + "</section>"
 
@@ -249,10 +256,11 @@ def _dsir(d: ReportData) -> str:
     extra = ""
     if d.selection and d.selection.get("dsir"):
         info = d.selection["dsir"]
-        extra = "<table>" + "".join(f"<tr><th>{escape(str(k))}</th><td>{escape(fmt(v) if isinstance(v, (int, float)) else str(v))}"
-                                    f"</td></tr>" for k, v in info.items() if not isinstance(v, (list, dict))) + "</table>"
-    return (f'<section id="dsir"><h2>DSIR importance weights</h2><p class="muted">Log importance weight log p_target(x) '
-            f'− log p_raw(x) of each document: higher means more like the target.</p><div class="grid">'
+        extra = "<table>" + "".join(
+            f"<tr><th>{escape(str(k))}</th><td>{escape(fmt(v) if isinstance(v, (int, float)) else str(v))}</td></tr>"
+            for k, v in info.items() if not isinstance(v, (list, dict))) + "</table>"
+    return ('<section id="dsir"><h2>DSIR importance weights</h2><p class="muted">Log importance weight log p_target(x) '
+            '− log p_raw(x) of each document: higher means more like the target.</p><div class="grid">'
             + "".join(_figure(q) for q in d.dsir) + f"</div>{extra}</section>")
 
 
@@ -267,7 +275,8 @@ def _value(v: Any) -> str:
 def _doc(e: Example) -> str:
     vals = "".join(f"<span>{escape(k)} = <b>{escape(_value(v))}</b></span>" for k, v in e.values.items())
     if e.lines is None:
-        t = e.text if len(e.text) <= TEXT_CHARS else e.text[:TEXT_CHARS] + f" … [{len(e.text) - TEXT_CHARS:,} more characters]"
+        cut = f" … [{len(e.text) - TEXT_CHARS:,} more characters]"
+        t = e.text if len(e.text) <= TEXT_CHARS else e.text[:TEXT_CHARS] + cut
         body = escape(t)
     else:
         shown = e.lines[:MAX_LINES]

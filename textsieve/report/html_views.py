@@ -46,7 +46,8 @@ def breakdown_sections(d: Any) -> str:
                 + "<th class='n'>kept</th><th class='n'>% kept</th><th class='n'>chars kept</th></tr>")
         total = sum(r.documents for r in b.rows)
         body = "".join(
-            f"<tr><td>{escape(r.value)}</td><td class='n'>{r.documents:,}</td><td class='n'>{_pct(r.documents, total)}</td>"
+            f"<tr><td>{escape(r.value)}</td><td class='n'>{r.documents:,}</td>"
+            f"<td class='n'>{_pct(r.documents, total)}</td>"
             + "".join(f"<td class='n'>{n:,}</td>" for n in r.removed)
             + f"<td class='n'>{r.kept:,}</td><td class='n'>{_pct(r.kept, r.documents)}</td>"
               f"<td class='n'>{_pct(r.kept_chars, r.characters)}</td></tr>" for r in b.rows)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from textsieve.signals.registry import REGISTRY
+from textsieve.signals.registry import REGISTRY, builtin_signals
 
 MINHASH = "minhash"  # RPv2-compatible signatures (SHA-1, spec §7)
 MINHASH_FAST = "minhash_fast"  # textsieve's fast signatures, NOT comparable with RPv2 bands
@@ -15,7 +15,7 @@ def groups() -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for sig in REGISTRY.values():
         out.setdefault(sig.group, []).append(sig.name)
-    out["rpv2"] = [name for name in REGISTRY if name.startswith("rps_")]
+    out["rpv2"] = [name for name in builtin_signals() if name.startswith("rps_")]
     return out
 
 
@@ -23,8 +23,10 @@ def select_signals(spec: str | list[str] | None) -> tuple[tuple[str, ...], tuple
     """(signal names in registry order, MinHash modes ("rpv2", "fast") selected) for a comma
     list or list.
 
-    None or "all" selects every rule signal plus RPv2 MinHash. Unknown names fail with the list
-    of valid names and groups.
+    None or "all" selects every built-in rule signal plus RPv2 MinHash; an extension signal
+    (`register_signal`, entry points) is computed only when named, itself or by its group, so
+    installing a plugin never changes what a default run writes. Unknown names fail with the
+    list of valid names and groups.
     """
     items = [ALL] if spec is None else (spec.split(",") if isinstance(spec, str) else list(spec))
     items = [item.strip() for item in items if item.strip()]
@@ -35,7 +37,7 @@ def select_signals(spec: str | list[str] | None) -> tuple[tuple[str, ...], tuple
     modes: set[str] = set()
     for item in items:
         if item == ALL:
-            chosen.update(REGISTRY)
+            chosen.update(builtin_signals())
             modes.add("rpv2")
         elif item in MINHASH_MODES:
             modes.add(MINHASH_MODES[item])

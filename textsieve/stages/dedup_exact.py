@@ -42,13 +42,14 @@ from textsieve import __version__
 from textsieve.dedup.components import components
 from textsieve.dedup.corpus import first_lines, id_ints
 from textsieve.dedup.exact import check_normalize, content_keys
-from textsieve.dedup.partitions import ROW, Grouper, PartitionWriter, parse_memory, rows_per_pass
+from textsieve.dedup.partitions import ROW, Grouper, PartitionWriter, rows_per_pass
 from textsieve.io.atomic import AtomicParquetWriter, atomic_open
 from textsieve.io.leftovers import remove_stale_temps, remove_stale_work_dirs, work_dir
 from textsieve.io.attributes import META_KEY, attribute_set_dir, attribute_shards, read_shard_meta, source_documents
 from textsieve.io.locations import pool_workers, source_locations
 from textsieve.io.paths import expand_inputs
 from textsieve.io.readers import ReadOptions, ShardReader
+from textsieve.exec.budget import parse_memory
 from textsieve.exec.progress import Progress
 from textsieve.options import MEMORY_HELP, check_choices, option
 
@@ -253,13 +254,12 @@ def _hashed_shards(cfg: ExactConfig, sources: list[_Source], progress: Progress,
     # progress totals are documents when annotate counted them, else input bytes
     if workers <= 1 and cfg.executor == "local":
         for task in tasks:
-            done = progress._bytes
-            yield _hash_shard(task, lambda n: progress.update(n, progress._bytes + (n if counted else 0)))
+            yield _hash_shard(task, lambda n: progress.advance(n, n if counted else 0))
             if not counted:
-                progress.update(0, done + task[0].size)
+                progress.advance(0, task[0].size)
         return
     for (src, _), result in mapper(_hash_shard, tasks, workers=workers):
-        progress.update(len(result[0]), progress._bytes + (len(result[0]) if counted else src.size))
+        progress.advance(len(result[0]), len(result[0]) if counted else src.size)
         yield result
 
 
@@ -370,7 +370,7 @@ def _finish_exact(cfg, sources, work, writer, max_rows, set_root, fs, info, n_do
     progress = Progress("dedup exact [group]", sum(n for _, n in parts), enabled=cfg.progress, unit="keys")
     for part in parts:  # one partition at a time, so the line shows the pass moving
         grouper.group_partitions([part])
-        progress.update(part[1], progress._bytes + part[1])
+        progress.advance(part[1], part[1])
     progress.close()
     nodes, label = components(grouper.all_edges())
     nodes = nodes.astype(np.int64)
@@ -387,7 +387,7 @@ def _finish_exact(cfg, sources, work, writer, max_rows, set_root, fs, info, n_do
     group = rep_ii[np.searchsorted(reps, rep)]
     progress = Progress("dedup exact [write]", n_docs, enabled=cfg.progress)
     for i, b in enumerate(bases):
-        progress.update(b.num_rows, progress._bytes + b.num_rows)
+        progress.advance(b.num_rows, b.num_rows)
         lo, hi = np.searchsorted(nodes, [starts[i], starts[i + 1]])
         n = b.num_rows
         g = np.zeros(n, dtype=np.uint64)

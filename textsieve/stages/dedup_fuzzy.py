@@ -35,13 +35,13 @@ from textsieve.dedup.components import cluster_ids, components
 from textsieve.dedup.corpus import ShardTable, first_lines, gather_texts, id_ints, shingle_store, write_set
 from textsieve.dedup.lsh import (BAND_PREFIXES, band_column, band_rows, band_values, estimated_jaccard,
                                  signature_column)
-from textsieve.dedup.partitions import (ROW, Grouper, GroupStats, PartitionWriter, parse_memory,
-                                        partition_bits, rows_per_pass)
+from textsieve.dedup.partitions import ROW, Grouper, GroupStats, PartitionWriter, partition_bits, rows_per_pass
 from textsieve.dedup.verify import ShingleStore
 from textsieve.io.atomic import atomic_open
 from textsieve.io.leftovers import remove_stale_temps, remove_stale_work_dirs, work_dir
 from textsieve.io.attributes import LENGTH_COLUMN, attribute_set_dir
 from textsieve.io.locations import pool_workers, source_locations
+from textsieve.exec.budget import parse_memory
 from textsieve.exec.progress import Progress
 from textsieve.exec.arrow_memory import lean_arrow_memory
 from textsieve.options import MEMORY_HELP, check_choices, option
@@ -361,7 +361,7 @@ def run_fuzzy(cfg: FuzzyConfig) -> FuzzyResult:
                                     unit="band rows")
                 for part in parts:  # one partition at a time, so the line shows the pass moving
                     grouper.group_partitions([part])
-                    progress.update(part[1], progress._bytes + part[1])
+                    progress.advance(part[1], part[1])
                 progress.close()
                 edges[t] = grouper.all_edges()
                 stats[t] = asdict(grouper.stats)
@@ -382,7 +382,7 @@ def run_fuzzy(cfg: FuzzyConfig) -> FuzzyResult:
     members: dict[int, list[dict]] = {}
     progress = Progress("dedup fuzzy [write]", table.n_docs, enabled=cfg.progress)
     for i in range(len(table.paths)):
-        progress.update(int(table.n_rows[i]), progress._bytes + int(table.n_rows[i]))
+        progress.advance(int(table.n_rows[i]), int(table.n_rows[i]))
         base = table.read(i, ["id", "shard", "row"])
         ii = id_ints(base.column("id"))
         write_set(table, out_dir, i, _columns(nodes, ii), info, base)

@@ -30,7 +30,6 @@ before DSIR needs no materialize-and-re-annotate round trip. Every document is s
 from __future__ import annotations
 
 import json
-import re
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -40,37 +39,20 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from textsieve.io.atomic import AtomicParquetWriter
-from textsieve.io.leftovers import remove_stale_temps
-from textsieve.io.attributes import META_KEY, attribute_set_dir, attribute_shards, read_shard_meta, source_documents
-from textsieve.io.paths import expand_inputs
-from textsieve.io.readers import ReadOptions, ShardReader
-from textsieve.recipes.language import Recipe
 from textsieve.exec.progress import Progress
+from textsieve.io.atomic import AtomicParquetWriter
+from textsieve.io.attributes import META_KEY, attribute_set_dir, attribute_shards, read_shard_meta
+from textsieve.io.leftovers import remove_stale_temps
+from textsieve.io.texts import input_texts, shard_texts
 from textsieve.options import option
+from textsieve.dsir.names import check_name, column_names, set_name
+from textsieve.recipes.language import Recipe
 
 if TYPE_CHECKING:  # the numba feature code loads on first use, not when the CLI builds its parser
     from textsieve.dsir.features import HashedNgramParams, NgramBatch
     from textsieve.dsir.model import DsirModel
 
-NAME_RE = re.compile(r"^[A-Za-z0-9_]+$")
 MODEL_FILE = "model.dsir"
-
-
-def set_name(name: str) -> str:
-    """Attribute-set name of the DSIR target `name` (folder ``_dsir_<name>``)."""
-    return f"dsir_{name}"
-
-
-def column_names(name: str) -> tuple[str, str, str]:
-    """(sum log weight, normalised log weight, token count) columns for target `name`."""
-    return f"ts_dsir_{name}", f"ts_dsir_{name}_norm", f"ts_dsir_{name}_tokens"
-
-
-def check_name(name: str) -> str:
-    if not NAME_RE.match(name or ""):
-        raise ValueError(f"DSIR name {name!r} must be letters, digits and '_' only (it becomes a column name)")
-    return name
 
 
 @dataclass
@@ -113,41 +95,11 @@ class DsirFitResult:
     raw_documents: int = 0  # documents the raw-side model counts: the recipe's survivors, or all
 
 
-def read_texts(inputs: list[str], text_field: str = "text") -> list[str]:
-    """Texts of all documents of the inputs (files, folders, globs), in order."""
-    opts = ReadOptions(text_field=text_field)
-    return [d.text for s in expand_inputs(inputs) for d in ShardReader(s, opts)]
-
-
-def _shard_texts(fs, path: str) -> tuple[pa.Table, list[str]]:
-    """The (id, shard, row) columns of an annotate shard and its source texts, row-aligned."""
-    keys = pq.read_table(fs.open(path, "rb"), columns=["id", "shard", "row"])
-    meta = read_shard_meta(fs, path)
-    if "source_shard" not in meta:
-        raise ValueError(f"{path}: not an annotate shard (no source_shard in its metadata)")
-    rows = keys.column("row").to_numpy()
-    ids = keys.column("id").to_pylist()
-    by_row: dict[int, str] = {}
-    want = set(rows.tolist())
-    for doc in source_documents(meta):
-        if doc.row in want:
-            by_row[doc.row] = doc.text
-    texts = []
-    for r, i in zip(rows.tolist(), ids):
-        t = by_row.get(r)
-        if t is None:
-            raise ValueError(f"{path}: the source document of row {r} (id {i!r}) could not be read; "
-                             f"was {meta['source_shard'].get('path')} changed after annotate?")
-        texts.append(t)
-    return keys, texts
-
-
 def score_texts(model: DsirModel, texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(sum log weight, normalised log weight (NaN without n-grams), tokens) of arbitrary texts
     under a fitted model: the values `run_fit` stores, for documents outside the pool."""
-    from textsieve.dsir.features import (HashedNgramParams, NgramBatch, batched, bucket_counts,  # noqa: F401
-                                                doc_sums, featurize)
-    from textsieve.dsir.model import DsirModel  # noqa: F401
+    from textsieve.dsir.features import doc_sums
+
     lr = model.log_ratio()
     fbs = _featurize_all(texts, model.params)
     if not fbs:
@@ -160,9 +112,8 @@ def score_texts(model: DsirModel, texts: list[str]) -> tuple[np.ndarray, np.ndar
 
 
 def _featurize_all(texts: list[str], params: HashedNgramParams) -> list[NgramBatch]:
-    from textsieve.dsir.features import (HashedNgramParams, NgramBatch, batched, bucket_counts,  # noqa: F401
-                                                doc_sums, featurize)
-    from textsieve.dsir.model import DsirModel  # noqa: F401
+    from textsieve.dsir.features import batched, featurize
+
     return [featurize(b, params) for b in batched(texts)]
 
 
@@ -206,9 +157,9 @@ def _masked_counts(fbs: list[NgramBatch], keep: np.ndarray, buckets: int) -> np.
 
 
 def run_fit(cfg: DsirFitConfig) -> DsirFitResult:
-    from textsieve.dsir.features import (HashedNgramParams, NgramBatch, batched, bucket_counts,  # noqa: F401
-                                                doc_sums, featurize)
-    from textsieve.dsir.model import DsirModel  # noqa: F401
+    from textsieve.dsir.features import HashedNgramParams, bucket_counts, doc_sums
+    from textsieve.dsir.model import DsirModel
+
     t0 = time.perf_counter()
     check_name(cfg.name)
     params = HashedNgramParams(cfg.buckets, cfg.ngrams, cfg.hash_seed)
@@ -220,11 +171,10 @@ def run_fit(cfg: DsirFitConfig) -> DsirFitResult:
     cols = column_names(cfg.name)
     remove_stale_temps(fs, set_root)  # what a killed fit was writing (never a live run's files)
 
-    target_texts = read_texts(cfg.targets, cfg.text_field)
-    if not target_texts:
+    # streamed: the target's texts are counted batch by batch, never held together
+    target_counts, target_docs = bucket_counts(input_texts(cfg.targets, cfg.text_field), params)
+    if not target_docs:
         raise ValueError(f"no target documents in {', '.join(cfg.targets)}")
-    target_counts, target_docs = bucket_counts(target_texts, params)
-    del target_texts
     raw_shards = [[p[len(root) + 1:], pq.ParquetFile(fs.open(p, "rb")).metadata.num_rows] for p in shards]
     total_rows = sum(n for _, n in raw_shards)
     within = _fit_survivors(cfg) if cfg.recipe is not None else None
@@ -252,7 +202,7 @@ def run_fit(cfg: DsirFitConfig) -> DsirFitResult:
         used = 0
         prog = Progress("dsir fit (count)", total_rows, cfg.progress)
         for path, (rel, _) in zip(shards, raw_shards):
-            keys, texts = _shard_texts(fs, path)
+            keys, texts = shard_texts(fs, path)
             fbs = _featurize_all(texts, params)
             if within is None:
                 for fb in fbs:
@@ -292,7 +242,7 @@ def run_fit(cfg: DsirFitConfig) -> DsirFitResult:
         if rel in cache:
             keys, fbs = cache.pop(rel)
         else:
-            keys, texts = _shard_texts(fs, path)
+            keys, texts = shard_texts(fs, path)
             fbs = _featurize_all(texts, params)
         sums = np.concatenate([doc_sums(fb, lr) for fb in fbs]) if fbs else np.zeros(0)
         ngr = np.concatenate([fb.ngram_counts for fb in fbs]) if fbs else np.zeros(0, np.int64)

@@ -38,7 +38,8 @@ from textsieve.io.attributes import attribute_shards, read_shard_meta
 from textsieve.io.leftovers import remove_stale_temps
 from textsieve.io.runstate import holds_output
 from textsieve.io.locations import pool_workers
-from textsieve.recipes.sql import END, Compiled, element_field, lit
+from textsieve.recipes.sql import lit
+from textsieve.recipes.survivors import selection_sql
 from textsieve.recipes.language import Recipe
 from textsieve.dsir.defaults import DEFAULT_MIN_TOKENS, DEFAULT_PRIOR_NGRAMS, DEFAULT_TEMPERATURE, WEIGHTS
 from textsieve.options import check_choices, option
@@ -119,20 +120,6 @@ class _Task:
     counts: np.ndarray  # times to write each row
     starts: list[np.ndarray] | None = None  # kept line spans per row (line rules)
     ends: list[np.ndarray] | None = None
-
-
-def selection_sql(c: Compiled) -> str:
-    """Selected documents in (shard, row) order, with the kept line spans when there are line rules."""
-    conds = [f"coalesce({s}, FALSE)" for s in c.doc_rules.values()] or ["TRUE"]
-    cols = ["a.shard AS shard", 'a."row" AS "row"', "a.id AS id", f"{c.schema.length_sql} AS _len"]
-    if not c.line_rules:
-        return f"SELECT {', '.join(cols)} FROM {c.from_sql()} WHERE {' AND '.join(conds)} ORDER BY 1, 2"
-    cols += [f"[{element_field(c.line_anchor, 'start')} for _x in {c.line_source}] AS _st",
-             f"[{element_field(c.line_anchor, END)} for _x in {c.line_source}] AS _en",
-             f"{c.line_mask_sql(list(c.line_rules))} AS _keep"]
-    inner = f"SELECT {', '.join(cols)} FROM {c.from_sql()} WHERE {' AND '.join(conds)}"
-    return (f"SELECT shard, \"row\", id, _len, list_where(_st, _keep) AS starts, list_where(_en, _keep) AS ends "
-            f"FROM ({inner}) WHERE list_contains(_keep, TRUE) ORDER BY 1, 2")
 
 
 def _shard_metas(directory: str) -> tuple[fsspec.AbstractFileSystem, str, dict[str, tuple[str, dict]]]:
@@ -333,7 +320,7 @@ def run_select(cfg: SelectConfig) -> SelectResult:
             written.append(final)
             records += n
             chars += c
-            progress.update(n, progress._bytes + len(task.rows))
+            progress.advance(n, len(task.rows))
     finally:
         progress.close()
     total_selected = sum(int(d["counts"].sum()) for d in selected.values())

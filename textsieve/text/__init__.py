@@ -1,2 +1,3 @@
-"""Text kernels: normalization, Unicode property tables, per-batch views and the numba kernels
-behind the raw-text scan and the word statistics."""
+"""Text kernels: normalization, Unicode property tables, the batch encodings every kernel takes
+(`batch_encoding`), the one WordPunct tokenizer (`wordpunct`), per-batch views and the numba
+kernels behind the raw-text scan and the word statistics."""

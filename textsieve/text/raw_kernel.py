@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from textsieve.text.batch_encoding import codepoints_batch
 
 # Per-document outputs, columns of `doc_stats`.
 D_RAW_TOKENS = 0  # len(W_raw)
@@ -47,14 +48,13 @@ N_LINE_STATS = 9
 _JAVASCRIPT = np.array([ord(c) for c in "javascript"], dtype=np.uint8)
 _BULLETS = np.array([0x2022, 0x2023, 0x25B6, 0x25C0, 0x25E6, 0x25A0, 0x25A1, 0x25AA, 0x25AB, 0x2013],
                     dtype=np.uint32)
-_FNV_OFFSET = np.uint64(0xCBF29CE484222325)
-_FNV_PRIME = np.uint64(0x100000001B3)
 
 
 class StopWordTable:
     """Stop-word sets of several languages in a form a kernel can probe.
 
-    For each language slot, the 64-bit FNV-1a hashes of its words (over code points) are sorted;
+    For each language slot, the 64-bit FNV-1a hashes of its words (over code points; the hash
+    the WordPunct kernel computes for each token, `hashing.FNV64_*`) are sorted;
     a token is a member when its hash is found *and* its code points equal the stored word's,
     so membership is exact, not probabilistic.
     """
@@ -70,13 +70,12 @@ class StopWordTable:
             lang_off.append(len(hashes))
         self.hashes = np.array(hashes, dtype=np.uint64)
         self.lang_off = np.array(lang_off, dtype=np.int64)
-        self.word_off = np.zeros(len(words) + 1, dtype=np.int64)
-        self.word_off[1:] = np.cumsum([len(w) for w in words]) if words else []
-        joined = "".join(words)
-        self.chars = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32).copy()
+        chars, self.word_off = codepoints_batch(words)
+        self.chars = chars.copy()
 
 
 def _fnv_py(word: str) -> int:
+    """`hashing.FNV64_*` FNV-1a over the code points of `word`, in Python ints."""
     h = 0xCBF29CE484222325
     for ch in word:
         h = ((h ^ ord(ch)) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF

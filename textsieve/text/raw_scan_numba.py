@@ -10,8 +10,6 @@ from numba import njit
 
 from textsieve.text.raw_kernel import (
     _BULLETS,
-    _FNV_OFFSET,
-    _FNV_PRIME,
     _JAVASCRIPT,
     D_ALPHA_TOKENS,
     D_CURLY,
@@ -37,15 +35,14 @@ from textsieve.text.raw_kernel import (
     N_LINE_STATS,
 )
 from textsieve.text.unicode_props import F_ASCII_ALPHA, F_ASCII_PUNCT, F_LOWER_OR_TITLE, F_SPACE, F_UPPER, F_WORD
+from textsieve.text.wordpunct_numba import doc_scratch, tokenize_into
 
 
 @njit(cache=True, inline="always")
-def _is_stop(cps, s, e, lang, sw_hash, sw_lang_off, sw_word_off, sw_chars):
+def _is_stop(cps, s, e, h, lang, sw_hash, sw_lang_off, sw_word_off, sw_chars):
+    """Is the token cps[s:e], of FNV-1a hash h, in language slot `lang`'s stop words?"""
     if lang < 0:
         return False
-    h = _FNV_OFFSET
-    for i in range(s, e):
-        h = (h ^ np.uint64(cps[i])) * _FNV_PRIME
     lo = sw_lang_off[lang]
     hi = sw_lang_off[lang + 1]
     while lo < hi:  # leftmost position with hash >= h
@@ -71,6 +68,29 @@ def _is_stop(cps, s, e, lang, sw_hash, sw_lang_off, sw_word_off, sw_chars):
 
 
 @njit(cache=True)
+def _token_stats(cps, s0, e0, lang, flags, tok_start, tok_end, tok_seen, tok_fnv,
+                 sw_hash, sw_lang_off, sw_word_off, sw_chars):
+    """(raw tokens, with an ASCII letter, all caps, stop words) of the document cps[s0:e0].
+
+    Its own function rather than a block of `scan_raw`: LLVM optimizes the smaller loop nests
+    better (the whole scan ran ~1.5x faster when measured)."""
+    n_tok = tokenize_into(cps, s0, e0, flags, lang >= 0, tok_start, tok_end, tok_seen, tok_fnv, 0)
+    n_alpha = 0
+    n_upper = 0
+    n_stop = 0
+    for t in range(n_tok):
+        seen = tok_seen[t]
+        if seen & F_ASCII_ALPHA:
+            n_alpha += 1
+        # str.isupper(): a cased upper character and no lower/title one
+        if (seen & F_UPPER) and not (seen & F_LOWER_OR_TITLE):
+            n_upper += 1
+        if _is_stop(cps, tok_start[t], tok_end[t], tok_fnv[t], lang, sw_hash, sw_lang_off, sw_word_off, sw_chars):
+            n_stop += 1
+    return n_tok, n_alpha, n_upper, n_stop
+
+
+@njit(cache=True)
 def scan_raw(cps, doc_off, doc_lang, flags, norm_len, norm_numeric, norm_ascii,
              sw_hash, sw_lang_off, sw_word_off, sw_chars):
     """Return (doc_stats int64[n_docs, N_DOC_STATS], line_stats int64[n_lines, N_LINE_STATS],
@@ -85,50 +105,15 @@ def scan_raw(cps, doc_off, doc_lang, flags, norm_len, norm_numeric, norm_ascii,
                 n_lines_max += 1
     line_stats = np.zeros((n_lines_max, N_LINE_STATS), dtype=np.int64)
     line_off = np.zeros(n_docs + 1, dtype=np.int64)
+    tok_start, tok_end, tok_seen, tok_fnv = doc_scratch(doc_off)
     nl = 0
     for d in range(n_docs):
         s0 = doc_off[d]
         e0 = doc_off[d + 1]
         lang = doc_lang[d]
-        # --- raw tokens: \w+ | [^\w\s]+ ---
-        i = s0
-        n_tok = 0
-        n_alpha = 0
-        n_upper = 0
-        n_stop = 0
-        while i < e0:
-            f = flags[cps[i]]
-            if f & F_SPACE:
-                i += 1
-                continue
-            is_word = (f & F_WORD) != 0
-            j = i
-            has_alpha = False
-            cased = False
-            lower_seen = False
-            while j < e0:
-                g = flags[cps[j]]
-                if is_word:
-                    if not (g & F_WORD):
-                        break
-                else:
-                    if (g & F_WORD) or (g & F_SPACE):
-                        break
-                if g & F_ASCII_ALPHA:
-                    has_alpha = True
-                if g & F_LOWER_OR_TITLE:
-                    lower_seen = True
-                elif g & F_UPPER:
-                    cased = True
-                j += 1
-            n_tok += 1
-            if has_alpha:
-                n_alpha += 1
-            if cased and not lower_seen:
-                n_upper += 1
-            if _is_stop(cps, i, j, lang, sw_hash, sw_lang_off, sw_word_off, sw_chars):
-                n_stop += 1
-            i = j
+        # --- raw tokens: \w+ | [^\w\s]+ (wordpunct) ---
+        n_tok, n_alpha, n_upper, n_stop = _token_stats(cps, s0, e0, lang, flags, tok_start, tok_end, tok_seen,
+                                                       tok_fnv, sw_hash, sw_lang_off, sw_word_off, sw_chars)
         doc_stats[d, D_RAW_TOKENS] = n_tok
         doc_stats[d, D_ALPHA_TOKENS] = n_alpha
         doc_stats[d, D_UPPER_TOKENS] = n_upper

@@ -15,6 +15,7 @@ import numpy as np
 
 from textsieve.text import raw_kernel as rk
 from textsieve.text import word_kernel as wk
+from textsieve.text.batch_encoding import codepoints_batch, encode_batch
 from textsieve.text.normalize import normalize
 from textsieve.text.unicode_props import unicode_tables
 
@@ -75,18 +76,13 @@ class BatchViews:
     @cached_property
     def normalized_utf8(self) -> tuple[np.ndarray, np.ndarray]:
         """(bytes, n_docs+1 offsets) of the normalized contents, for the word and MinHash kernels."""
-        parts = [c.encode("utf-8", "surrogatepass") for c in self.normalized]
-        off = np.zeros(self.n_docs + 1, dtype=np.int64)
-        off[1:] = np.cumsum([len(p) for p in parts]) if parts else []
-        return np.frombuffer(b"".join(parts), dtype=np.uint8), off
+        return encode_batch(self.normalized)
 
     # --- raw text scan (§3.3, §3.4) ---
     @cached_property
     def _raw(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         t = unicode_tables()
-        cps = np.frombuffer("".join(self.texts).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-        doc_off = np.zeros(self.n_docs + 1, dtype=np.int64)
-        doc_off[1:] = np.cumsum(self.lengths)
+        cps, doc_off = codepoints_batch(self.texts)
         slot = self.word_lists.slot
         lang_idx = np.array([slot.get(g, -1) if g else -1 for g in self.langs], dtype=np.int64)
         st = self.word_lists.stop_table
@@ -131,8 +127,10 @@ class BatchViews:
         out = np.zeros(self.n_docs, dtype=np.int64)
         wl = self.word_lists
         for d, (content, lang) in enumerate(zip(self.normalized, self.langs)):
-            bad = wl.bad_words.get(lang) if lang else None
-            if not bad or not content:
+            if not lang or not content:
+                continue
+            bad = wl.bad_words.get(lang)
+            if not bad:
                 continue
             words = content.split(" ")
             if wl.bad_first_words[lang].isdisjoint(words):
