@@ -32,7 +32,6 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -165,8 +164,8 @@ def main() -> int:
         raise SystemExit(f"dev corpora not found at {dev} (set TEXTSIEVE_SHARED)")
     if not args.skip_reference and not (VENV / "bin" / "python").exists():
         raise SystemExit(f"reference environment missing: run `python {sys.argv[0]} --setup` first")
-    from textsieve.dsir.resample import resample
     from textsieve.dsir.features import HashedNgramParams, bucket_counts
+    from textsieve.dsir.resample import resample
     from textsieve.eval.kl import kl_divergence
 
     raw = dev / "web_sample.jsonl.gz"

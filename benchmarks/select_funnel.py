@@ -22,9 +22,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from textsieve.recipes.sql import compile_recipe, read_schema
 from textsieve.recipes.funnel import compute_funnel, connect
 from textsieve.recipes.language import bundled_recipes, columns_of, load_recipe
+from textsieve.recipes.sql import compile_recipe, read_schema
 
 SHARED = Path(os.environ.get("TEXTSIEVE_SHARED", Path(__file__).resolve().parents[2] / "shared"))
 

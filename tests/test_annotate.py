@@ -267,7 +267,7 @@ def test_minhash_only_annotate_never_loads_numba(tmp_path):
     import sys
 
     src = tmp_path / "docs.jsonl"
-    words = "the quick brown fox jumps over the lazy dog while seven wizards quietly judge boxing".split()
+    words = ["the", "quick", "brown", "fox", "jumps", "over", "the", "lazy", "dog", "while", "seven", "wizards", "quietly", "judge", "boxing"]
     src.write_text("".join(json.dumps({"id": f"d{i}", "text": " ".join(words[i % 5:] + words[: i % 5])}) + "\n"
                            for i in range(50)))
     code = ("import sys, json\nfrom textsieve.cli import main\n"

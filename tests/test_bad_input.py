@@ -11,10 +11,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import zstandard
+from _shared import SHARED
 
 from textsieve.io import InputError, ReadOptions, ShardReader, SkippedRecord, expand_inputs
-
-from _shared import SHARED
 
 RAW = SHARED / "corpora" / "dev" / "raw"
 needs_raw = pytest.mark.skipif(not RAW.is_dir(), reason=f"real WARC files not found at {RAW} (set TEXTSIEVE_SHARED)")

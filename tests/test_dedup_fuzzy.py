@@ -13,8 +13,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from textsieve.cli import main
-from textsieve.dedup.partitions import ROW, Grouper, PartitionWriter
 from textsieve.dedup.components import components
+from textsieve.dedup.partitions import ROW, Grouper, PartitionWriter
 
 THRESHOLDS = ("1.0", "0.9", "0.8", "0.7")
 

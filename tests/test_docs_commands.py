@@ -31,7 +31,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
 from _docs_commands import Block, Command, doc_blocks, help_examples
 from _shared import SHARED
 

@@ -11,13 +11,13 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-
 from _shared import SHARED
+
 from textsieve.cli import main
-from textsieve.dsir.resample import effective_sample_size, resample
 from textsieve.dsir.features import HashedNgramParams, featurize
-from textsieve.stages.dsir_fit import DsirFitConfig, run_fit, score_texts
 from textsieve.dsir.model import DsirModel
+from textsieve.dsir.resample import effective_sample_size, resample
+from textsieve.stages.dsir_fit import DsirFitConfig, run_fit, score_texts
 
 DEV = SHARED / "corpora" / "dev"
 POOL_DOCS = 4000

@@ -7,8 +7,8 @@ import json
 
 import numpy as np
 import pytest
-
 from _shared import SHARED
+
 from textsieve.cli import main
 from textsieve.eval.kl import KLEvalConfig, evaluate_kl, kl_divergence
 

@@ -7,17 +7,16 @@ import gzip
 import json
 import random
 from itertools import islice
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pytest
 import xxhash
+from _shared import SHARED
 
 from textsieve.dedup import fast_minhash as fm
 from textsieve.dedup import minhash as mh
 from textsieve.text.normalize import normalize
-from _shared import SHARED
 
 
 @pytest.fixture(params=["native", "numba"])

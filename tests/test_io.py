@@ -14,10 +14,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import zstandard
+from _shared import SHARED
 
 from textsieve.io import InputError, ReadOptions, Shard, ShardReader, detect_format, expand_inputs, read_documents
-
-from _shared import SHARED
 
 DEV = SHARED / "corpora" / "dev"
 RAW = DEV / "raw"

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from textsieve.cli import main
-from textsieve.learned.features import compute_features, feature_sql, parse_feature, FeatureError
+from textsieve.learned.features import FeatureError, compute_features, feature_sql, parse_feature
 from textsieve.learned.model import LabelledSource, LearnConfig, ModelFileError, load_model, train
 
 LABEL = "meta.human_quality_label"

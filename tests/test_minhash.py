@@ -8,9 +8,8 @@ import json
 import string
 import unicodedata
 from fractions import Fraction
-from functools import lru_cache
+from functools import cache
 from math import comb
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -268,7 +267,7 @@ def test_bands_arrow_matches_band_bytes():
 # ---------------------------------------------------------------------------------------------
 
 
-@lru_cache(maxsize=None)
+@cache
 def _golden(name: str) -> list[dict]:
     with gzip.open(GOLDEN / name, "rt", encoding="utf-8") as fh:
         return [json.loads(line) for line in fh]

@@ -3,22 +3,20 @@ report held-out accuracy, and score through `annotate --model` with RPv2's conve
 
 from __future__ import annotations
 
-from textsieve.io.attributes import without_conveniences
-
 import gzip
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from _shared import SHARED
 
+from textsieve.io.attributes import without_conveniences
 from textsieve.models.classifier import ClassifierConfig, FastTextClassifier, prepare, train_classifier
 from textsieve.models.format import load_model_file, save_model
 from textsieve.stages.annotate import AnnotateConfig, run_annotate
-from _shared import SHARED
 
 
 def test_prepare_is_rpv2():

@@ -3,8 +3,6 @@ plumbing (metadata, fingerprints, signal selection), using the UT1 test list as 
 
 from __future__ import annotations
 
-from textsieve.io.attributes import without_conveniences
-
 import json
 import zipfile
 from pathlib import Path
@@ -15,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from textsieve.cli import main
-from textsieve.io.attributes import read_shard_meta
+from textsieve.io.attributes import read_shard_meta, without_conveniences
 from textsieve.models.format import ModelFormatError, file_fingerprint, load_model_file, read_header, save_model
 from textsieve.models.registry import discover_kinds, model_kind_of, resolve_model
 from textsieve.stages.annotate import AnnotateConfig, AnnotateError, run_annotate

@@ -3,8 +3,6 @@ picks stop words per detected language; a fastText language-id model works throu
 
 from __future__ import annotations
 
-from textsieve.io.attributes import without_conveniences
-
 import gzip
 import json
 import subprocess
@@ -15,6 +13,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
+from textsieve.io.attributes import without_conveniences
 from textsieve.models.langid import Py3LangId, prepare
 from textsieve.stages.annotate import AnnotateConfig, run_annotate
 

@@ -7,8 +7,15 @@ import gzip
 import json
 from pathlib import Path
 
-from textsieve.models.ut1 import CATEGORIES, UT1Index, _load, build_ut1_model, category_ids, category_index, \
-    read_blacklists
+from textsieve.models.ut1 import (
+    CATEGORIES,
+    UT1Index,
+    _load,
+    build_ut1_model,
+    category_ids,
+    category_index,
+    read_blacklists,
+)
 
 UT1_DIR = str(Path(__file__).parent / "data" / "ut1")
 

@@ -104,9 +104,9 @@ def test_select_dsir_uses_the_library_defaults_regression():
 
 
 def test_one_dsir_target_parser():
+    from textsieve.dsir.targets import DsirTargetsError, parse_dsir_targets
     from textsieve.pipeline.config import PipelineConfigError
     from textsieve.pipeline.config import parse_dsir_targets as yaml_parse
-    from textsieve.dsir.targets import DsirTargetsError, parse_dsir_targets
 
     assert parse_dsir_targets("wiki:0.7, books:0.3") == [("wiki", 0.7), ("books", 0.3)]
     assert parse_dsir_targets("wiki") == [("wiki", 1.0)]

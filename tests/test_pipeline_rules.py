@@ -16,8 +16,8 @@ import yaml
 from textsieve.cli import main
 from textsieve.pipeline.columns import planned_sets
 from textsieve.pipeline.config import load
-from textsieve.recipes.sql import compile_recipe, schema_from_arrow
 from textsieve.recipes.language import Recipe, RecipeError
+from textsieve.recipes.sql import compile_recipe, schema_from_arrow
 from textsieve.stages.annotate import AnnotateConfig, planned_schema
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "pipeline.yaml"

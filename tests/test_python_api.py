@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from _shared import SHARED, missing_reason
 
 import textsieve as ts
-from _shared import SHARED, missing_reason
 
 REPO = Path(__file__).resolve().parent.parent
 DOC = REPO / "docs" / "python-api.md"
@@ -39,11 +39,11 @@ def _head(src: Path, dst: Path, n: int) -> Path:
 
 def _stages():
     """(API function, module and name of the stage's run function, config class, first argument)."""
+    from textsieve.stages.annotate import AnnotateConfig
+    from textsieve.stages.dedup_exact import ExactConfig
+    from textsieve.stages.dedup_fuzzy import FuzzyConfig
     from textsieve.stages.dsir_fit import DsirFitConfig
     from textsieve.stages.select import SelectConfig
-    from textsieve.stages.annotate import AnnotateConfig
-    from textsieve.stages.dedup_fuzzy import FuzzyConfig
-    from textsieve.stages.dedup_exact import ExactConfig
 
     return [(ts.annotate, "textsieve.stages.annotate", "run_annotate", AnnotateConfig, "inputs"),
             (ts.dedup_exact, "textsieve.stages.dedup_exact", "run_exact", ExactConfig, "inputs"),

@@ -11,7 +11,6 @@ from __future__ import annotations
 import gzip
 import json
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest

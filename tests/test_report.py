@@ -12,11 +12,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from _shared import SHARED
+
 from textsieve.cli import main
-from textsieve.report.collect import collect, comparisons, locate
 from textsieve.recipes.language import Recipe
+from textsieve.report.collect import collect, comparisons, locate
 
 CHROMIUM = "/usr/bin/chromium"
 N_DOCS = 1500

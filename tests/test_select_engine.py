@@ -9,16 +9,15 @@ import itertools
 import json
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from _shared import SHARED
 
 from textsieve.recipes.funnel import compute_funnel
-from textsieve.stages.select import SelectConfig, SelectError, run_select
 from textsieve.recipes.language import Recipe, RecipeError, load_recipe
+from textsieve.stages.select import SelectConfig, SelectError, run_select
 
-from _shared import SHARED
 N_DOCS = 3000
 
 
@@ -353,8 +352,8 @@ TRICKY_RULES = [
 
 
 def _sql_values(directory: str, recipe: Recipe) -> dict:
-    from textsieve.recipes.sql import compile_recipe, read_schema
     from textsieve.recipes.funnel import connect, funnel_sql
+    from textsieve.recipes.sql import compile_recipe, read_schema
 
     sql, cols = funnel_sql(compile_recipe(recipe, read_schema(directory)))
     return dict(zip(cols, (int(v or 0) for v in connect().execute(sql).fetchone())))
@@ -420,9 +419,9 @@ def test_line_rule_fast_path_over_many_row_groups(corpus, tmp_path):
     must give exactly the figures of the all-SQL path."""
     import shutil
 
-    from textsieve.recipes.sql import compile_recipe, read_schema
     from textsieve.recipes.funnel import connect, funnel_sql
     from textsieve.recipes.funnel_numpy import fast_funnel_values
+    from textsieve.recipes.sql import compile_recipe, read_schema
 
     ann = Path(corpus["ann"])
     small = tmp_path / "small"

@@ -14,9 +14,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from textsieve.stages.select import SelectConfig, run_select
 from textsieve.recipes.language import Recipe
 from textsieve.stages.annotate import AnnotateConfig, run_annotate
+from textsieve.stages.select import SelectConfig, run_select
 
 N = 100
 # a doc rule and a line rule, so rows are dropped and texts are cut
@@ -52,7 +52,7 @@ def _kept_texts(ann: Path, source_texts: list[str]) -> dict[int, str]:
 def _multi_column_table(records: list[dict]) -> pa.Table:
     """Real documents with the column kinds a Hugging Face dataset has."""
     meta_type = pa.struct([("origin", pa.string()), ("lang", pa.string()), ("lang_score", pa.float64())])
-    base = datetime.datetime(2024, 5, 1, 12, 0, tzinfo=datetime.timezone.utc)
+    base = datetime.datetime(2024, 5, 1, 12, 0, tzinfo=datetime.UTC)
     return pa.table({
         "doc_id": pa.array([r["id"] for r in records], pa.string()),
         "source": pa.array([r["source"] for r in records], pa.string()),

@@ -5,9 +5,22 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
+from textsieve.recipes.language import (
+    Between,
+    Binary,
+    Call,
+    Col,
+    In,
+    IsNull,
+    Lit,
+    Recipe,
+    RecipeError,
+    Unary,
+    bundled_recipes,
+    load_recipe,
+    parse_rule,
+)
 from textsieve.recipes.sql import Column, Schema, compile_recipe
-from textsieve.recipes.language import (Between, Binary, Call, Col, In, IsNull, Lit, Recipe, RecipeError, Unary,
-                                     bundled_recipes, load_recipe, parse_rule)
 
 SPAN_F = pa.list_(pa.struct([("start", pa.int64()), ("end", pa.int64()), ("score", pa.float64())]))
 SPAN_I = pa.list_(pa.struct([("start", pa.int64()), ("end", pa.int64()), ("score", pa.int64())]))

@@ -30,6 +30,6 @@ def test_skips_print_reason_and_summary_line(tmp_path: Path) -> None:
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
     assert "2 skipped" in out, out
-    assert out.count(f"SKIPPED [") == 2, out  # -rs is on by default: each skip with its reason
+    assert out.count("SKIPPED [") == 2, out  # -rs is on by default: each skip with its reason
     assert f"{missing}" in out and SKIP_TAG in out
     assert f"2 tests skipped: shared data not found at {missing} {SKIP_TAG}" in out.splitlines(), out

@@ -23,8 +23,18 @@ __all__ = ["__version__", "annotate", "dedup_exact", "dedup_fuzzy", "dsir_fit", 
 _API = tuple(__all__[1:])
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time `__getattr__` loads them lazily
-    from textsieve.api import (annotate, attributes, dedup_exact, dedup_fuzzy, dsir_fit, funnel, load_recipe,
-                               read_documents, run, select)
+    from textsieve.api import (
+        annotate,
+        attributes,
+        dedup_exact,
+        dedup_fuzzy,
+        dsir_fit,
+        funnel,
+        load_recipe,
+        read_documents,
+        run,
+        select,
+    )
 
 
 def __getattr__(name: str) -> Any:

@@ -32,16 +32,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from textsieve.document import Document
+from textsieve.dsir.resample import Resample
 from textsieve.io.readers import ReadOptions
 from textsieve.pipeline.run import PipelineResult
-from textsieve.stages.dsir_fit import DsirFitConfig, DsirFitResult
-from textsieve.dsir.resample import Resample
 from textsieve.recipes.funnel import Funnel
-from textsieve.stages.select import SelectConfig, SelectResult
 from textsieve.recipes.language import Recipe
 from textsieve.stages.annotate import AnnotateConfig, AnnotateResult
-from textsieve.stages.dedup_fuzzy import FuzzyConfig, FuzzyResult
 from textsieve.stages.dedup_exact import ExactConfig, ExactResult
+from textsieve.stages.dedup_fuzzy import FuzzyConfig, FuzzyResult
+from textsieve.stages.dsir_fit import DsirFitConfig, DsirFitResult
+from textsieve.stages.select import SelectConfig, SelectResult
 
 if TYPE_CHECKING:
     import duckdb
@@ -272,13 +272,13 @@ def read_documents(paths: Inputs, **options: Any) -> Iterator[Document]:
 
 @overload
 def attributes(directory: PathLike, as_: Literal["duckdb"] = ..., *, columns: Sequence[str] | None = ...,
-               connection: Any = ...) -> "duckdb.DuckDBPyRelation": ...
+               connection: Any = ...) -> duckdb.DuckDBPyRelation: ...
 @overload
 def attributes(directory: PathLike, as_: Literal["arrow"], *, columns: Sequence[str] | None = ...,
-               connection: None = ...) -> "pyarrow.Table": ...
+               connection: None = ...) -> pyarrow.Table: ...
 @overload
 def attributes(directory: PathLike, as_: Literal["polars"], *, columns: Sequence[str] | None = ...,
-               connection: None = ...) -> "polars.LazyFrame": ...
+               connection: None = ...) -> polars.LazyFrame: ...
 
 
 def attributes(directory: PathLike, as_: str = "duckdb", *, columns: Sequence[str] | None = None,

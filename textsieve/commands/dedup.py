@@ -9,7 +9,8 @@ from textsieve.commands.options import ExamplesFormatter, add_config_options, co
 
 
 def run_exact(args: argparse.Namespace) -> int:
-    from textsieve.stages.dedup_exact import ExactConfig, run_exact as run
+    from textsieve.stages.dedup_exact import ExactConfig
+    from textsieve.stages.dedup_exact import run_exact as run
 
     res = run(config_from_args(ExactConfig, args))
     if not args.quiet:
@@ -19,7 +20,8 @@ def run_exact(args: argparse.Namespace) -> int:
 
 
 def run_fuzzy(args: argparse.Namespace) -> int:
-    from textsieve.stages.dedup_fuzzy import FuzzyConfig, run_fuzzy as run
+    from textsieve.stages.dedup_fuzzy import FuzzyConfig
+    from textsieve.stages.dedup_fuzzy import run_fuzzy as run
 
     res = run(config_from_args(FuzzyConfig, args))
     if not args.quiet:
@@ -45,8 +47,8 @@ def run_show(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     d = sub.add_parser("dedup", parents=[common], help="exact and fuzzy (MinHash-LSH) deduplication")
     dsub = d.add_subparsers(dest="mode", required=True, metavar="MODE")
-    from textsieve.stages.dedup_fuzzy import FuzzyConfig
     from textsieve.stages.dedup_exact import ExactConfig
+    from textsieve.stages.dedup_fuzzy import FuzzyConfig
 
     e = dsub.add_parser("exact", parents=[common], help="flag documents with identical (normalized) text",
                         formatter_class=ExamplesFormatter,

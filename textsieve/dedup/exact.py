@@ -13,7 +13,7 @@ WET digest, §9, which ordinary corpora lack.)
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 import xxhash

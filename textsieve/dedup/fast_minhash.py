@@ -34,8 +34,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from textsieve.native import fast_signatures as native_fast_signatures
 from textsieve.dedup.minhash import NGRAM, NUM_PERM, SEED, THRESHOLDS, bands_arrow, check_batch
+from textsieve.native import fast_signatures as native_fast_signatures
 
 __all__ = [
     "COLUMN_PREFIX",

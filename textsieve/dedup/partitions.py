@@ -46,7 +46,7 @@ class GroupStats:
     edges: int = 0
     spilled_bytes: int = 0
 
-    def add(self, other: "GroupStats") -> None:
+    def add(self, other: GroupStats) -> None:
         self.rows += other.rows
         self.partitions += other.partitions
         self.passes += other.passes

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 import fsspec
 import numpy as np
 
-from textsieve.io.atomic import atomic_open
 from textsieve.dsir.features import HashedNgramParams
+from textsieve.io.atomic import atomic_open
 
 KIND = "textsieve.dsir.hashed-ngram"
 VERSION = 1
@@ -93,7 +93,7 @@ class DsirModel:
             fh.write(np.ascontiguousarray(self.raw_counts, dtype="<i8").tobytes())
 
     @classmethod
-    def load(cls, path: str) -> "DsirModel":
+    def load(cls, path: str) -> DsirModel:
         fs, p = fsspec.core.url_to_fs(path)
         with fs.open(p, "rb") as fh:
             line = fh.readline()

@@ -42,11 +42,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from textsieve.io.attributes import attribute_shards
+from textsieve.dsir.defaults import DEFAULT_MIN_TOKENS, DEFAULT_PRIOR_NGRAMS, DEFAULT_TEMPERATURE, WEIGHTS  # noqa: F401
 from textsieve.dsir.names import check_name, column_names, set_name
-
-from textsieve.dsir.defaults import (DEFAULT_MIN_TOKENS, DEFAULT_PRIOR_NGRAMS,  # noqa: F401
-                                             DEFAULT_TEMPERATURE, WEIGHTS)
+from textsieve.io.attributes import attribute_shards
 
 
 @dataclass

@@ -19,7 +19,6 @@ from textsieve.io.atomic import atomic_open
 from textsieve.io.attributes import attribute_shards
 
 
-
 def _is_span_column(typ: pa.DataType) -> bool:
     """RPv2 span columns are list<struct<start, end, score>>; scalar twins, lengths, language
     codes and MinHash bands are textsieve conveniences that RPv2's records do not have."""

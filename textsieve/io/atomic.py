@@ -8,8 +8,9 @@ Works for any fsspec filesystem; on local disks the rename is atomic.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import IO, Iterator
+from typing import IO
 
 import fsspec
 import pyarrow as pa

@@ -17,7 +17,7 @@ includes `source_shard` and `read_options`, enough to re-open the source and rea
 from __future__ import annotations
 
 import json
-from typing import Iterator
+from collections.abc import Iterator
 
 import fsspec
 import pyarrow.parquet as pq

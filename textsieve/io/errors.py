@@ -15,9 +15,9 @@ Location conventions:
 
 from __future__ import annotations
 
-from textsieve.errors import TextsieveError
-
 from dataclasses import dataclass
+
+from textsieve.errors import TextsieveError
 
 
 class InputError(TextsieveError):
@@ -34,7 +34,7 @@ class InputError(TextsieveError):
         self.reason = reason
 
     @classmethod
-    def at(cls, location: str, reason: str) -> "InputError":
+    def at(cls, location: str, reason: str) -> InputError:
         """Build the error for one place: the message is ``"<location>: <reason>"``."""
         return cls(f"{location}: {reason}", location=location, reason=reason)
 

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 _BOM = "\ufeff"
 
 
-def read_jsonl(ctx: "ShardReader") -> Iterator[Document]:
+def read_jsonl(ctx: ShardReader) -> Iterator[Document]:
     shard = ctx.shard
     parse = _LineParser(ctx)
     row = 0
@@ -73,7 +73,7 @@ def read_jsonl(ctx: "ShardReader") -> Iterator[Document]:
 class _LineParser:
     """Turns one line into a Document, or reports it through ``ctx.bad`` and returns None."""
 
-    def __init__(self, ctx: "ShardReader"):
+    def __init__(self, ctx: ShardReader):
         self.ctx = ctx
         self.path = ctx.shard.path
         self.rel = ctx.shard.rel

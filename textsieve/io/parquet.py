@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 BATCH_ROWS = 512  # small enough that batches of multi-megabyte documents stay modest in memory
 
 
-def read_parquet(ctx: "ShardReader") -> Iterator[Document]:
+def read_parquet(ctx: ShardReader) -> Iterator[Document]:
     shard = ctx.shard
     f = ctx.fields
     with fsspec.open(shard.path, "rb") as raw:
@@ -107,7 +107,7 @@ def _values(batch: pa.RecordBatch, col: tuple[str, tuple[str, ...]]) -> list[Any
     return out
 
 
-def _document(ctx: "ShardReader", wanted: dict, values: dict[str, list[Any]], i: int, row: int) -> Document | None:
+def _document(ctx: ShardReader, wanted: dict, values: dict[str, list[Any]], i: int, row: int) -> Document | None:
     reason = None
     for column in values.values():
         if type(column[i]) is _Undecodable:

@@ -39,15 +39,15 @@ _WARCIO_ERRORS = (ArchiveLoadFailed, StatusAndHeadersParserException, EOFError, 
 _DRAIN = 1 << 16
 
 
-def read_warc(ctx: "ShardReader") -> Iterator[Document]:
+def read_warc(ctx: ShardReader) -> Iterator[Document]:
     return _read_archive(ctx, "response")
 
 
-def read_wet(ctx: "ShardReader") -> Iterator[Document]:
+def read_wet(ctx: ShardReader) -> Iterator[Document]:
     return _read_archive(ctx, "conversion")
 
 
-def _read_archive(ctx: "ShardReader", wanted: str) -> Iterator[Document]:
+def _read_archive(ctx: ShardReader, wanted: str) -> Iterator[Document]:
     shard = ctx.shard
     with fsspec.open(shard.path, "rb") as raw:
         records = ArchiveIterator(raw, arc2warc=False)

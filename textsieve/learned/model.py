@@ -117,8 +117,9 @@ class LearnedModel:
 
     def save(self, path: str | Path) -> None:
         """Write the model file atomically (temp file + rename)."""
-        from textsieve.io.atomic import atomic_open
         import fsspec
+
+        from textsieve.io.atomic import atomic_open
 
         fs, p = fsspec.core.url_to_fs(str(path))
         with atomic_open(fs, p, "wb") as fh:

@@ -38,13 +38,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from textsieve.exec.progress import Progress
 from textsieve.io.texts import input_shards, shard_documents
 from textsieve.models.fasttext_io import LABEL_PREFIX, fasttext_labels_count, load_fasttext, predict_top1
 from textsieve.models.format import load_model_file, save_model
 from textsieve.models.hashed_text import feature_matrix, linear_scores
 from textsieve.models.registry import register_model_kind
 from textsieve.signals.registry import DocScores, Signal, round8
-from textsieve.exec.progress import Progress
 from textsieve.text.batch_encoding import encode_batch
 from textsieve.text.views import BatchViews
 

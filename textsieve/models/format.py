@@ -74,9 +74,9 @@ def _created_time() -> _dt.datetime:
     training run then writes the same model file, byte for byte (zip entry times included)."""
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
     if epoch is not None and epoch.strip().isdigit():
-        when = _dt.datetime.fromtimestamp(max(int(epoch), 315532800), _dt.timezone.utc)  # zip: 1980+
+        when = _dt.datetime.fromtimestamp(max(int(epoch), 315532800), _dt.UTC)  # zip: 1980+
     else:
-        when = _dt.datetime.now(_dt.timezone.utc)
+        when = _dt.datetime.now(_dt.UTC)
     return when.replace(microsecond=0)
 
 

@@ -28,9 +28,9 @@ from numba import njit
 
 from textsieve.models import kneser_ney
 from textsieve.models.kneser_ney import NgramKeys, Texts, Tokenizer
+from textsieve.text.batch_encoding import encode_batch
 from textsieve.text.hashing import fmix64 as _fmix
 from textsieve.text.normalize import normalize
-from textsieve.text.batch_encoding import encode_batch
 
 BOS, EOS, UNK = "<s>", "</s>", "<unk>"
 TOKENIZER = "rpv2-normalized-words+digits0"

@@ -41,8 +41,8 @@ from textsieve.models.ngram_lm_model import (
     word_hashes,
     write_arpa,
 )
-from textsieve.text.normalize import normalize
 from textsieve.text.batch_encoding import encode_batch
+from textsieve.text.normalize import normalize
 
 if TYPE_CHECKING:
     from textsieve.signals.registry import Signal

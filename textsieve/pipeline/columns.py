@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from textsieve.pipeline.config import PipelineConfig, PipelineConfigError
 from textsieve.pipeline.build import attrs_dir, build
+from textsieve.pipeline.config import PipelineConfig, PipelineConfigError
 
 KEYS = [pa.field("id", pa.string()), pa.field("shard", pa.string()), pa.field("row", pa.int64())]
 
@@ -96,8 +96,8 @@ def planned_sets(cfg: PipelineConfig) -> list[tuple[str, str, pa.Schema]]:
 def check_rules(cfg: PipelineConfig) -> None:
     """Compile every recipe of the pipeline (`select.recipe`, each `dsir[i].recipe`) against the
     columns available when its stage runs; raise PipelineConfigError naming the YAML path."""
-    from textsieve.recipes.sql import compile_recipe, schema_from_arrow
     from textsieve.recipes.language import RecipeError
+    from textsieve.recipes.sql import compile_recipe, schema_from_arrow
 
     d = cfg.data
     wants = [(i, fit) for i, fit in enumerate(d["dsir"]) if fit.get("recipe") is not None]

@@ -33,12 +33,12 @@ from typing import Any
 
 import yaml
 
+from textsieve.options import choices_of, default_of
+from textsieve.stages.annotate import AnnotateConfig
+from textsieve.stages.dedup_exact import ExactConfig
+from textsieve.stages.dedup_fuzzy import FuzzyConfig
 from textsieve.stages.dsir_fit import DsirFitConfig
 from textsieve.stages.select import SelectConfig
-from textsieve.stages.annotate import AnnotateConfig
-from textsieve.stages.dedup_fuzzy import FuzzyConfig
-from textsieve.stages.dedup_exact import ExactConfig
-from textsieve.options import choices_of, default_of
 
 EXECUTORS = ("local", "ray")
 EXECUTOR_FIELDS = ("executor", "address")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from textsieve.pipeline.config import STAGES
 
-
 #: The stage commands whose options the pipeline file mirrors: stage -> command path.
 CLI_COMMANDS = {"annotate": ("annotate",), "dedup_exact": ("dedup", "exact"), "dedup_fuzzy": ("dedup", "fuzzy"),
                 "dsir": ("dsir", "fit"), "select": ("select",)}

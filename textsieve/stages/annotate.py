@@ -18,37 +18,51 @@ files whose writer process is gone (a killed run's) are removed at the start of 
 
 from __future__ import annotations
 
-from textsieve.errors import TextsieveError
-
 import hashlib
 import json
 import logging
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, replace
-from typing import Iterator
 
 import fsspec
 
 from textsieve import __version__
+from textsieve.errors import TextsieveError
+from textsieve.exec.arrow_memory import lean_arrow_memory
 from textsieve.exec.local import default_workers, ordered_map
+from textsieve.exec.progress import Progress
 from textsieve.io.atomic import atomic_open
 from textsieve.io.attributes import META_KEY, read_shard_meta
 from textsieve.io.leftovers import remove_stale_temps
 from textsieve.io.paths import _SUFFIX_FORMATS, Shard, expand_inputs
 from textsieve.io.readers import ReadOptions, ShardReader
-from textsieve.signals.registry import REGISTRY
-from textsieve.signals.resources import (RPV2_LANGS, WordLists, bad_words_relpath, load_word_lists, missing_message,
-                                         resolve_resources_dir, stop_words_relpath)
-from textsieve.signals.selection import select_signals
-from textsieve.stages.annotate_parts import Resume, ShardOutput, drop_parts, find_parts
-from textsieve.stages.annotate_worker import (AUTO_LANG, BatchTask, WorkerSetup, annotate_batch, init_worker,
-                                             load_models, output_schema, warm_up)
-from textsieve.stages.kernel_timing import timed
-from textsieve.stages.annotate_lang import check_lang, no_lists_warning, pop_counts
-from textsieve.exec.progress import Progress
-from textsieve.exec.arrow_memory import lean_arrow_memory
 from textsieve.options import check_choices, option
+from textsieve.signals.registry import REGISTRY
+from textsieve.signals.resources import (
+    RPV2_LANGS,
+    WordLists,
+    bad_words_relpath,
+    load_word_lists,
+    missing_message,
+    resolve_resources_dir,
+    stop_words_relpath,
+)
+from textsieve.signals.selection import select_signals
+from textsieve.stages.annotate_lang import check_lang, no_lists_warning, pop_counts
+from textsieve.stages.annotate_parts import Resume, ShardOutput, drop_parts, find_parts
+from textsieve.stages.annotate_worker import (
+    AUTO_LANG,
+    BatchTask,
+    WorkerSetup,
+    annotate_batch,
+    init_worker,
+    load_models,
+    output_schema,
+    warm_up,
+)
+from textsieve.stages.kernel_timing import timed
 
 log = logging.getLogger("textsieve.annotate")
 
@@ -183,7 +197,7 @@ def _plan_models(cfg: AnnotateConfig) -> tuple[str | list[str] | None, ModelPlan
     models = dict(cfg.models)
     if not models and items is None and cfg.lang != AUTO_LANG:
         return cfg.signals, ModelPlan()
-    from textsieve.models.registry import model_kind_of, model_fingerprint, model_header, model_signals
+    from textsieve.models.registry import model_fingerprint, model_header, model_kind_of, model_signals
 
     kinds = {name: model_kind_of(path) for name, path in models.items()}
     lang_models = [name for name, kind in kinds.items() if kind == "langid"]
@@ -448,7 +462,7 @@ def _write_summary(fs: fsspec.AbstractFileSystem, root: str, cfg: AnnotateConfig
         fh.write(json.dumps(summary, indent=2).encode())
 
 
-def planned_schema(cfg: AnnotateConfig) -> "pa.Schema":
+def planned_schema(cfg: AnnotateConfig) -> pa.Schema:
     """The attribute shard schema `run_annotate(cfg)` will write, from the config alone (no
     input is read; models are loaded to learn their signals). Why: `textsieve run --dry-run`
     checks every recipe rule against the columns the stages will produce, so a typo or a

@@ -30,9 +30,9 @@ import json
 import shutil
 import sys
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import Callable, Iterator
 
 import fsspec
 import numpy as np
@@ -43,14 +43,14 @@ from textsieve.dedup.components import components
 from textsieve.dedup.corpus import first_lines, id_ints
 from textsieve.dedup.exact import check_normalize, content_keys
 from textsieve.dedup.partitions import ROW, Grouper, PartitionWriter, rows_per_pass
+from textsieve.exec.budget import parse_memory
+from textsieve.exec.progress import Progress
 from textsieve.io.atomic import AtomicParquetWriter, atomic_open
-from textsieve.io.leftovers import remove_stale_temps, remove_stale_work_dirs, work_dir
 from textsieve.io.attributes import META_KEY, attribute_set_dir, attribute_shards, read_shard_meta, source_documents
+from textsieve.io.leftovers import remove_stale_temps, remove_stale_work_dirs, work_dir
 from textsieve.io.locations import pool_workers, source_locations
 from textsieve.io.paths import expand_inputs
 from textsieve.io.readers import ReadOptions, ShardReader
-from textsieve.exec.budget import parse_memory
-from textsieve.exec.progress import Progress
 from textsieve.options import MEMORY_HELP, check_choices, option
 
 EXACT_SET = "dedup_exact"

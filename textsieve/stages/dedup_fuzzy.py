@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import sys
 import time
@@ -33,17 +32,16 @@ import pyarrow.parquet as pq
 from textsieve import __version__
 from textsieve.dedup.components import cluster_ids, components
 from textsieve.dedup.corpus import ShardTable, first_lines, gather_texts, id_ints, shingle_store, write_set
-from textsieve.dedup.lsh import (BAND_PREFIXES, band_column, band_rows, band_values, estimated_jaccard,
-                                 signature_column)
-from textsieve.dedup.partitions import ROW, Grouper, GroupStats, PartitionWriter, partition_bits, rows_per_pass
+from textsieve.dedup.lsh import BAND_PREFIXES, band_column, band_rows, band_values, estimated_jaccard, signature_column
+from textsieve.dedup.partitions import ROW, Grouper, PartitionWriter, partition_bits, rows_per_pass
 from textsieve.dedup.verify import ShingleStore
-from textsieve.io.atomic import atomic_open
-from textsieve.io.leftovers import remove_stale_temps, remove_stale_work_dirs, work_dir
-from textsieve.io.attributes import LENGTH_COLUMN, attribute_set_dir
-from textsieve.io.locations import pool_workers, source_locations
+from textsieve.exec.arrow_memory import lean_arrow_memory
 from textsieve.exec.budget import parse_memory
 from textsieve.exec.progress import Progress
-from textsieve.exec.arrow_memory import lean_arrow_memory
+from textsieve.io.atomic import atomic_open
+from textsieve.io.attributes import LENGTH_COLUMN, attribute_set_dir
+from textsieve.io.leftovers import remove_stale_temps, remove_stale_work_dirs, work_dir
+from textsieve.io.locations import pool_workers, source_locations
 from textsieve.options import MEMORY_HELP, check_choices, option
 
 FUZZY_SET = "dedup_fuzzy"

@@ -39,13 +39,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from textsieve.dsir.names import check_name, column_names, set_name
 from textsieve.exec.progress import Progress
 from textsieve.io.atomic import AtomicParquetWriter
 from textsieve.io.attributes import META_KEY, attribute_set_dir, attribute_shards, read_shard_meta
 from textsieve.io.leftovers import remove_stale_temps
 from textsieve.io.texts import input_texts, shard_texts
 from textsieve.options import option
-from textsieve.dsir.names import check_name, column_names, set_name
 from textsieve.recipes.language import Recipe
 
 if TYPE_CHECKING:  # the numba feature code loads on first use, not when the CLI builds its parser

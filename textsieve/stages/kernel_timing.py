@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Callable
+from collections.abc import Callable
 
 __all__ = ["compiled_kernels", "timed"]
 

@@ -33,16 +33,16 @@ from typing import TYPE_CHECKING
 import fsspec
 import numpy as np
 
+from textsieve.dsir.defaults import DEFAULT_MIN_TOKENS, DEFAULT_PRIOR_NGRAMS, DEFAULT_TEMPERATURE, WEIGHTS
 from textsieve.io.atomic import atomic_open
 from textsieve.io.attributes import attribute_shards, read_shard_meta
 from textsieve.io.leftovers import remove_stale_temps
-from textsieve.io.runstate import holds_output
 from textsieve.io.locations import pool_workers
+from textsieve.io.runstate import holds_output
+from textsieve.options import check_choices, option
+from textsieve.recipes.language import Recipe
 from textsieve.recipes.sql import lit
 from textsieve.recipes.survivors import selection_sql
-from textsieve.recipes.language import Recipe
-from textsieve.dsir.defaults import DEFAULT_MIN_TOKENS, DEFAULT_PRIOR_NGRAMS, DEFAULT_TEMPERATURE, WEIGHTS
-from textsieve.options import check_choices, option
 
 if TYPE_CHECKING:
     from textsieve.dsir.resample import Resample
@@ -256,7 +256,7 @@ def run_select(cfg: SelectConfig) -> SelectResult:
     cfg = resolve_select_config(cfg)
     if not cfg.output:
         raise SelectError("--output DIR is required unless --dry-run")
-    from textsieve.exec.local import default_workers, ordered_map
+    from textsieve.exec.local import default_workers
     from textsieve.exec.progress import Progress
 
     if cfg.recipe is None and cfg.dsir is None:

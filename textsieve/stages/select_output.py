@@ -251,7 +251,7 @@ def _chunks(items: Iterator[Selected], size: int = BATCH) -> Iterator[list[Selec
         yield chunk
 
 
-def write_selected(task: "_Task", selected) -> tuple[int, int]:
+def write_selected(task: _Task, selected) -> tuple[int, int]:
     """Write the output shard of `task`; `selected()` streams its (document, text, count) triples
     (called twice for JSONL → Parquet). Returns (records, characters)."""
     fs, _ = fsspec.core.url_to_fs(task.final)
@@ -318,7 +318,7 @@ def write_selected(task: "_Task", selected) -> tuple[int, int]:
     return records, chars
 
 
-def stream_selected(task: "_Task", error: type[Exception]) -> tuple[Any, Any]:
+def stream_selected(task: _Task, error: type[Exception]) -> tuple[Any, Any]:
     """(`selected`, `check`): `selected()` streams the task's rows from its source shard as
     (document, text with line rules applied, count), verifying each against the attributes;
     `check()` raises `error` unless the last stream found every selected row."""
