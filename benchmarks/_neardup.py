@@ -175,7 +175,9 @@ def _bisect(make, base: set[str], target: float, hi: int) -> tuple[str, float]:
     return best
 
 
-def make_variant(text: str, kind: str, target: float, vocab: list[str], boiler: list[str], seed: int) -> tuple[str, float]:
+def make_variant(
+    text: str, kind: str, target: float, vocab: list[str], boiler: list[str], seed: int
+) -> tuple[str, float]:
     """One edited copy of ``text``; returns ``(text, true Jaccard to the original)``."""
     base = rpv2_shingles(text)
     lines = [ln.split() for ln in text.split("\n")]

@@ -75,7 +75,7 @@ def signal_cost(path: str, models: dict[str, str], batch: int = 500) -> float:
     with open(path, encoding="utf-8") as fh:
         texts = [json.loads(line)["text"] for line in fh]
     total = 0.0
-    for rep in range(2):  # the first pass warms up (compile, table build)
+    for _rep in range(2):  # the first pass warms up (compile, table build)
         total = 0.0
         for i in range(0, len(texts), batch):
             chunk = texts[i:i + batch]

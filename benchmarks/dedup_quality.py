@@ -67,6 +67,12 @@ def _labels(ids: list[str], by_id: dict[str, int]) -> np.ndarray:
                     dtype=np.int64)
 
 
+def _bands_rows(threshold: float) -> str:
+    """The LSH configuration both tools use at ``threshold``, as ``"<bands>x<rows>"`` for the table."""
+    b, r = optimal_param(threshold)
+    return f"{b}x{r}"
+
+
 def run_datatrove(py: Path, in_dir: Path, work: Path, thresholds: list[float], parallel: int = 2) -> dict:
     """{t: {id: cluster}} from datatrove's pipeline, ``parallel`` thresholds at a time."""
     out, pending = {}, list(thresholds)
@@ -76,9 +82,10 @@ def run_datatrove(py: Path, in_dir: Path, work: Path, thresholds: list[float], p
             t = pending.pop(0)
             b, r = optimal_param(t)
             res = work / f"dt_{t}.json"
-            log = open(work / f"dt_{t}.log", "w")
-            p = subprocess.Popen([str(py), str(RUNNER), "dedup", str(in_dir), str(work / f"dt_{t}"), str(res),
-                                  "--ngram", "13", "--buckets", str(b), "--rows", str(r)], stdout=log, stderr=log)
+            # the child gets its own copy of the log's descriptor inside Popen, so ours can close right away
+            with open(work / f"dt_{t}.log", "w") as log:
+                p = subprocess.Popen([str(py), str(RUNNER), "dedup", str(in_dir), str(work / f"dt_{t}"), str(res),
+                                      "--ngram", "13", "--buckets", str(b), "--rows", str(r)], stdout=log, stderr=log)
             running.append((t, p, res))
         t, p, res = running.pop(0)
         if p.wait() != 0:
@@ -134,7 +141,7 @@ def main() -> None:
         paths.add(path)
         for th in thresholds:
             lab = _labels(ids, {k: v[th] for k, v in by_id.items()})
-            results.append((label, th, "%dx%d" % optimal_param(th), nd.score(lab, truth_ts, th)))
+            results.append((label, th, _bands_rows(th), nd.score(lab, truth_ts, th)))
         print(f"{label:<15}{time.perf_counter() - t:6.1f}s wall")
 
     dt_version = None
@@ -151,7 +158,7 @@ def main() -> None:
         truth_dt = nd.pair_jaccard([hashes[off[k]:off[k + 1]] for k in range(len(ids))])
         dt = run_datatrove(py, in_dir, work, thresholds)
         for th in thresholds:
-            results.append(("datatrove", th, "%dx%d" % optimal_param(th), nd.score(_labels(ids, dt[th]), truth_dt, th)))
+            results.append(("datatrove", th, _bands_rows(th), nd.score(_labels(ids, dt[th]), truth_dt, th)))
         print(f"datatrove    {time.perf_counter() - t:6.1f}s wall (datatrove {dt_version}, 4 stages x "
               f"{len(thresholds)} configs + shingle truth)")
 

@@ -192,19 +192,14 @@ def replicate(texts: list[str], n: int, folder: Path, seed: int = 0, shard_docs:
     folder.mkdir(parents=True, exist_ok=True)
     rng = random.Random(seed)
     vocab = [w for x in texts[:200] for w in x.split()]
-    fh = None
-    for k in range(n):
-        if k % shard_docs == 0:
-            if fh:
-                fh.close()
-            fh = open(folder / f"part-{k // shard_docs:05d}.jsonl", "w", encoding="utf-8")
-        words = texts[k % len(texts)].split(" ")
-        if k >= len(texts):
-            for _ in range(rng.randint(1, 5)):
-                words[rng.randrange(len(words))] = rng.choice(vocab)
-        fh.write(json.dumps({"id": f"rep/{k}", "text": " ".join(words)}) + "\n")
-    if fh:
-        fh.close()
+    for start in range(0, n, shard_docs):
+        with open(folder / f"part-{start // shard_docs:05d}.jsonl", "w", encoding="utf-8") as fh:
+            for k in range(start, min(start + shard_docs, n)):
+                words = texts[k % len(texts)].split(" ")
+                if k >= len(texts):
+                    for _ in range(rng.randint(1, 5)):
+                        words[rng.randrange(len(words))] = rng.choice(vocab)
+                fh.write(json.dumps({"id": f"rep/{k}", "text": " ".join(words)}) + "\n")
     return folder
 
 

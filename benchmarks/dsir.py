@@ -136,8 +136,17 @@ def measured(cmd: list[str]) -> tuple[dict, str]:
     return stats, p.stderr
 
 
+def read_jsonl(path: Path) -> list[dict]:
+    """Every record of a JSON-lines file, gzip-compressed when its name ends in ``.gz``."""
+    if path.suffix == ".gz":
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            return [json.loads(line) for line in fh]
+    with open(path, encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh]
+
+
 def split_target(path: Path, tmp: Path) -> tuple[Path, Path, int, int]:
-    docs = [json.loads(line) for line in gzip.open(path, "rt", encoding="utf-8")]
+    docs = read_jsonl(path)
     articles = list(dict.fromkeys(d["id"].rsplit("/", 1)[0] for d in docs))
     held = {a for i, a in enumerate(articles) if i % 2}
     fit = [d for d in docs if d["id"].rsplit("/", 1)[0] not in held]
@@ -170,13 +179,13 @@ def main() -> int:
 
     raw = dev / "web_sample.jsonl.gz"
     resources = SHARED / "golden" / "rpv2_resources"
-    pool = [json.loads(line) for line in gzip.open(raw, "rt", encoding="utf-8")]
+    pool = read_jsonl(raw)
     by_id = {d["id"]: d["text"] for d in pool}
     with tempfile.TemporaryDirectory() as tmpd:
         tmp = Path(tmpd)
         tfit, thold, n_fit, n_hold = split_target(dev / "target_wiki.jsonl.gz", tmp)
         params = HashedNgramParams(seed=EVAL_SEED)
-        tc, _ = bucket_counts((json.loads(line)["text"] for line in open(thold, encoding="utf-8")), params)
+        tc, _ = bucket_counts((d["text"] for d in read_jsonl(thold)), params)
         pc, _ = bucket_counts((d["text"] for d in pool), params)
         kl_pool = kl_divergence(tc, pc)
 
@@ -192,7 +201,7 @@ def main() -> int:
         st, err = measured([sys.executable, "-c", TEXTSIEVE_DRIVER, str(raw), str(tfit), str(ann), str(sel),
                             str(args.k), str(resources)])
         parts = json.loads(err.strip().splitlines()[-1])
-        ts_docs = [json.loads(line) for line in gzip.open(sel, "rt", encoding="utf-8")]
+        ts_docs = read_jsonl(sel)
         rows.append(("textsieve (annotate+dsir)", st, len(ts_docs), kl_red([d["text"] for d in ts_docs]),
                      prefixes(d["id"] for d in ts_docs), parts["ess"]))
         ref = None
@@ -203,21 +212,24 @@ def main() -> int:
                 dst.write(src.read())
             ref, _ = measured([str(VENV / "bin" / "python"), "-c", REFERENCE_DRIVER, str(plain), str(tfit),
                                str(tmp / "ref_cache"), str(out), str(args.k)])
-            ref_docs = [json.loads(line) for f in sorted(out.glob("*.jsonl")) for line in open(f, encoding="utf-8")]
+            ref_docs = [d for f in sorted(out.glob("*.jsonl")) for d in read_jsonl(f)]
             rows.append((f"data-selection {REFERENCE.split('==')[1]}", ref, len(ref_docs),
                          kl_red([d["text"] for d in ref_docs]), prefixes(d["id"] for d in ref_docs), None))
         rnd = np.random.default_rng(0).choice(len(pool), args.k, replace=False)
         rand_kl = kl_red([pool[i]["text"] for i in rnd])
 
-        print(f"pool {len(pool):,} docs; target fit {n_fit} docs / held out {n_hold} docs (by article); k = {args.k:,}; "
-              f"KL(held-out target || pool) = {kl_pool:.4f} in hash space seed {EVAL_SEED}; {os.cpu_count()} cores\n")
-        print(f"{'selector':<28}{'wall s':>8}{'CPU s':>8}{'peak MB':>9}{'docs':>7}{'KL red.':>9}{'sources':>9}{'ESS':>9}")
+        print(f"pool {len(pool):,} docs; target fit {n_fit} docs / held out {n_hold} docs (by article); "
+              f"k = {args.k:,}; KL(held-out target || pool) = {kl_pool:.4f} in hash space seed {EVAL_SEED}; "
+              f"{os.cpu_count()} cores\n")
+        print(f"{'selector':<28}{'wall s':>8}{'CPU s':>8}{'peak MB':>9}{'docs':>7}{'KL red.':>9}"
+              f"{'sources':>9}{'ESS':>9}")
         for name, s, n, kr, src, ess in rows:
             print(f"{name:<28}{s['wall']:>8.1f}{s['cpu']:>8.1f}{s['maxrss_mb']:>9.0f}{n:>7,}{kr:>9.4f}{src:>9}"
                   f"{'' if ess is None else f'{ess:.1f}':>9}")
         print(f"{'random':<28}{'':>8}{'':>8}{'':>9}{args.k:>7,}{rand_kl:>9.4f}"
               f"{prefixes(pool[i]['id'] for i in rnd):>9}{args.k:>9}")
-        print(f"\ntextsieve parts: annotate {parts['annotate_s']:.1f} s, dsir fit+resample+write {parts['dsir_s']:.1f} s")
+        print(f"\ntextsieve parts: annotate {parts['annotate_s']:.1f} s, "
+              f"dsir fit+resample+write {parts['dsir_s']:.1f} s")
         if ref:
             ts = rows[0][1]
             print(f"speed-up vs reference: wall {ref['wall'] / ts['wall']:.1f}x end to end "
@@ -227,7 +239,7 @@ def main() -> int:
         print("\nweight choices (same fit; without replacement, seed 0; n0 = prior n-grams of the normalised "
               "score (sum + n0 mu)/(n + n0), mu the pool mean, n0 = 0 the plain mean; * = default):")
         print(f"{'weight':<12}{'n0':>5}{'T':>7}{'min tok':>8}{'KL red.':>9}{'ESS':>10}{'sources':>9}{'tokens':>10}")
-        from textsieve.dsir.resample import DEFAULT_MIN_TOKENS, DEFAULT_PRIOR_NGRAMS, DEFAULT_TEMPERATURE
+        from textsieve.dsir.defaults import DEFAULT_MIN_TOKENS, DEFAULT_PRIOR_NGRAMS, DEFAULT_TEMPERATURE
 
         settings = [("raw", 0, 1.0, 1), ("raw", 0, 1.0, 100)]
         settings += [("normalized", 0, t, 20) for t in (1.0, 0.1, 0.05, 0.03, 0.02, 0.015)]

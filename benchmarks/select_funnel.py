@@ -85,7 +85,8 @@ def main() -> None:
         threads = args.threads or len(os.sched_getaffinity(0))
         print("wall s/M is inflated when other processes share the cores; cpu s/M / threads is what "
               f"{threads} idle cores would take")
-        print(f"{'recipe':<14} {'duckdb read':>11} {'funnel s/M':>11} {'ratio':>6} {'cpu s/M':>8} {'idle est':>9}  kept")
+        print(f"{'recipe':<14} {'duckdb read':>11} {'funnel s/M':>11} {'ratio':>6} "
+              f"{'cpu s/M':>8} {'idle est':>9}  kept")
         for name in bundled_recipes():
             fl = floor_seconds(big, name, args.threads)
             c0 = cpu()

@@ -21,7 +21,11 @@ __all__ = ["SHARED", "SKIP_TAG", "find_shared", "missing_reason"]
 SKIP_TAG = "(set TEXTSIEVE_SHARED)"
 
 
-def find_shared(environ: Mapping[str, str] = os.environ, tests_dir: Path = Path(__file__).resolve().parent) -> Path:
+#: The folder holding this module, the default `tests_dir` of `find_shared`.
+TESTS_DIR = Path(__file__).resolve().parent
+
+
+def find_shared(environ: Mapping[str, str] = os.environ, tests_dir: Path = TESTS_DIR) -> Path:
     """`$TEXTSIEVE_SHARED` if set (even to a missing folder: then the tests skip and say so),
     else `shared/` next to the repository that holds `tests_dir`."""
     env = environ.get("TEXTSIEVE_SHARED")

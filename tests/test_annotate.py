@@ -10,6 +10,7 @@ import fsspec
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from _files import read_jsonl
 
 from textsieve.cli import main
 from textsieve.signals.reference import reference_signals
@@ -52,8 +53,8 @@ def test_golden_files_exact_through_cli_and_export(golden, shared_dir, resources
                  str(resources_dir), "--workers", "2", "--batch-size", "300", "-q"]) == 0
     exported = tmp_path / "rpv2.jsonl.gz"
     assert main(["export", "rpv2", str(out), "-o", str(exported), "-q"]) == 0
-    expected = [json.loads(line) for line in gzip.open(src, "rt", encoding="utf-8")]
-    got = [json.loads(line) for line in gzip.open(exported, "rt", encoding="utf-8")]
+    expected = read_jsonl(src)
+    got = read_jsonl(exported)
     assert [g["id"] for g in got] == [e["id"] for e in expected]
     mismatches = []
     for e, g in zip(expected, got):
@@ -89,7 +90,7 @@ def test_attribute_shard_layout(tmp_path, resources_dir):
     meta = json.loads(pq.read_metadata(tmp_path / "out" / "docs.parquet").metadata[b"textsieve"])
     assert meta["documents"] == 30 and meta["skipped_records"] == 0
     # values equal the pure-Python reference, spans tile each text
-    stop = frozenset(json.load(open(resources_dir / "stopwords" / "en.json")))
+    stop = frozenset(json.loads((resources_dir / "stopwords" / "en.json").read_text()))
     from textsieve.signals.reference import load_bad_words
 
     bad = load_bad_words(resources_dir / "ldnoobw" / "en")
@@ -267,7 +268,8 @@ def test_minhash_only_annotate_never_loads_numba(tmp_path):
     import sys
 
     src = tmp_path / "docs.jsonl"
-    words = ["the", "quick", "brown", "fox", "jumps", "over", "the", "lazy", "dog", "while", "seven", "wizards", "quietly", "judge", "boxing"]
+    words = ["the", "quick", "brown", "fox", "jumps", "over", "the", "lazy", "dog", "while", "seven", "wizards",
+             "quietly", "judge", "boxing"]
     src.write_text("".join(json.dumps({"id": f"d{i}", "text": " ".join(words[i % 5:] + words[: i % 5])}) + "\n"
                            for i in range(50)))
     code = ("import sys, json\nfrom textsieve.cli import main\n"

@@ -98,7 +98,8 @@ def test_line_not_an_object(tmp_path, paragraphs, mode) -> None:
 def test_bad_id_and_lang_types(tmp_path, paragraphs, mode) -> None:
     path = _write_lines(tmp_path, [_good(paragraphs, 0), json.dumps({"id": {"n": 1}, "text": paragraphs[1]}).encode()])
     _check(path, 2, "id field 'id' is object", [0], mode)
-    path = _write_lines(tmp_path, [json.dumps({"text": paragraphs[0], "m": {"lang": 7}}).encode(), _good(paragraphs, 1)], "l.jsonl")
+    bad_lang = json.dumps({"text": paragraphs[0], "m": {"lang": 7}}).encode()
+    path = _write_lines(tmp_path, [bad_lang, _good(paragraphs, 1)], "l.jsonl")
     _check(path, 1, "field 'm.lang' is number, expected a string", [1], mode, lang_field="m.lang")
 
 
@@ -119,7 +120,8 @@ def _many_lines(paragraphs: list[str]) -> bytes:
 
 
 @MODES
-@pytest.mark.parametrize("suffix, compress", [(".jsonl.gz", gzip.compress), (".jsonl.zst", zstandard.ZstdCompressor().compress)])
+@pytest.mark.parametrize("suffix, compress",
+                         [(".jsonl.gz", gzip.compress), (".jsonl.zst", zstandard.ZstdCompressor().compress)])
 def test_truncated_compressed_file(tmp_path, paragraphs, mode, suffix, compress) -> None:
     data = _many_lines(paragraphs)
     packed = compress(data)
@@ -131,7 +133,8 @@ def test_truncated_compressed_file(tmp_path, paragraphs, mode, suffix, compress)
         with pytest.raises(InputError) as info:
             list(reader)
         message = str(info.value)
-        assert message.startswith(f"{path}:") and "truncated" in message and "the last complete line read is line" in message
+        assert (message.startswith(f"{path}:") and "truncated" in message
+                and "the last complete line read is line" in message)
         return
     docs = list(reader)
     total = data.count(b"\n")
@@ -139,7 +142,8 @@ def test_truncated_compressed_file(tmp_path, paragraphs, mode, suffix, compress)
     assert [d.row for d in docs] == list(range(len(docs)))  # everything before the cut is kept, in order
     assert [d.id for d in docs[:3]] == ["0-0", "0-1", "0-2"]
     [skip] = reader.skipped
-    assert skip.location == f"{path}:{len(docs) + 1}" and f"the last complete line read is line {len(docs)}" in skip.reason
+    assert (skip.location == f"{path}:{len(docs) + 1}"
+            and f"the last complete line read is line {len(docs)}" in skip.reason)
 
 
 @MODES
@@ -255,7 +259,8 @@ def test_truncated_real_warc(tmp_path, mode) -> None:
     [shard] = expand_inputs([str(path)])
     reader = ShardReader(shard, ReadOptions(on_error=mode))
     if mode == "fail":
-        with pytest.raises(InputError, match=rf"^{path}:record \d+: record is truncated .* the last complete record is record \d+"):
+        with pytest.raises(InputError,
+                           match=rf"^{path}:record \d+: record is truncated .* the last complete record is record \d+"):
             list(reader)
         return
     docs = list(reader)
@@ -266,7 +271,8 @@ def test_truncated_real_warc(tmp_path, mode) -> None:
 
 @MODES
 @pytest.mark.parametrize("content, expect", [
-    ("paragraph", "not a WARC or ARC record (header line: 'A. HISTORY OF THE SOFTWARE')"),  # five words pass for an ARC header
+    # five words pass for an ARC header
+    ("paragraph", "not a WARC or ARC record (header line: 'A. HISTORY OF THE SOFTWARE')"),
     ("json", "cannot parse archive record"),
 ])
 def test_file_that_is_not_a_warc(tmp_path, paragraphs, mode, content, expect) -> None:

@@ -131,7 +131,8 @@ def test_other_settings_get_their_own_set(corpus, tmp_path, capsys):
     summary = json.loads((ann / "_dedup_exact_rpv2" / "summary.json").read_text())
     assert summary["columns"] == ["dup_exact_rpv2_group", "dup_exact_rpv2_size", "dup_exact_rpv2_keep"]
 
-    recipe = Recipe.from_rules({"raw": "dup_exact_keep", "norm": "dup_exact_rpv2_keep", "bloom": "dup_exact_bloom_keep"})
+    recipe = Recipe.from_rules({"raw": "dup_exact_keep", "norm": "dup_exact_rpv2_keep",
+                                "bloom": "dup_exact_bloom_keep"})
     alone = {r.name: r.removed_alone for r in compute_funnel(str(ann), recipe).rules}
     assert alone["raw"] == alone["bloom"] == 51
     assert alone["norm"] >= 51 + 2  # rpv2 also catches the case/punctuation variants

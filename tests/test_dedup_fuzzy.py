@@ -11,15 +11,13 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from _shared import SHARED
 
 from textsieve.cli import main
 from textsieve.dedup.components import components
 from textsieve.dedup.partitions import ROW, Grouper, PartitionWriter
 
 THRESHOLDS = ("1.0", "0.9", "0.8", "0.7")
-
-
-from _shared import SHARED
 
 
 def _shared() -> Path:
@@ -40,6 +38,12 @@ def annotated(tmp_path_factory) -> Path:
     return _annotate([str(shared / "corpora/dev/web_sample.jsonl.gz")], tmp_path_factory.mktemp("ann") / "a")
 
 
+def _dev_lines() -> list[str]:
+    """The dev corpus's JSON lines, split on newlines (the last one empty)."""
+    with gzip.open(_shared() / "corpora/dev/web_sample.jsonl.gz", "rt", encoding="utf-8") as fh:
+        return fh.read().split("\n")
+
+
 @pytest.fixture(scope="session")
 def golden() -> dict:
     return json.loads((_shared() / "golden/rpv2_lsh_clusters_dev.json").read_text())
@@ -48,9 +52,8 @@ def golden() -> dict:
 @pytest.fixture(scope="session")
 def split_annotated(tmp_path_factory) -> Path:
     """The dev corpus cut into 3 JSONL shards (round robin) and annotated."""
-    shared = _shared()
     src = tmp_path_factory.mktemp("split")
-    lines = [ln for ln in gzip.open(shared / "corpora/dev/web_sample.jsonl.gz", "rt", encoding="utf-8").read().split("\n") if ln.strip()]
+    lines = [ln for ln in _dev_lines() if ln.strip()]
     for k, name in enumerate(("a", "b", "c")):
         (src / f"{name}.jsonl").write_text("\n".join(lines[k::3]) + "\n", encoding="utf-8")
     return _annotate([str(src)], tmp_path_factory.mktemp("split-ann") / "a")
@@ -241,7 +244,8 @@ def test_show_without_cluster_lists_the_largest(annotated, golden, capsys):
 def test_missing_band_columns_error(tmp_path, capsys):
     d = tmp_path / "ann"
     (tmp_path / "x.jsonl").write_text(json.dumps({"id": "a", "text": "hello world"}) + "\n")
-    assert main(["annotate", str(tmp_path / "x.jsonl"), "-o", str(d), "--signals", "minhash", "-q", "--workers", "1"]) == 0
+    assert main(["annotate", str(tmp_path / "x.jsonl"), "-o", str(d), "--signals", "minhash", "-q",
+                 "--workers", "1"]) == 0
     assert main(["dedup", "fuzzy", str(d), "--threshold", "0.8", "--bands", "fast", "-q"]) == 2
     assert "ts_fastsig_sim0.8" in capsys.readouterr().err
 
@@ -260,8 +264,7 @@ def _set_jaccard(x: str, y: str) -> float:
 def test_exact_verification_hashes_equal_set_jaccard():
     from textsieve.dedup.verify import jaccard_sorted, shingle_hashes
 
-    lines = gzip.open(_shared() / "corpora/dev/web_sample.jsonl.gz", "rt", encoding="utf-8").read().split("\n")
-    texts = [json.loads(ln)["text"] for ln in lines[:60] if ln.strip()]
+    texts = [json.loads(ln)["text"] for ln in _dev_lines()[:60] if ln.strip()]
     rng = np.random.default_rng(5)
     for text in texts:
         words = text.split()
@@ -291,7 +294,7 @@ def test_default_verifies_exactly(annotated, golden):
     rpv2 = _golden_set(golden, "0.8")
     assert got and {i for i, _ in got} <= {i for i, _ in rpv2}
     texts = {}
-    for ln in gzip.open(_shared() / "corpora/dev/web_sample.jsonl.gz", "rt", encoding="utf-8"):
+    for ln in _dev_lines():
         if ln.strip():
             rec = json.loads(ln)
             texts[rec["id"]] = rec["text"]

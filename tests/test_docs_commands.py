@@ -293,10 +293,12 @@ def test_extraction_rules(tmp_path: Path) -> None:
     """The parser behind the tests above: markers, console prompts, continuations, install steps."""
     doc = tmp_path / "doc.md"
     doc.write_text("\n".join([
-        "# Title", "```sh", "python3 -m venv .venv && .venv/bin/pip install '.[x]' && .venv/bin/textsieve sample s.jsonl.gz",
+        "# Title", "```sh",
+        "python3 -m venv .venv && .venv/bin/pip install '.[x]' && .venv/bin/textsieve sample s.jsonl.gz",
         "textsieve select a/ --recipe c4 \\", "    -o out/   # C4 with '#' in a comment", "# a comment line",
         "textsieve annotate s3://b/ -o a/  # illustrative: needs an S3 bucket", "```", "",
-        "## Console", "<!-- illustrative: needs a Ray cluster -->", "", "```console", "$ textsieve run p.yaml --executor ray",
+        "## Console", "<!-- illustrative: needs a Ray cluster -->", "", "```console",
+        "$ textsieve run p.yaml --executor ray",
         "output line", "```", "```", "textsieve signals", "```", "```yaml", "textsieve: not a command", "```"]))
     blocks, untagged = doc_blocks(doc, tmp_path)
     assert untagged == ["doc.md:17"]

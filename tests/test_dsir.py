@@ -164,7 +164,8 @@ def test_multiple_targets_get_quotas(fitted, tmp_path):
     import pydoc_data.topics as topics
 
     code = tmp_path / "pydocs.jsonl"
-    code.write_text("".join(json.dumps({"id": k, "text": v}) + "\n" for k, v in topics.topics.items()), encoding="utf-8")
+    code.write_text("".join(json.dumps({"id": k, "text": v}) + "\n" for k, v in topics.topics.items()),
+                    encoding="utf-8")
     run_fit(DsirFitConfig(targets=[str(code)], raw=str(fitted["ann"]), name="pydoc", progress=False))
     r = resample(str(fitted["ann"]), [("wiki", 3), ("pydoc", 1)], k=400, seed=0)
     assert r.documents == 400 and set(r.count.tolist()) == {1}

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from _shared import SHARED
 from scipy.stats import poisson
 
 from textsieve.cli import main as cli
@@ -95,9 +96,6 @@ def test_features_equal_cpython_hash_on_multilingual_edge_cases(shared_dir):
 def samples(shared_dir_module):
     corp = shared_dir_module / "corpora" / "dev"
     return read_texts(corp / "target_wiki.jsonl.gz", 300), read_texts(corp / "web_sample.jsonl.gz", 1500)
-
-
-from _shared import SHARED
 
 
 @pytest.fixture(scope="module")

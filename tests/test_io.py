@@ -21,8 +21,10 @@ from textsieve.io import InputError, ReadOptions, Shard, ShardReader, detect_for
 DEV = SHARED / "corpora" / "dev"
 RAW = DEV / "raw"
 WEB = DEV / "web_sample.jsonl.gz"
-needs_corpora = pytest.mark.skipif(not WEB.exists(), reason=f"shared dev corpora not found at {DEV} (set TEXTSIEVE_SHARED)")
-needs_raw = pytest.mark.skipif(not RAW.is_dir(), reason=f"real WARC/WET/ARC files not found at {RAW} (set TEXTSIEVE_SHARED)")
+needs_corpora = pytest.mark.skipif(not WEB.exists(),
+                                   reason=f"shared dev corpora not found at {DEV} (set TEXTSIEVE_SHARED)")
+needs_raw = pytest.mark.skipif(not RAW.is_dir(),
+                               reason=f"real WARC/WET/ARC files not found at {RAW} (set TEXTSIEVE_SHARED)")
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +84,8 @@ def test_folder_is_recursive_sorted_and_ignores_unknown_and_hidden(tmp_path: Pat
     _tree(tmp_path, {"b.jsonl": line, "a/z.jsonl.gz": gzip.compress(line), "a/notes.md": b"x",
                      ".hidden/c.jsonl": line, "a/.d.jsonl": line, "a/y.parquet": b""})
     shards = expand_inputs([str(tmp_path)])
-    assert [(s.rel, s.format) for s in shards] == [("a/y.parquet", "parquet"), ("a/z.jsonl.gz", "jsonl"), ("b.jsonl", "jsonl")]
+    assert [(s.rel, s.format) for s in shards] == [
+        ("a/y.parquet", "parquet"), ("a/z.jsonl.gz", "jsonl"), ("b.jsonl", "jsonl")]
     assert shards[1].path == str(tmp_path / "a/z.jsonl.gz")
     assert shards[1].size == (tmp_path / "a/z.jsonl.gz").stat().st_size
     # Same result whatever the input order or duplication; a named file gets its basename.
@@ -132,10 +135,12 @@ def test_memory_and_file_urls(tmp_path: Path, license_paragraphs) -> None:
     mem.pipe(f"/{root}/c/d/t.txt", license_paragraphs[7].encode())
     try:
         shards = expand_inputs([f"memory://{root}/c"])
-        assert [(s.rel, s.format) for s in shards] == [("a.jsonl", "jsonl"), ("d/_txt", "txt"), ("d/b.jsonl.zst", "jsonl")]
+        assert [(s.rel, s.format) for s in shards] == [
+            ("a.jsonl", "jsonl"), ("d/_txt", "txt"), ("d/b.jsonl.zst", "jsonl")]
         assert shards[0].path == f"memory:///{root}/c/a.jsonl"
         for shard in (shards[0], shards[2]):
-            assert [(d.id, d.text) for d in read_documents(shard, ReadOptions())] == [(r["id"], r["text"]) for r in records]
+            assert [(d.id, d.text) for d in read_documents(shard, ReadOptions())] == [
+                (r["id"], r["text"]) for r in records]
         assert [d.text for d in read_documents(shards[1], ReadOptions())] == [license_paragraphs[7]]
         assert [s.rel for s in expand_inputs([f"memory://{root}/c/**/*.zst"])] == ["d/b.jsonl.zst"]
     finally:
@@ -211,7 +216,8 @@ def test_dotted_fields_and_literal_keys(tmp_path: Path, license_paragraphs) -> N
 def test_large_document_and_concatenated_gzip_members(tmp_path: Path, license_paragraphs) -> None:
     big = ("\n\n".join(license_paragraphs) + "\n") * (20_000_000 // sum(map(len, license_paragraphs)) + 1)
     assert len(big) > 20_000_000
-    lines = [json.dumps({"id": "big", "text": big}).encode(), json.dumps({"id": "small", "text": license_paragraphs[1]}).encode()]
+    lines = [json.dumps({"id": "big", "text": big}).encode(),
+             json.dumps({"id": "small", "text": license_paragraphs[1]}).encode()]
     path = tmp_path / "big.jsonl.gz"
     # Two gzip members, as parallel compressors write them; the split falls inside the big line.
     data = _jsonl(lines)

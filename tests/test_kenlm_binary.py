@@ -52,7 +52,8 @@ def test_annotate_with_a_kenlm_model(arpa, tmp_path):
     from textsieve.cli import main
 
     klm = tmp_path / "docs.klm"  # kenlm reads ARPA text too; .klm routes it to the kenlm kind
-    klm.write_bytes(open(arpa, "rb").read())
+    with open(arpa, "rb") as fh:
+        klm.write_bytes(fh.read())
     src = tmp_path / "in.jsonl"
     src.write_text("".join(json.dumps({"id": str(i), "text": t}) + "\n" for i, t in enumerate(_topics()[1:20:2])),
                    encoding="utf-8")

@@ -30,15 +30,14 @@ def dclm_annotated(tmp_path_factory) -> Path:
         pytest.skip(f"dev corpus not found at {src} (set TEXTSIEVE_SHARED)")
     root = tmp_path_factory.mktemp("dclm")
     (root / "in").mkdir()
-    out = {1: open(root / "in" / "good.jsonl", "w", encoding="utf-8"),
-           0: open(root / "in" / "bad.jsonl", "w", encoding="utf-8")}
-    with gzip.open(src, "rt", encoding="utf-8") as fh:
+    with (open(root / "in" / "good.jsonl", "w", encoding="utf-8") as good,
+          open(root / "in" / "bad.jsonl", "w", encoding="utf-8") as bad,
+          gzip.open(src, "rt", encoding="utf-8") as fh):
+        out = {1: good, 0: bad}
         for line in fh:
             rec = json.loads(line)
             if rec["id"].startswith("dclm-majority/"):
                 out[int(rec["meta"]["human_quality_label"])].write(line)
-    for f in out.values():
-        f.close()
     ann = root / "ann"
     rc = main(["annotate", str(root / "in"), "-o", str(ann), "--resources",
                str(SHARED / "golden" / "rpv2_resources"), "--lang-field", "meta.lang", "--workers", "1", "-q"])

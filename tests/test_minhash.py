@@ -13,6 +13,7 @@ from math import comb
 
 import numpy as np
 import pytest
+from _shared import SHARED
 
 from textsieve.dedup import minhash as mh
 from textsieve.dedup.sha1_kernel import LANES, sha1_digests
@@ -20,8 +21,6 @@ from textsieve.text.batch_encoding import encode_batch
 
 P61 = (1 << 61) - 1
 M32 = (1 << 32) - 1
-
-from _shared import SHARED
 
 GOLDEN = SHARED / "golden"
 needs_golden = pytest.mark.skipif(

@@ -95,7 +95,8 @@ def test_annotate_model_metadata_and_fingerprint(tmp_path, capsys):
     run_annotate(cfg)
     shard = f"{out}/docs.parquet"
     table = pq.read_table(shard)
-    assert without_conveniences(table.column_names) == ["id", "shard", "row", "rps_doc_word_count", "rps_doc_ut1_blacklist"]
+    assert without_conveniences(table.column_names) == [
+        "id", "shard", "row", "rps_doc_word_count", "rps_doc_ut1_blacklist"]
     meta = read_shard_meta(fsspec.filesystem("file"), shard)
     assert meta["models"]["ut1"]["fingerprint"] == file_fingerprint(model)
     assert meta["models"]["ut1"]["header"]["kind"] == "ut1"

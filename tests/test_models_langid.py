@@ -114,7 +114,8 @@ def test_fasttext_language_id_model(shared_dir, tmp_path):
     run_annotate(AnnotateConfig(inputs=[src], output=str(tmp_path / "out"), lang="auto", workers=1, progress=False,
                                 signals="rps_doc_word_count", models={"lid": str(tmp_path / "tiny_lid.bin")}))
     table = pq.read_table(tmp_path / "out" / "test.parquet")
-    assert without_conveniences(table.column_names) == ["id", "shard", "row", "rps_doc_word_count", "ts_lang", "ts_lang_score"]
+    assert without_conveniences(table.column_names) == [
+        "id", "shard", "row", "rps_doc_word_count", "ts_lang", "ts_lang_score"]
     detected = table.column("ts_lang").to_pylist()
     truth = [d["id"].split("/")[1] for d in test]
     assert np.mean([a == b for a, b in zip(detected, truth)]) > 0.6  # 5 labels: chance is 0.2

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from _files import read_jsonl, read_text
 
 from textsieve.cli import build_parser, main
 from textsieve.pipeline.config import STAGES, PipelineConfigError, load, schema, validate
@@ -44,10 +45,7 @@ def _set(doc: dict, dotted: str, value) -> None:
         nxt = parts[i + 1]
         if part == "[0]":
             continue
-        if nxt == "[0]":
-            node = node.setdefault(part, [{}])[0]
-        else:
-            node = node.setdefault(part, {})
+        node = node.setdefault(part, [{}])[0] if nxt == "[0]" else node.setdefault(part, {})
     node[parts[-1]] = value
 
 
@@ -59,7 +57,8 @@ REQUIRED_SECTIONS = {"dsir": {"name": "wiki", "targets": ["t.jsonl"]}, "select":
 SAMPLES = {"inputs": ["docs.jsonl.gz"], "targets": ["t.jsonl"], "name": "wiki", "recipe": "gopher",
            "models": {"m": "builtin:py3langid"}, "signals": ["rps_doc_word_count", "minhash"], "lang_field": "lang",
            "workers": 2, "threads": 2, "resources": "res", "tmp_dir": "tmp", "bloom_fp": 0.01, "bloom_capacity": 10,
-           "model_path": "m.dsir", "k": 5, "lang": "de", "thresholds": [0.9, 0.7], "dsir": "wiki", "tokens": 100, "address": "localhost:6379", "executor": "ray"}
+           "model_path": "m.dsir", "k": 5, "lang": "de", "thresholds": [0.9, 0.7], "dsir": "wiki", "tokens": 100,
+           "address": "localhost:6379", "executor": "ray"}
 
 
 @pytest.mark.parametrize("spec", STAGES, ids=lambda s: s.name)
@@ -198,7 +197,7 @@ def sample_corpus(tmp_path_factory) -> Path:
 
     d = tmp_path_factory.mktemp("sample")
     build_sample(str(d / "all.jsonl.gz"), max_docs=240)
-    lines = gzip.open(d / "all.jsonl.gz", "rt", encoding="utf-8").read().splitlines()
+    lines = read_text(d / "all.jsonl.gz").splitlines()
     docs = d / "docs"
     docs.mkdir()
     for k in range(3):
@@ -237,8 +236,7 @@ def test_example_pipeline_runs_on_the_sample_and_records_its_resolved_config(sam
     assert sorted(x.name for x in (out / "attrs").glob("*.parquet")) == [f"part-{k}.parquet" for k in range(3)]
     for s in ("_dedup_exact_rpv2", "_dedup_fuzzy"):  # the example normalizes: the set is named by it
         assert len(list((out / "attrs" / s).glob("*.parquet"))) == 3
-    selected = [json.loads(line) for k in range(3)
-                for line in gzip.open(out / "selected" / f"part-{k}.jsonl.gz", "rt", encoding="utf-8")]
+    selected = [rec for k in range(3) for rec in read_jsonl(out / "selected" / f"part-{k}.jsonl.gz")]
     assert 0 < len(selected) < 240 and all(len(r["text"].split()) >= 50 for r in selected)
     resolved = yaml.safe_load((out / "pipeline.resolved.yaml").read_text())
     assert resolved["dedup"]["fuzzy"]["verify"] == "exact"  # defaults filled
@@ -261,7 +259,7 @@ def test_example_pipeline_runs_on_the_sample_and_records_its_resolved_config(sam
         assert main(["run", str(p), "-o", str(out)]) == 2
         assert "inputs differ from those recorded" in capsys.readouterr().err
     finally:
-        lines = gzip.open(sample_corpus / "part-0.jsonl.gz", "rt", encoding="utf-8").read().splitlines()[:-1]
+        lines = read_text(sample_corpus / "part-0.jsonl.gz").splitlines()[:-1]
         with gzip.open(sample_corpus / "part-0.jsonl.gz", "wt", encoding="utf-8") as fh:
             fh.write("\n".join(lines) + "\n")
 

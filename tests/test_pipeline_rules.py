@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from _files import read_text
 
 from textsieve.cli import main
 from textsieve.pipeline.columns import planned_sets
@@ -31,7 +32,7 @@ def corpus(tmp_path_factory) -> Path:
 
     d = tmp_path_factory.mktemp("rules")
     build_sample(str(d / "all.jsonl.gz"), max_docs=120)
-    lines = gzip.open(d / "all.jsonl.gz", "rt", encoding="utf-8").read().splitlines()
+    lines = read_text(d / "all.jsonl.gz").splitlines()
     (d / "docs").mkdir()
     for k in range(2):
         with gzip.open(d / "docs" / f"part-{k}.jsonl.gz", "wt", encoding="utf-8") as fh:
@@ -154,5 +155,8 @@ def test_planned_columns_are_the_columns_a_real_run_writes(corpus, tmp_path, sha
     for stage, name, want in planned_sets(load(p)):
         got = pq.read_schema(sorted((attrs / f"_{name}" if name else attrs).glob("*.parquet"))[0])
         assert [(f.name, f.type) for f in got] == [(f.name, f.type) for f in want], stage
-    selected = [line for f in sorted((tmp_path / "out" / "selected").glob("*.jsonl.gz")) for line in gzip.open(f, "rt")]
+    selected = []
+    for f in sorted((tmp_path / "out" / "selected").glob("*.jsonl.gz")):
+        with gzip.open(f, "rt") as fh:
+            selected += fh.readlines()
     assert len(selected) == 15

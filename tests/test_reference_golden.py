@@ -14,6 +14,7 @@ import time
 from typing import Any
 
 import pytest
+from _shared import SHARED
 
 from textsieve.signals.reference import (
     SIGNAL_NAMES,
@@ -27,8 +28,6 @@ from textsieve.signals.reference import (
 
 LANGUAGES = ("en", "de", "fr", "es", "it")
 GOLDEN_FILES = ("rpv2_signals_dev.jsonl.gz", "rpv2_signals_edgecases.jsonl.gz")
-
-from _shared import SHARED
 
 GOLDEN = SHARED / "golden"
 

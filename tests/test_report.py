@@ -68,7 +68,8 @@ def test_thresholds_from_rules() -> None:
     r = Recipe.from_rules({"wc": "rps_doc_word_count between 50 and 100000",
                            "n": "not rps_doc_curly_bracket > 0.1",
                            "b": "frac(rps_lines_start_with_bulletpoint == 1) <= 0.9 or rps_doc_word_count > 10"})
-    got = {rule.name: [(n.__class__.__name__, t.op, t.value, t.shade) for n, t in comparisons(rule)] for rule in r.rules}
+    got = {rule.name: [(n.__class__.__name__, t.op, t.value, t.shade) for n, t in comparisons(rule)]
+           for rule in r.rules}
     assert got["wc"] == [("Col", ">=", 50.0, True), ("Col", "<=", 100000.0, True)]
     assert got["n"] == [("Col", "<=", 0.1, True)]
     assert got["b"] == [("Call", "<=", 0.9, False), ("Col", ">", 10.0, False)]

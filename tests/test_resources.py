@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from _shared import SHARED
 
 from textsieve.signals import resources as res
 from textsieve.signals.resources import (
@@ -20,8 +21,6 @@ from textsieve.signals.resources import (
 
 STOP_SIZES = {"en": 570, "de": 596, "fr": 606, "es": 577, "it": 619}
 BAD_SIZES = {"en": 403, "de": 66, "fr": 91, "es": 68, "it": 168}
-
-from _shared import SHARED
 
 GOLDEN = SHARED / "golden" / "rpv2_resources"
 needs_golden = pytest.mark.skipif(not GOLDEN.is_dir(), reason=f"golden resources not found at {GOLDEN}")
@@ -112,7 +111,9 @@ def test_partial_folder_reports_missing(tmp_path: Path) -> None:
 def test_no_dir_means_everything_missing() -> None:
     lists = load_word_lists(None)
     assert lists.source is None and lists.stop_words == {} and lists.bad_words == {}
-    assert lists.missing == [f"stopwords/{l}.json" for l in RPV2_LANGS] + [f"ldnoobw/{l}" for l in RPV2_LANGS]
+    assert lists.missing == (
+        [f"stopwords/{lang}.json" for lang in RPV2_LANGS] + [f"ldnoobw/{lang}" for lang in RPV2_LANGS]
+    )
 
 
 def test_missing_message_says_what_where_how() -> None:

@@ -10,15 +10,13 @@ import gzip
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 import yaml
-from hooks.slow_progress import slowed_env
+from hooks.slow_progress import kill_when, slowed_env
 
 N_SHARDS = 4
 #: files that legitimately differ between runs, and which parts to ignore in them
@@ -82,22 +80,6 @@ def _run(d: Path, delay: float = 0.0) -> None:
     subprocess.run(_cmd(d), env=slowed_env(delay), check=True, timeout=120)
 
 
-def _kill_when(d: Path, ready, delay: float, what: str) -> None:
-    """Start the run slowed down; SIGKILL it as soon as `ready()` is true."""
-    proc = subprocess.Popen(_cmd(d), env=slowed_env(delay), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 90
-    try:
-        while not ready():
-            if proc.poll() is not None:
-                raise AssertionError(f"the run ended before {what}: {proc.stderr.read().decode()[-2000:]}")
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out waiting for {what}")
-            time.sleep(0.02)
-        proc.send_signal(signal.SIGKILL)
-    finally:
-        proc.wait(timeout=30)
-        proc.stderr.close()
-    assert proc.returncode == -signal.SIGKILL, f"killed {what}, but it had already exited"
 
 
 def _state(out: Path, stage: str) -> str | None:
@@ -118,12 +100,12 @@ def test_killed_runs_resume_to_identical_outputs(corpus):
     def some_annotated() -> bool:
         return attrs.is_dir() and 1 <= len(list(attrs.glob("s*.parquet"))) < N_SHARDS
 
-    _kill_when(corpus, some_annotated, 0.15, "annotate had finished some shards")
+    kill_when(_cmd(corpus), some_annotated, 0.15, "annotate had finished some shards")
     finished = {p.name: p.stat().st_mtime_ns for p in attrs.glob("s*.parquet")}
     assert 1 <= len(finished) < N_SHARDS and not (out / ".state").exists()
 
     # 2. re-run; kill in dedup fuzzy (exact done)
-    _kill_when(corpus, lambda: _state(out, "dedup_fuzzy") == "running", 0.15, "dedup fuzzy was running")
+    kill_when(_cmd(corpus), lambda: _state(out, "dedup_fuzzy") == "running", 0.15, "dedup fuzzy was running")
     assert {p.name: p.stat().st_mtime_ns for p in attrs.glob("s*.parquet") if p.name in finished} == finished, \
         "finished annotate shards were redone"
     assert len(list(attrs.glob("s*.parquet"))) == N_SHARDS and _state(out, "dedup_exact") == "done"
@@ -135,7 +117,7 @@ def test_killed_runs_resume_to_identical_outputs(corpus):
     def some_selected() -> bool:
         return sel.is_dir() and 1 <= len(list(sel.glob("s*.jsonl.gz"))) < N_SHARDS
 
-    _kill_when(corpus, some_selected, 0.3, "select had written some shards")
+    kill_when(_cmd(corpus), some_selected, 0.3, "select had written some shards")
     assert {p.name: p.stat().st_mtime_ns for p in (attrs / "_dedup_exact_rpv2").iterdir()} == exact_files, \
         "dedup exact was redone although it had finished"
     assert _state(out, "dedup_fuzzy") == "done" and _state(out, "dsir_docs") == "done"

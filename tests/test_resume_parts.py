@@ -14,7 +14,6 @@ import itertools
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -22,7 +21,7 @@ from pathlib import Path
 
 import pytest
 from _shared import SHARED, missing_reason
-from hooks.slow_progress import slowed_env
+from hooks.slow_progress import kill_when, slowed_env
 
 from textsieve.io.leftovers import TMP_MARK, remove_stale_temps, remove_stale_work_dirs, writer_tag
 
@@ -39,22 +38,6 @@ def _run(cmd: list[str]) -> subprocess.CompletedProcess:
     return proc
 
 
-def _kill_when(cmd: list[str], ready, delay: float, what: str) -> None:
-    """Start `cmd` slowed down by the test hook; SIGKILL it as soon as `ready()` holds."""
-    proc = subprocess.Popen(cmd, env=slowed_env(delay), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 120
-    try:
-        while not ready():
-            if proc.poll() is not None:
-                raise AssertionError(f"the run ended before {what}: {proc.stderr.read().decode()[-2000:]}")
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out waiting for {what}")
-            time.sleep(0.01)
-        proc.send_signal(signal.SIGKILL)
-    finally:
-        proc.wait(timeout=30)
-        proc.stderr.close()
-    assert proc.returncode == -signal.SIGKILL, f"killed {what}, but it had already exited"
 
 
 def _temps(root: Path) -> list[Path]:
@@ -142,7 +125,7 @@ def test_killed_annotate_resumes_from_its_last_finished_part(shared_dir, tmp_pat
     def two_parts_and_a_third_open() -> bool:  # killed mid-shard, with a part half written
         return len(list(parts.glob("part-*.parquet"))) >= 2 and bool(list(out.glob(f".big.parquet{TMP_MARK}*")))
 
-    _kill_when(cmd(out), two_parts_and_a_third_open, 0.1, "annotate had finished two parts")
+    kill_when(cmd(out), two_parts_and_a_third_open, 0.1, "annotate had finished two parts")
     finished = sorted(p.name for p in parts.glob("part-*.parquet"))
     assert not (out / "big.parquet").exists() and 2 <= len(finished) < 5
     assert _temps(out), "the kill should have left the open part's temporary file"
@@ -215,7 +198,7 @@ def test_killed_dedup_exact_and_fuzzy_rerun_without_overwrite(annotated, tmp_pat
     for cmd, folder, ready in ((exact, "_dedup_exact", lambda: 1 <= _count(attrs / "_dedup_exact") < N_SHARDS),
                                (fuzzy, "_dedup_fuzzy", lambda: bool(list(spill.iterdir())))):
         out = attrs / folder
-        _kill_when(cmd(attrs), ready, 0.5, f"{folder} was half done")
+        kill_when(cmd(attrs), ready, 0.5, f"{folder} was half done")
         assert list(spill.iterdir()), "the killed run should have left its partition spill"
         _run(cmd(attrs))  # the same command: no --overwrite needed
         assert _files(out) == _files(clean / folder), f"{folder} differs from an uninterrupted run"
@@ -232,7 +215,7 @@ def test_killed_dsir_fit_resumes(annotated, tmp_path):
 
     _run(fit(clean))
     out = attrs / "_dsir_web"
-    _kill_when(fit(attrs), lambda: 1 <= _count(out) < N_SHARDS, 0.5, "dsir fit had weighed some shards")
+    kill_when(fit(attrs), lambda: 1 <= _count(out) < N_SHARDS, 0.5, "dsir fit had weighed some shards")
     done = {p.name: p.stat().st_mtime_ns for p in out.glob("s*.parquet")}
     res = json.loads(_run(fit(attrs)).stdout)
     assert res["model_reused"] and res["shards_skipped"] == len(done) >= 1, "finished work was redone"
@@ -263,7 +246,7 @@ def test_select_resumes_an_interrupted_run_and_never_needs_overwrite_for_it(anno
 
     # killed while writing shards: the same command resumes, keeping the finished shards
     out = tmp_path / "out"
-    _kill_when(select(out), lambda: 1 <= _count(out, "s[0-9]*.jsonl.gz") < N_SHARDS, 0.6, "select had written a shard")
+    kill_when(select(out), lambda: 1 <= _count(out, "s[0-9]*.jsonl.gz") < N_SHARDS, 0.6, "select had written a shard")
     assert json.loads((out / "selection.json").read_text())["status"] == "running"
     done = {p.name: p.stat().st_mtime_ns for p in out.glob("s*.jsonl.gz")}
     _run(select(out))

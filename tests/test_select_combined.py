@@ -94,8 +94,11 @@ def test_fit_on_survivors_gives_the_weights_of_a_fit_on_the_materialized_pool(ro
     assert len(one) == 600 and len(two) == len(_ids(tmp / "mat"))  # every document is still weighed
     # the same raw model (counts bit-equal), so the same weights up to float summation order
     assert [one[i] for i in two] == pytest.approx(list(two.values()), rel=1e-9, abs=1e-9)
-    head_one, head_two = (json.loads(open(folder / "_dsir_wiki" / "model.dsir", "rb").readline())
-                          for folder in (tmp / "ann", tmp / "mat_ann"))
+    def header(folder: Path) -> dict:
+        with open(folder / "_dsir_wiki" / "model.dsir", "rb") as fh:
+            return json.loads(fh.readline())
+
+    head_one, head_two = header(tmp / "ann"), header(tmp / "mat_ann")
     assert head_one["raw"] == head_two["raw"] and head_one["raw"]["docs"] == len(two)
     assert head_one["info"]["survivor_documents"] == len(two)
 

@@ -84,7 +84,8 @@ RPV2_GOPHER = [
 GOPHER = RPV2_GOPHER[:4] + [
     ("ellipsis_lines", lambda d: le(s(d, "rps_doc_frac_lines_end_with_ellipsis"), 0.3)),
     ("no_alpha_words", lambda d: le(s(d, "rps_doc_frac_no_alph_words"), 0.2)),
-    ("top_ngrams", lambda d: all(le(s(d, f"rps_doc_frac_chars_top_{n}gram"), t) for n, t in [(2, .2), (3, .18), (4, .16)])),
+    ("top_ngrams", lambda d: all(le(s(d, f"rps_doc_frac_chars_top_{n}gram"), t)
+                                 for n, t in [(2, .2), (3, .18), (4, .16)])),
     ("dupe_ngrams", lambda d: all(le(s(d, f"rps_doc_frac_chars_dupe_{n}grams"), t)
                                   for n, t in zip(range(5, 11), (.15, .14, .13, .12, .11, .10)))),
 ]
@@ -329,7 +330,8 @@ def test_dsir_resample_materialized_with_multiplicity(corpus, tmp_path):
     # the weight column is usable as a rule
     f = compute_funnel(corpus["ann"], Recipe.from_rules({"w": "ts_dsir_wiki > -1e9"}))
     assert f.total == N_DOCS
-    with pytest.raises(SelectError, match="give a recipe, DSIR targets, or both"):  # both: tests/test_select_combined.py
+    # both: tests/test_select_combined.py
+    with pytest.raises(SelectError, match="give a recipe, DSIR targets, or both"):
         run_select(SelectConfig(corpus["ann"], str(tmp_path / "x"), progress=False))
 
 

@@ -114,7 +114,8 @@ def test_recipe_yaml_forms_and_errors(tmp_path):
         Recipe.from_yaml("rule:\n  a: 'x > 1'\n")
     with pytest.raises(RecipeError, match="rule 'a': condition must be a string"):
         Recipe.from_yaml("rules:\n  a: 5\n")
-    with pytest.raises(RecipeError, match="no bundled recipe 'gopherr'; bundled: c4, fineweb-like, gopher, rpv2-gopher"):
+    with pytest.raises(RecipeError,
+                       match="no bundled recipe 'gopherr'; bundled: c4, fineweb-like, gopher, rpv2-gopher"):
         load_recipe("gopherr")
     p = tmp_path / "m.yaml"
     p.write_text("models: {quality: q.json}\nrules:\n  ok: 'quality.predict > 0.5'\n")

@@ -130,7 +130,8 @@ def _signature(fn: Callable, cls: type, first: str | None, extra: Sequence[inspe
         lines.append(f"    {f.name} ({shown}){': ' + about if about else ''}")
     params += list(extra)
     fn.__signature__ = own.replace(parameters=params)  # type: ignore[attr-defined]
-    fn.__doc__ = inspect.cleandoc(fn.__doc__ or "") + f"\n\nKeyword arguments (the fields of {cls.__name__}):\n" + "\n".join(lines)
+    fn.__doc__ = (inspect.cleandoc(fn.__doc__ or "") + f"\n\nKeyword arguments (the fields of {cls.__name__}):\n"
+                  + "\n".join(lines))
 
 
 def _stage(cls: type[C], api_name: str, first: str | None, first_value: Any, options: dict[str, Any]) -> C:

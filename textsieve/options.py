@@ -44,7 +44,7 @@ class Option:
     aliases: tuple[str, ...] = ()
 
 
-def option(default: Any = MISSING, *, help: str, factory: Callable[[], Any] | None = None,  # noqa: A002
+def option(default: Any = MISSING, *, help: str, factory: Callable[[], Any] | None = None,
            **spec: Any) -> Any:
     """A dataclass field whose metadata describes its option (see `Option`)."""
     metadata = {METADATA_KEY: Option(help=help, **spec)}
@@ -105,3 +105,21 @@ def type_hints(cls: type) -> dict[str, Any]:
 
 #: Help text of the `memory` option that several stages share.
 MEMORY_HELP = "working-memory budget, e.g. 2GB, 512MB; larger key tables are sorted on disk in several passes"
+
+EXECUTORS = ("local", "ray")
+
+
+def progress_option() -> Any:
+    """The `progress` field every stage has: on by default, turned off by the CLI's -q."""
+    return option(True, help="show a progress bar", cli=False, cli_reason="-q turns it off")
+
+
+def executor_option(help: str) -> Any:
+    """The `executor` field of a stage that runs on Ray too; `help` says what runs where."""
+    return option("local", help=help, choices=EXECUTORS)
+
+
+def address_option() -> Any:
+    """The `address` field that goes with `executor`."""
+    return option(None, help="with --executor ray: the Ray cluster to join ('auto', or host:port); default: "
+                             "start a local Ray", metavar="ADDR")

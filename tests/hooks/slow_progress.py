@@ -9,8 +9,10 @@ process and in every worker it spawns (they inherit the environment).
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 DELAY_ENV = "TEXTSIEVE_TEST_DELAY_PER_BATCH"
@@ -45,3 +47,24 @@ def install_from_env() -> None:
     delay = float(os.environ.get(DELAY_ENV) or 0)
     if delay:
         install(delay)
+
+
+def kill_when(cmd: list[str], ready: Callable[[], bool], delay: float, what: str, timeout: float = 120) -> None:
+    """Start `cmd` slowed down by `delay` seconds per progress update; SIGKILL it as soon as
+    `ready()` holds. Fails when the run ends (or `timeout` passes) before that, so a kill test
+    cannot pass without killing."""
+    proc = subprocess.Popen(cmd, env=slowed_env(delay), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    assert proc.stderr is not None
+    deadline = time.monotonic() + timeout
+    try:
+        while not ready():
+            if proc.poll() is not None:
+                raise AssertionError(f"the run ended before {what}: {proc.stderr.read().decode()[-2000:]}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out waiting for {what}")
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.wait(timeout=30)
+        proc.stderr.close()
+    assert proc.returncode == -signal.SIGKILL, f"killed {what}, but it had already exited"

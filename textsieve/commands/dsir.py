@@ -41,12 +41,13 @@ def run_fit_cmd(args: argparse.Namespace) -> int:
 
 def run_resample_cmd(args: argparse.Namespace) -> int:
     from textsieve.dsir.resample import resample
-    from textsieve.stages.select import SelectConfig, resolve_select_config
+    from textsieve.stages.select import SelectConfig, recipe_and_targets, resolve_select_config
 
     cfg = resolve_select_config(config_from_args(SelectConfig, args))
-    if cfg.dsir is None:
+    _, targets = recipe_and_targets(cfg)
+    if targets is None:
         raise ValueError("dsir resample: --dsir NAME[:W][,NAME2:W2] is required")
-    r = resample(cfg.directory, cfg.dsir, k=cfg.k, tokens=cfg.tokens, replace=cfg.replace, seed=cfg.seed,
+    r = resample(cfg.directory, targets, k=cfg.k, tokens=cfg.tokens, replace=cfg.replace, seed=cfg.seed,
                  temperature=cfg.temperature, weight=cfg.dsir_weight, min_tokens=cfg.min_tokens,
                  prior_ngrams=cfg.prior_ngrams)
     out = r.summary()

@@ -12,10 +12,7 @@ def run_show(args: argparse.Namespace) -> int:
     from textsieve.models.registry import model_fingerprint, model_header, model_kind_of
 
     for path in args.paths:
-        if is_model_file(path):
-            header = read_header(path)
-        else:
-            header = model_header(path, model_kind_of(path))
+        header = read_header(path) if is_model_file(path) else model_header(path, model_kind_of(path))
         header = {"path": path, "fingerprint": model_fingerprint(path), **header}
         print(json.dumps(header, indent=None if args.compact else 2, sort_keys=False))
     return 0

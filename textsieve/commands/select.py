@@ -11,14 +11,21 @@ from textsieve.commands.options import ExamplesFormatter, add_config_options, co
 
 def run_select_cmd(args: argparse.Namespace) -> int:
     from textsieve.recipes.funnel import compute_funnel
-    from textsieve.stages.select import SelectConfig, SelectError, resolve_select_config, run_select
+    from textsieve.stages.select import (
+        SelectConfig,
+        SelectError,
+        recipe_and_targets,
+        resolve_select_config,
+        run_select,
+    )
 
     cfg = resolve_select_config(config_from_args(SelectConfig, args))
-    if cfg.recipe is None and cfg.dsir is None:
+    recipe, targets = recipe_and_targets(cfg)
+    if recipe is None and targets is None:
         raise SelectError("give --recipe R and/or --dsir NAME; see `textsieve recipes`")
     if args.dry_run:
-        if cfg.dsir is None:
-            f = compute_funnel(cfg.directory, cfg.recipe, threads=cfg.threads)
+        if recipe is not None and targets is None:
+            f = compute_funnel(cfg.directory, recipe, threads=cfg.threads)
             print(f.to_json() if args.json else f.table())
             if not args.json and not args.quiet:
                 print(f"({f.total:,} documents in {f.seconds:.2f} s, attribute columns only)", file=sys.stderr)

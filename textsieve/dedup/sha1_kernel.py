@@ -34,7 +34,8 @@ from numba.extending import intrinsic
 
 
 def _default_lanes() -> int:
-    if config.CPU_NAME or config.CPU_FEATURES:  # portable/AOT-style builds: stay conservative
+    # numba.core.config sets its options at import time, so they are invisible to type checkers
+    if getattr(config, "CPU_NAME", None) or getattr(config, "CPU_FEATURES", None):  # portable/AOT builds: conservative
         return 8
     try:
         import llvmlite.binding as llvm
@@ -87,10 +88,7 @@ def _block_word(buf, start, length, blk, nblocks, t):
     rem = length - q  # message bytes available in this word
     if blk == nblocks - 1 and t >= 14:
         bits = np.uint64(length) * np.uint64(8)
-        if t == 14:
-            v = bits >> np.uint64(32)
-        else:
-            v = bits & _M32
+        v = bits >> np.uint64(32) if t == 14 else bits & _M32
     elif rem >= 4:
         v = _load_be32(buf, start + q)
     elif rem < 0:
@@ -309,7 +307,7 @@ def sha1_lanes(buf, starts, lengths, w, st, out):
             nb = n_blocks(lengths[lane])
             if blk < nb:
                 _load_lane(buf, starts[lane], lengths[lane], blk, nb, w, lane)
-        _compress_lanes(w, st)
+        _compress_lanes(w, st)  # type: ignore[call-arg]  # jitted calls omit typingctx; numba's stubs type a Python call
         for lane in range(LANES):
             if blk == n_blocks(lengths[lane]) - 1:
                 for j in range(5):

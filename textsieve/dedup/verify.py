@@ -101,7 +101,7 @@ class ShingleStore:
         out = np.zeros(a.shape[0], dtype=np.float64)
         fds = [os.open(f, os.O_RDONLY) for f in self.files]
         try:
-            last, arr_a = -1, None
+            last, arr_a = -1, np.zeros(0, dtype=np.uint64)  # replaced at the first pair (indexes are >= 0)
             for n, i in enumerate(np.lexsort((b, a)), 1):  # grouped by a: each a's array is read once
                 if a[i] != last:
                     last, arr_a = int(a[i]), self._read(fds, int(a[i]))

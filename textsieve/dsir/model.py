@@ -102,7 +102,8 @@ class DsirModel:
             except ValueError:
                 raise ValueError(f"{path}: not a textsieve DSIR model (no JSON header)") from None
             if not isinstance(head, dict) or head.get("kind") != KIND:
-                raise ValueError(f"{path}: not a textsieve DSIR model (kind {head.get('kind') if isinstance(head, dict) else None!r})")
+                kind = head.get("kind") if isinstance(head, dict) else None
+                raise ValueError(f"{path}: not a textsieve DSIR model (kind {kind!r})")
             if head.get("version") != VERSION:
                 raise ValueError(f"{path}: DSIR model version {head.get('version')} (this textsieve reads {VERSION})")
             n = int(head["length"])

@@ -42,7 +42,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from textsieve.dsir.defaults import DEFAULT_MIN_TOKENS, DEFAULT_PRIOR_NGRAMS, DEFAULT_TEMPERATURE, WEIGHTS  # noqa: F401
+from textsieve.dsir.defaults import DEFAULT_MIN_TOKENS, DEFAULT_PRIOR_NGRAMS, DEFAULT_TEMPERATURE, WEIGHTS
 from textsieve.dsir.names import check_name, column_names, set_name
 from textsieve.io.attributes import attribute_shards
 
@@ -98,7 +98,7 @@ class _Scores:
 
 def load_scores(directory: str, names: list[str]) -> _Scores:
     """The DSIR columns of targets `names` over the whole pool, in document order."""
-    base = None
+    base: _Scores | None = None
     for name in names:
         check_name(name)
         try:
@@ -112,14 +112,18 @@ def load_scores(directory: str, names: list[str]) -> _Scores:
         t = pa.concat_tables(tables)
         keys = (t.column("shard").to_numpy(zero_copy_only=False).astype(object), t.column("row").to_numpy())
         if base is None:
-            base = _Scores(keys[0], keys[1].astype(np.int64), t.column("id").to_numpy(zero_copy_only=False).astype(object),
+            base = _Scores(keys[0], keys[1].astype(np.int64),
+                           t.column("id").to_numpy(zero_copy_only=False).astype(object),
                            t.column(tok_col).to_numpy().astype(np.int64), {})
-        elif len(keys[1]) != len(base.row) or not (np.array_equal(keys[1], base.row) and np.array_equal(keys[0], base.shard)):
+        elif len(keys[1]) != len(base.row) or not (np.array_equal(keys[1], base.row)
+                                                   and np.array_equal(keys[0], base.shard)):
             raise ValueError(f"DSIR target {name!r} was fit on other documents than {names[0]!r} "
                              f"in {directory}; refit both on the same annotated folder")
         norm = t.column(norm_col).to_numpy(zero_copy_only=False)
         base.scores[name] = (t.column(raw_col).to_numpy().astype(np.float64),
                         np.asarray(norm, dtype=np.float64))  # nulls become NaN
+    if base is None:
+        raise ValueError("no DSIR target given")
     return base
 
 

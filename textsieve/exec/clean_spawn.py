@@ -54,7 +54,7 @@ class CleanMainProcess(mp_context.SpawnProcess):
     """A spawned process whose preparation data carries no main module to re-import."""
 
     @staticmethod
-    def _Popen(process_obj: Any) -> Any:  # noqa: N802 - multiprocessing's hook name
+    def _Popen(process_obj: Any) -> Any:  # multiprocessing's hook name
         with bare_main():
             return mp_context.SpawnProcess._Popen(process_obj)
 

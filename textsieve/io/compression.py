@@ -10,8 +10,8 @@ Concatenated members (gzip) and frames (zstd), as written by parallel compressor
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterator
-from typing import BinaryIO
+from collections.abc import Callable, Iterator
+from typing import BinaryIO, Protocol
 
 import zstandard
 
@@ -23,6 +23,18 @@ ZSTD_SUFFIXES = (".zst", ".zstd")  # one source for every place that matches zst
 
 class CorruptStream(Exception):
     """The compressed data is truncated or damaged; the message says which."""
+
+
+class _Decompressor(Protocol):
+    """What the member loop needs from zlib's and zstandard's decompress objects (they share no base class)."""
+
+    def decompress(self, data: bytes, /) -> bytes: ...
+
+    @property
+    def eof(self) -> bool: ...
+
+    @property
+    def unused_data(self) -> bytes: ...
 
 
 def compression_of(path: str) -> str | None:
@@ -47,6 +59,8 @@ def iter_chunks(raw: BinaryIO, compression: str | None, chunk_size: int = CHUNK_
             consumed += len(chunk)
             yield chunk, consumed
         return
+    new: Callable[[], _Decompressor]
+    errors: tuple[type[Exception], ...]
     if compression == "gzip":
         new, errors, name = (lambda: zlib.decompressobj(wbits=31)), (zlib.error,), "gzip"
     elif compression == "zstd":
@@ -56,8 +70,14 @@ def iter_chunks(raw: BinaryIO, compression: str | None, chunk_size: int = CHUNK_
     yield from _iter_members(raw, new, errors, name, chunk_size)
 
 
-def _iter_members(raw: BinaryIO, new, errors: tuple[type[Exception], ...], name: str, chunk_size: int):
-    dec = None  # decompressor of the member being read; None between members
+def _iter_members(
+    raw: BinaryIO,
+    new: Callable[[], _Decompressor],
+    errors: tuple[type[Exception], ...],
+    name: str,
+    chunk_size: int,
+) -> Iterator[tuple[bytes, int]]:
+    dec: _Decompressor | None = None  # decompressor of the member being read; None between members
     consumed = 0
     while data := raw.read(chunk_size):
         consumed += len(data)
@@ -87,7 +107,7 @@ def _iter_members(raw: BinaryIO, new, errors: tuple[type[Exception], ...], name:
         raise CorruptStream(f"{name} stream is truncated (the file ends inside compressed data)")
 
 
-def _salvage(dec, piece: bytes, errors: tuple[type[Exception], ...]) -> Iterator[bytes]:
+def _salvage(dec: _Decompressor, piece: bytes, errors: tuple[type[Exception], ...]) -> Iterator[bytes]:
     """The output decodable from `piece` before the damage, fed in small steps.
 
     A decompress call that fails returns nothing, so without this the good data that shares a

@@ -42,7 +42,7 @@ class FieldPath:
         """
         value = record.pop(self.name, MISSING)
         if value is MISSING and self.dotted:
-            parent = record
+            parent: dict | None = record
             for part in self.parts[:-1]:
                 parent = parent.get(part) if type(parent) is dict else None
             if type(parent) is dict:
@@ -89,15 +89,22 @@ def surrogate_reason(field: FieldPath, text: str) -> str | None:
     return None
 
 
-def resolve_id(value: Any, field: FieldPath, rel: str, row: int) -> tuple[str | None, str | None]:
-    """``(id, None)`` or ``(None, reason)``. Missing, null or empty ids become ``f"{rel}/{row}"``."""
+def resolve_id(value: Any, rel: str, row: int) -> str | None:
+    """The document id, or None when `value` cannot be one (`bad_id_reason` says why).
+
+    Missing, null or empty ids become ``f"{rel}/{row}"``.
+    """
     if value is MISSING or value is None or value == "":
-        return f"{rel}/{row}", None
+        return f"{rel}/{row}"
     if type(value) is str:
-        return value, None
+        return value
     if isinstance(value, int) and not isinstance(value, bool):
-        return str(value), None
-    return None, f"id field {field.name!r} is {json_type(value)}, expected a string or an integer"
+        return str(value)
+    return None
+
+
+def bad_id_reason(field: FieldPath, value: Any) -> str:
+    return f"id field {field.name!r} is {json_type(value)}, expected a string or an integer"
 
 
 def optional_str(value: Any, field: FieldPath) -> tuple[str | None, str | None]:

@@ -21,6 +21,7 @@ from ..document import Document
 from .compression import CorruptStream, compression_of, iter_chunks
 from .fields import (
     MISSING,
+    bad_id_reason,
     bad_text_reason,
     json_type,
     missing_text_reason,
@@ -89,7 +90,8 @@ class _LineParser:
             s = line.decode("utf-8")
         except UnicodeDecodeError as exc:
             bad = line[exc.start : exc.start + 4].hex(" ")
-            return self._bad(row, f"invalid UTF-8 at byte {exc.start} of the line (bytes {bad})")
+            self._bad(row, f"invalid UTF-8 at byte {exc.start} of the line (bytes {bad})")
+            return None
         if row == 0 and s.startswith(_BOM):
             s = s[1:]
         try:
@@ -98,36 +100,47 @@ class _LineParser:
             hint = ""
             if row == 0 and s.strip() in ("[", "{"):
                 hint = "; the file looks like one JSON document, not JSON Lines (one object per line)"
-            return self._bad(row, f"malformed JSON ({exc.msg} at column {exc.colno}){hint}")
+            self._bad(row, f"malformed JSON ({exc.msg} at column {exc.colno}){hint}")
+            return None
         except ValueError as exc:  # e.g. an integer too long to convert
-            return self._bad(row, f"malformed JSON ({exc})")
+            self._bad(row, f"malformed JSON ({exc})")
+            return None
         except RecursionError:
-            return self._bad(row, "malformed JSON (nested too deeply to parse)")
+            self._bad(row, "malformed JSON (nested too deeply to parse)")
+            return None
         if type(record) is not dict:
-            return self._bad(row, f"line is a JSON {json_type(record)}, expected an object")
+            self._bad(row, f"line is a JSON {json_type(record)}, expected an object")
+            return None
 
         text = self.text.take(record)
         if type(text) is not str:
             if text is MISSING:
-                return self._bad(row, missing_text_reason(self.text, record))
-            return self._bad(row, bad_text_reason(self.text, text))
+                self._bad(row, missing_text_reason(self.text, record))
+                return None
+            self._bad(row, bad_text_reason(self.text, text))
+            return None
         if "\\ud" in s or "\\uD" in s:  # only escapes can produce lone surrogates; skip the check otherwise
             reason = surrogate_reason(self.text, text)
             if reason:
-                return self._bad(row, reason)
+                self._bad(row, reason)
+                return None
 
-        doc_id, reason = resolve_id(self.id.get(record), self.id, self.rel, row)
-        if reason:
-            return self._bad(row, reason)
+        raw_id = self.id.get(record)
+        doc_id = resolve_id(raw_id, self.rel, row)
+        if doc_id is None:
+            self._bad(row, bad_id_reason(self.id, raw_id))
+            return None
         lang = url = None
         if self.lang is not None:
             lang, reason = optional_str(self.lang.get(record), self.lang)
             if reason:
-                return self._bad(row, reason)
+                self._bad(row, reason)
+                return None
         if self.url is not None:
             url, reason = optional_str(self.url.get(record), self.url)
             if reason:
-                return self._bad(row, reason)
+                self._bad(row, reason)
+                return None
         return Document(doc_id, text, row, lang, url, record)
 
     def _bad(self, row: int, reason: str) -> None:

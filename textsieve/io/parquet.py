@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..document import Document
-from .fields import MISSING, FieldPath, bad_text_reason, optional_str, resolve_id
+from .fields import MISSING, FieldPath, bad_id_reason, bad_text_reason, optional_str, resolve_id
 
 if TYPE_CHECKING:
     from .readers import ShardReader
@@ -108,22 +108,29 @@ def _values(batch: pa.RecordBatch, col: tuple[str, tuple[str, ...]]) -> list[Any
 
 
 def _document(ctx: ShardReader, wanted: dict, values: dict[str, list[Any]], i: int, row: int) -> Document | None:
-    reason = None
+    """The row's document, or None after reporting the first problem found (columns in order)."""
     for column in values.values():
         if type(column[i]) is _Undecodable:
-            reason = column[i].reason
-            break
+            _bad_row(ctx, row, column[i].reason)
+            return None
     text = values["text"][i]
-    if reason is None and type(text) is not str:
-        reason = bad_text_reason(wanted["text"][0], text)
-    doc_id = None
-    if reason is None:
-        doc_id, reason = resolve_id(values["id"][i] if "id" in values else MISSING, ctx.fields.id, ctx.shard.rel, row)
+    if type(text) is not str:
+        _bad_row(ctx, row, bad_text_reason(wanted["text"][0], text))
+        return None
+    raw_id = values["id"][i] if "id" in values else MISSING
+    doc_id = resolve_id(raw_id, ctx.shard.rel, row)
+    if doc_id is None:
+        _bad_row(ctx, row, bad_id_reason(ctx.fields.id, raw_id))
+        return None
     optional: dict[str, str | None] = {}
     for key in ("lang", "url"):
-        if reason is None and key in values:
+        if key in values:
             optional[key], reason = optional_str(values[key][i], wanted[key][0])
-    if reason:
-        ctx.bad(f"{ctx.shard.path}:row {row}", reason)
-        return None
+            if reason is not None:
+                _bad_row(ctx, row, reason)
+                return None
     return Document(doc_id, text, row, optional.get("lang"), optional.get("url"))
+
+
+def _bad_row(ctx: ShardReader, row: int, reason: str) -> None:
+    ctx.bad(f"{ctx.shard.path}:row {row}", reason)

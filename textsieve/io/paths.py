@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import posixpath
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -98,7 +99,7 @@ class _Found:
     format: str
 
 
-def expand_inputs(inputs: list[str]) -> list[Shard]:
+def expand_inputs(inputs: Sequence[str | os.PathLike[str]] | str | os.PathLike[str]) -> list[Shard]:
     """Expand files, folders (recursive) and globs into shards, sorted by `rel`.
 
     Raises `InputError` for an input that matches nothing readable, for a named file with an

@@ -65,11 +65,13 @@ def _read_archive(ctx: ShardReader, wanted: str) -> Iterator[Document]:
                 return
             if record.format == "arc" and not str(record.rec_headers.get_header("length") or "").isdigit():
                 # warcio takes any 5-word first line for an ARC header; a real one ends in a length.
-                ctx.bad(location, f"not a WARC or ARC record (header line: {_header_line(record)!r}){_after(row - 1)}")
+                ctx.bad(location,
+                        f"not a WARC or ARC record (header line: {_header_line(record)!r}){_after(row - 1)}")
                 return
             missing = getattr(record.raw_stream, "limit", 0)
             if missing > 0:
-                ctx.bad(location, f"record is truncated ({missing} bytes missing): the file is cut or corrupt{_after(row - 1)}")
+                ctx.bad(location,
+                        f"record is truncated ({missing} bytes missing): the file is cut or corrupt{_after(row - 1)}")
                 return
             try:
                 ctx.bytes_read = raw.tell()
@@ -81,7 +83,9 @@ def _read_archive(ctx: ShardReader, wanted: str) -> Iterator[Document]:
 
 
 def _after(last_good_row: int) -> str:
-    return f"; the last complete record is record {last_good_row}" if last_good_row >= 0 else "; no complete record before it"
+    if last_good_row < 0:
+        return "; no complete record before it"
+    return f"; the last complete record is record {last_good_row}"
 
 
 def _header_line(record: Any) -> str:

@@ -51,6 +51,12 @@ class Feature:
     value: float | None = None
     log1p: bool = False
 
+    def comparison(self) -> tuple[str, float]:
+        """(operator, number) of a `frac` feature; the parser sets both for that kind only."""
+        if self.op is None or self.value is None:
+            raise FeatureError(f"feature {self.name!r} is not a frac(...) comparison")
+        return self.op, self.value
+
 
 def parse_feature(name: str) -> Feature:
     """Parse one feature name (see the module docstring), or raise FeatureError saying why."""
@@ -110,7 +116,7 @@ def compute_feature(feature: Feature, column: pa.ChunkedArray | pa.Array) -> np.
         else:
             v = values
             if feature.kind == "frac":
-                v = _compare(values, feature.op, feature.value).astype(np.float64)
+                v = _compare(values, *feature.comparison()).astype(np.float64)
                 v[np.isnan(values)] = np.nan
             out = _segment(v, offsets, "mean" if feature.kind == "frac" else feature.kind)
         out[null] = np.nan
@@ -201,7 +207,8 @@ def feature_sql(name: str, column_sql: Callable[[str], str] = quote_ident) -> st
     if f.kind == "doc":
         expr = f"CAST(({col})[1].score AS DOUBLE)"
     elif f.kind == "frac":
-        expr = (f"list_avg(list_transform({col}, lambda s: CASE WHEN s.score {f.op} {sql_literal(f.value)} "
+        op, value = f.comparison()
+        expr = (f"list_avg(list_transform({col}, lambda s: CASE WHEN s.score {op} {sql_literal(value)} "
                 f"THEN 1.0 ELSE 0.0 END))")
     else:
         fn = {"mean": "list_avg", "sum": "list_sum", "min": "list_min", "max": "list_max"}[f.kind]

@@ -237,12 +237,14 @@ def _read_source(src: LabelledSource, features: list[str] | None) -> tuple[Any, 
         if src.label is not None:
             labels = np.full(t.num_rows, src.label, dtype=np.int64)
             t = t.append_column("label", pa.array(labels))
-        else:
+        elif src.label_field is not None:
             fp = FieldPath(src.label_field)
             by_row = {d.row: _label(fp.get(d.meta), f"{path}: source row {d.row} field {src.label_field}")
                       for d in source_documents(read_shard_meta(fs, path))}
             t = t.append_column("label", pa.array([by_row.get(r) for r in t.column("row").to_pylist()],
                                                   type=pa.int64()))
+        else:
+            raise ValueError(f"{src.directory}: a labelled source needs a label or a label field")
         tables.append(t)
     table = pa.concat_tables(tables, promote_options="permissive")
     if src.where:
@@ -263,16 +265,16 @@ def train(cfg: LearnConfig) -> LearnResult:
     from sklearn.linear_model import LogisticRegression
     from sklearn.metrics import accuracy_score, balanced_accuracy_score, log_loss, roc_auc_score
     from sklearn.model_selection import StratifiedKFold, cross_val_predict
-    from sklearn.pipeline import make_pipeline
+    from sklearn.pipeline import Pipeline, make_pipeline
     from sklearn.preprocessing import StandardScaler
 
     if not cfg.sources:
         raise ValueError("learn needs labelled documents: --positive and --negative, or --input with --label-field")
-    names = cfg.features
+    names: list[str] = []  # set by the first source (cfg.features or its defaults); the others must have them
     blocks, ys, ids = [], [], []
     unlabelled = 0
     for src in cfg.sources:
-        table, names = _read_source(src, names)
+        table, names = _read_source(src, names or cfg.features)
         y = table.column("label").to_numpy(zero_copy_only=False)
         known = ~np.isnan(y.astype(np.float64))
         unlabelled += int((~known).sum())
@@ -286,8 +288,11 @@ def train(cfg: LearnConfig) -> LearnResult:
         raise ValueError(f"need at least 2 labelled documents of each class, got {n_pos} positive and "
                          f"{n_neg} negative")
     folds = max(2, min(cfg.folds, n_pos, n_neg))
-    make = lambda: make_pipeline(SimpleImputer(strategy="median", keep_empty_features=True), StandardScaler(),  # noqa: E731
-                                 LogisticRegression(C=cfg.C, class_weight=cfg.class_weight, max_iter=5000))
+
+    def make() -> Pipeline:
+        return make_pipeline(SimpleImputer(strategy="median", keep_empty_features=True), StandardScaler(),
+                             LogisticRegression(C=cfg.C, class_weight=cfg.class_weight, max_iter=5000))
+
     cv = StratifiedKFold(folds, shuffle=True, random_state=cfg.seed)
     oof = cross_val_predict(make(), X, y, cv=cv, method="predict_proba")[:, 1]
     fold_acc = [float(accuracy_score(y[te], oof[te] > 0.5)) for _, te in cv.split(X, y)]

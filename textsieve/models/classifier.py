@@ -35,6 +35,7 @@ import hashlib
 import os
 import tempfile
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -96,7 +97,7 @@ class FastTextClassifier:
         return out
 
 
-def _load(path: str) -> object:
+def _load(path: str) -> LinearClassifier | FastTextClassifier:
     if path.lower().endswith((".bin", ".ftz")) and fasttext_labels_count(path) is not None:
         return FastTextClassifier(path)
     mf = load_model_file(path)
@@ -113,11 +114,11 @@ def _load(path: str) -> object:
     return LinearClassifier(mf.arrays["weights"], float(mf.arrays["bias"]), langs)
 
 
-def _signals(name: str, loaded: object) -> list[Signal]:
+def _signals(name: str, loaded: LinearClassifier | FastTextClassifier) -> list[Signal]:
     def fn(v: BatchViews) -> DocScores:
-        langs = loaded.langs  # type: ignore[attr-defined]
+        langs = loaded.langs
         texts = [prepare(t) if langs is None or g in langs else "" for t, g in zip(v.texts, v.langs)]
-        p = loaded.scores(texts)  # type: ignore[attr-defined]
+        p = loaded.scores(texts)
         ok = ~np.isnan(p)
         return DocScores(round8(np.where(ok, p, 0.0)), ok)
 
@@ -224,11 +225,13 @@ def train_classifier(cfg: ClassifierConfig) -> ClassifierResult:
     n_test = int(round(len(texts) * cfg.holdout))
     train_x, train_y, test_x, test_y = texts[n_test:], y[n_test:], texts[:n_test], y[:n_test]
 
-    params = {"backend": backend, "label": cfg.label, "negative_label": NEGATIVE_LABEL, "langs": cfg.langs,
-              "input_preparation": "rpv2-4.5: splitlines joined by ' ', stripped",
-              "score": "P(positive class), round8", "seed": cfg.seed}
+    params: dict[str, Any] = {
+        "backend": backend, "label": cfg.label, "negative_label": NEGATIVE_LABEL, "langs": cfg.langs,
+        "input_preparation": "rpv2-4.5: splitlines joined by ' ', stripped",
+        "score": "P(positive class), round8", "seed": cfg.seed}
     extra: dict[str, bytes] = {}
     arrays: dict[str, np.ndarray] = {}
+    scorer: LinearClassifier | FastTextClassifier
     if backend == "fasttext":
         model_bytes, scorer = _train_fasttext(train_x, train_y, cfg)
         extra[FASTTEXT_MEMBER] = model_bytes
@@ -260,7 +263,7 @@ def _train_linear(texts: list[str], y: np.ndarray, cfg: ClassifierConfig) -> tup
 
 
 def _train_fasttext(texts: list[str], y: np.ndarray, cfg: ClassifierConfig) -> tuple[bytes, FastTextClassifier]:
-    import fasttext  # type: ignore[import-not-found]
+    import fasttext
 
     with tempfile.TemporaryDirectory(prefix="textsieve-ft-") as tmp:
         train_path = os.path.join(tmp, "train.txt")

@@ -238,8 +238,6 @@ def tuple2_hash_u(h1, h2):
 @njit(cache=True, inline="always")
 def abs_mod_u(h, buckets):
     """Python's abs(signed(h)) % buckets for a uint64 bit pattern h."""
-    if h >> np.uint64(63):
-        mag = (~h) + np.uint64(1)  # two's-complement magnitude; 2**63 stays exact in uint64
-    else:
-        mag = h
+    # two's-complement magnitude of a negative pattern; 2**63 stays exact in uint64
+    mag = (~h) + np.uint64(1) if h >> np.uint64(63) else h
     return np.int64(mag % np.uint64(buckets))

@@ -40,7 +40,7 @@ def fasttext_labels_count(path: str) -> int | None:
 def load_fasttext(path: str):
     """Load a fastText model with whichever fastText wheel is installed."""
     try:
-        import fasttext  # type: ignore[import-not-found]
+        import fasttext
     except ImportError:
         raise FastTextUnavailable(
             f"{path}: reading fastText models needs the `fasttext` module; install one of the wheels "

@@ -15,10 +15,15 @@ head/middle/tail cutoffs, so no bucket signal.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from textsieve.models.ngram_lm_model import digits0
+
+if TYPE_CHECKING:
+    from textsieve.signals.registry import Signal
+    from textsieve.text.views import BatchViews
 
 KIND = "kenlm"
 MAGIC = b"mmap lm http://kheafield.com/code"  # the first bytes of every KenLM binary file
@@ -35,7 +40,7 @@ def is_kenlm_binary(path: str) -> bool:
 
 def _kenlm():
     try:
-        import kenlm  # type: ignore[import-not-found]
+        import kenlm
     except ImportError:
         raise RuntimeError("KenLM binary models need the `kenlm` package: pip install 'textsieve[kenlm]' "
                            "(builds from source with a C++ compiler), or give the model as ARPA "
@@ -45,7 +50,7 @@ def _kenlm():
 
 @dataclass
 class KenLMModel:
-    model: object
+    model: Any  # a `kenlm.Model`; kenlm is optional and ships no type information
     order: int
 
     def perplexities(self, normalized: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -67,10 +72,10 @@ def load_kenlm(path: str) -> KenLMModel:
     return KenLMModel(model, int(model.order))
 
 
-def kenlm_signals(name: str, model: KenLMModel) -> list:
+def kenlm_signals(name: str, model: KenLMModel) -> list[Signal]:
     from textsieve.signals.registry import DocScores, Signal
 
-    def perplexity(v) -> DocScores:
+    def perplexity(v: BatchViews) -> DocScores:
         ppl, ok = model.perplexities(v.normalized)
         return DocScores(ppl, ok)
 

@@ -172,7 +172,10 @@ def batch_languages(v: BatchViews, name: str) -> tuple[list[str | None], np.ndar
     """(language, probability) of each document by model `name`, computed once per batch."""
     key = (KIND, name)
     if key not in v.cache:
-        v.cache[key] = v.models[name].predict(v.texts)
+        model = v.models[name]
+        if not isinstance(model, (Py3LangId, FastTextLangId)):
+            raise TypeError(f"model {name!r} is a {type(model).__name__}, not a language identifier")
+        v.cache[key] = model.predict(v.texts)
     return v.cache[key]
 
 
@@ -181,7 +184,7 @@ def signal_names(name: str) -> tuple[str, str]:
     return base, f"{base}_score"
 
 
-def _signals(name: str, loaded: object) -> list[Signal]:
+def _signals(name: str, loaded: Py3LangId | FastTextLangId) -> list[Signal]:
     lang_name, score_name = signal_names(name)
     which = "py3langid" if isinstance(loaded, Py3LangId) else "fastText"
 
@@ -202,7 +205,7 @@ def _signals(name: str, loaded: object) -> list[Signal]:
     ]
 
 
-def _load(path: str) -> object:
+def _load(path: str) -> Py3LangId | FastTextLangId:
     if path == "builtin:py3langid":
         return Py3LangId()
     return FastTextLangId(path)

@@ -26,6 +26,7 @@ import os
 import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from textsieve import extensions as extension_points  # `extensions` is a parameter name here
 from textsieve.models.format import ModelFormatError, file_fingerprint, is_model_file, read_header
@@ -33,6 +34,7 @@ from textsieve.signals.registry import Signal
 
 BUILTIN_PREFIX = "builtin:"
 log = logging.getLogger("textsieve.models")
+M = TypeVar("M")  # a kind's loaded-model type: what its `load` returns is what its `signals` receives
 
 
 @dataclass(frozen=True)
@@ -41,7 +43,9 @@ class ModelKind:
 
     kind: str
     load: Callable[[str], object]
-    signals: Callable[[str, object], list[Signal]]
+    # Any: the table holds every kind, each with its own model type; register_model_kind checks
+    # that a kind's `load` and `signals` agree on it
+    signals: Callable[[str, Any], list[Signal]]
     extensions: tuple[str, ...] = ()
     sniff: Callable[[str], bool] | None = None  # for foreign files whose extension is shared
     builtins: tuple[str, ...] = ()  # names usable as `builtin:NAME` paths
@@ -52,8 +56,8 @@ _NOT_KIND_MODULES = {"format", "registry"}
 _discovered = False
 
 
-def register_model_kind(kind: str, *, load: Callable[[str], object],
-                        signals: Callable[[str, object], list[Signal]], extensions: tuple[str, ...] = (),
+def register_model_kind(kind: str, *, load: Callable[[str], M],
+                        signals: Callable[[str, M], list[Signal]], extensions: tuple[str, ...] = (),
                         sniff: Callable[[str], bool] | None = None, builtins: tuple[str, ...] = ()) -> None:
     """Register a model kind. `extensions` (like `.bin`, `.arpa`) claim foreign files;
     `.tsm` files are matched by their header's kind, not by extension.

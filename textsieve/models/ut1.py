@@ -125,9 +125,9 @@ def _load(path: str) -> UT1Index:
     return UT1Index(dict(zip(domains, mf.arrays["category_id"].tolist())))
 
 
-def _signals(name: str, loaded: object) -> list[Signal]:
+def _signals(name: str, loaded: UT1Index) -> list[Signal]:
     def fn(v: BatchViews) -> DocScores:
-        values, valid = loaded.lookup(v.urls)  # type: ignore[attr-defined]
+        values, valid = loaded.lookup(v.urls)
         return DocScores(values, valid)
 
     return [Signal(f"rps_doc_{name}_blacklist", "doc", "int", "blocklist",

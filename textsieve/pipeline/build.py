@@ -45,11 +45,12 @@ def _section(data: dict[str, Any], spec: StageSpec, index: int | None) -> dict[s
 def derived_values(cfg: PipelineConfig, name: str, progress: bool) -> dict[str, Any]:
     """The fields the output layout fixes, per stage (see `StageSpec.derived`)."""
     attrs = attrs_dir(cfg)
-    return {"annotate": {"output": attrs},
-            "dedup_exact": {"inputs": [attrs], "output": attrs},
-            "dedup_fuzzy": {"directory": attrs},
-            "dsir": {"raw": attrs},
-            "select": {"directory": attrs, "output": selected_dir(cfg)}}[name] | {"progress": progress}
+    fixed: dict[str, dict[str, Any]] = {"annotate": {"output": attrs},
+                                        "dedup_exact": {"inputs": [attrs], "output": attrs},
+                                        "dedup_fuzzy": {"directory": attrs},
+                                        "dsir": {"raw": attrs},
+                                        "select": {"directory": attrs, "output": selected_dir(cfg)}}
+    return fixed[name] | {"progress": progress}
 
 
 def build(cfg: PipelineConfig, name: str, *, progress: bool = True, index: int | None = None,

@@ -15,6 +15,8 @@ fits listed earlier; `select` sees them all.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pyarrow as pa
 
 from textsieve.pipeline.build import attrs_dir, build
@@ -121,8 +123,10 @@ def check_rules(cfg: PipelineConfig) -> None:
             sets[name] = arrow
         return schema_from_arrow(attrs, [("", main, [])] + [(n, a, []) for n, a in sorted(sets.items())])
 
-    checks = [(f"dsir[{i}].recipe", f"dsir:{fit['name']}", build(cfg, "dsir", progress=False, index=i).recipe)
-              for i, fit in wants]
+    # (where in the file, the stage whose columns it may use (None: every stage's), the recipe)
+    checks: list[tuple[str, str | None, Any]] = [
+        (f"dsir[{i}].recipe", f"dsir:{fit['name']}", build(cfg, "dsir", progress=False, index=i).recipe)
+        for i, fit in wants]
     if d["select"] is not None:
         sel = build(cfg, "select", progress=False)
         if sel.recipe is not None:
@@ -130,8 +134,11 @@ def check_rules(cfg: PipelineConfig) -> None:
     for where, stage, recipe in checks:
         from textsieve.recipes.survivors import as_recipe
 
+        loaded = as_recipe(recipe)
+        if loaded is None:  # no recipe: nothing to check (`checks` holds only given ones)
+            continue
         try:
-            compile_recipe(as_recipe(recipe), schema_before(stage))
+            compile_recipe(loaded, schema_before(stage))
         except RecipeError as exc:
             raise PipelineConfigError(f"{cfg.source}: {where}: {exc} (checked against the columns the planned "
                                       f"stages will write)") from None

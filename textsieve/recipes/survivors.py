@@ -113,8 +113,11 @@ def selection_sql(c: Compiled) -> str:
     cols = ["a.shard AS shard", 'a."row" AS "row"', "a.id AS id", f"{c.schema.length_sql} AS _len"]
     if not c.line_rules:
         return f"SELECT {', '.join(cols)} FROM {c.from_sql()} WHERE {' AND '.join(conds)} ORDER BY 1, 2"
-    cols += [f"[{element_field(c.line_anchor, 'start')} for _x in {c.line_source}] AS _st",
-             f"[{element_field(c.line_anchor, END)} for _x in {c.line_source}] AS _en",
+    anchor = c.line_anchor
+    if anchor is None:  # compile_recipe sets it whenever there are line rules
+        raise ValueError("selection_sql: line rules without a line anchor")
+    cols += [f"[{element_field(anchor, 'start')} for _x in {c.line_source}] AS _st",
+             f"[{element_field(anchor, END)} for _x in {c.line_source}] AS _en",
              f"{c.line_mask_sql(list(c.line_rules))} AS _keep"]
     inner = f"SELECT {', '.join(cols)} FROM {c.from_sql()} WHERE {' AND '.join(conds)}"
     return (f"SELECT shard, \"row\", id, _len, list_where(_st, _keep) AS starts, list_where(_en, _keep) AS ends "

@@ -25,6 +25,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 import fsspec
 
@@ -38,7 +39,7 @@ from textsieve.io.attributes import META_KEY, read_shard_meta
 from textsieve.io.leftovers import remove_stale_temps
 from textsieve.io.paths import _SUFFIX_FORMATS, Shard, expand_inputs
 from textsieve.io.readers import ReadOptions, ShardReader
-from textsieve.options import check_choices, option
+from textsieve.options import address_option, check_choices, executor_option, option, progress_option
 from textsieve.signals.registry import REGISTRY
 from textsieve.signals.resources import (
     RPV2_LANGS,
@@ -63,6 +64,9 @@ from textsieve.stages.annotate_worker import (
     warm_up,
 )
 from textsieve.stages.kernel_timing import timed
+
+if TYPE_CHECKING:  # pyarrow is only named in annotations here; the workers and writers import it
+    import pyarrow as pa
 
 log = logging.getLogger("textsieve.annotate")
 
@@ -96,17 +100,15 @@ class AnnotateConfig:
                                               "`textsieve resources add` filled)", metavar="DIR")
     batch_size: int = option(500, help="documents per work unit")
     overwrite: bool = option(False, help="recompute shards that already exist")
-    progress: bool = option(True, help="show a progress bar", cli=False, cli_reason="-q turns it off")
+    progress: bool = progress_option()
     models: dict[str, str] = option(
         help="add the signals of a model (repeatable): a textsieve .tsm file (`textsieve train ...`), a "
              "fastText .bin (classifier -> rps_doc_ml_NAME_score, or language id), a KenLM file, a UT1 "
              "blacklists folder, or builtin:py3langid. See `textsieve models show PATH`",
         factory=dict, flag="--model", metavar="NAME=PATH")
-    executor: str = option("local", help="local process pool, or Ray actors (pip install 'textsieve[ray]'); "
-                                         "same output either way", choices=("local", "ray"))
-    address: str | None = option(None, help="with --executor ray: the Ray cluster to join ('auto', or "
-                                            "host:port); default: start a local Ray with all cores (or "
-                                            "--workers)", metavar="ADDR")
+    executor: str = executor_option("local process pool, or Ray actors (pip install 'textsieve[ray]'); "
+                                         "same output either way")
+    address: str | None = address_option()
     # documents per resumable part of a shard: a killed run resumes from the last finished part
     part_size: int = option(50_000, help="documents per part of a large shard; a re-run after an interruption "
                                          "resumes from the last finished part (output is the same)")
@@ -235,9 +237,9 @@ def _fingerprint(cfg: AnnotateConfig, signals: tuple[str, ...], with_minhash: tu
             h.update(f"s:{lang}:{word}\n".encode("utf-8", "surrogatepass"))
         for word in sorted(lists.bad_words.get(lang, ())):
             h.update(f"b:{lang}:{word}\n".encode("utf-8", "surrogatepass"))
-    key = {"version": __version__, "signals": signals, "minhash": with_minhash, "lang": cfg.lang,
-           "lang_field": cfg.lang_field, "text_field": cfg.text_field, "id_field": cfg.id_field,
-           "word_lists": h.hexdigest()}
+    key: dict[str, Any] = {"version": __version__, "signals": signals, "minhash": with_minhash, "lang": cfg.lang,
+                           "lang_field": cfg.lang_field, "text_field": cfg.text_field, "id_field": cfg.id_field,
+                           "word_lists": h.hexdigest()}
     if plan is not None and plan.models:  # only then, so model-free fingerprints stay as they were
         key["models"] = {name: rec["fingerprint"] for name, rec in plan.records.items()}
         key["model_signals"] = plan.signals
@@ -375,10 +377,11 @@ def run_annotate(cfg: AnnotateConfig) -> AnnotateResult:
         for task, batch in mapper(annotate_batch, tasks(), workers=workers, initializer=init_worker,
                                        initargs=(setup,)):
             batch, lacking = pop_counts(batch)
-            if task.shard != current:
-                current = task.shard
-                writer = ShardOutput(fs, f"{root}/{output_rel(current)}", schema, resumes[current], fingerprint,
-                                     shard_by_rel[current])
+            rel = task.shard
+            if writer is None or rel != current:  # a shard's first batch (the writer is None between shards)
+                current = rel
+                writer = ShardOutput(fs, f"{root}/{output_rel(rel)}", schema, resumes[rel], fingerprint,
+                                     shard_by_rel[rel])
                 n_docs = writer.resume.documents  # those of finished parts, which are not recomputed
                 no_lists = Counter(writer.resume.counts)
             no_lists.update(lacking)
@@ -386,12 +389,12 @@ def run_annotate(cfg: AnnotateConfig) -> AnnotateResult:
                 writer.write(batch, no_lists)
             n_docs += batch.num_rows
             progress.update(docs=batch.num_rows, bytes_done=done_bytes + task.bytes_mark)
-            reader = readers[current]
+            reader = readers[rel]
             if task.last:
                 skipped = [asdict(s) for s in reader.skipped]
-                meta = {"version": __version__, "fingerprint": fingerprint, "source": shard_by_rel[current].path,
-                        "source_shard": asdict(shard_by_rel[current]), "read_options": asdict(options),
-                        "shard": current, "documents": n_docs, "skipped_records": len(skipped),
+                meta = {"version": __version__, "fingerprint": fingerprint, "source": shard_by_rel[rel].path,
+                        "source_shard": asdict(shard_by_rel[rel]), "read_options": asdict(options),
+                        "shard": rel, "documents": n_docs, "skipped_records": len(skipped),
                         "skipped": skipped[:1000], "signals": list(signals), "minhash": list(with_minhash),
                         "lang": cfg.lang, "lang_field": cfg.lang_field}
                 if plan.models:
@@ -404,13 +407,13 @@ def run_annotate(cfg: AnnotateConfig) -> AnnotateResult:
                 writer.add_metadata({META_KEY: json.dumps(meta).encode()})
                 writer.close()
                 writer = None
-                done_bytes += shard_by_rel[current].size
-                result.shards_written.append(current)
-                log.info("%s: done, %d document(s)", current, n_docs)
+                done_bytes += shard_by_rel[rel].size
+                result.shards_written.append(rel)
+                log.info("%s: done, %d document(s)", rel, n_docs)
                 result.documents += n_docs
                 result.skipped_records += len(skipped)
                 if skipped:
-                    log.warning("%s: skipped %d bad record(s), first: %s: %s", current, len(skipped),
+                    log.warning("%s: skipped %d bad record(s), first: %s: %s", rel, len(skipped),
                                 skipped[0]["location"], skipped[0]["reason"])
                 current = None
     except BaseException as exc:

@@ -54,8 +54,8 @@ def check_lang(lang: str | None, resources: str | None) -> None:
     if lang in extra:
         return
     valid = valid_langs(extra)
-    guess = lang.strip().lower()
-    guess = guess if guess in valid else _NAMES.get(guess)
+    typed = lang.strip().lower()
+    guess = typed if typed in valid else _NAMES.get(typed)
     hint = f" (did you mean {guess!r}?)" if guess else ""
     raise LanguageError(
         f"lang (--lang) {lang!r} is not a language code textsieve has word lists for{hint}; valid codes: "

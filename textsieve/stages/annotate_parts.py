@@ -163,12 +163,15 @@ class ShardOutput:
             self._close_part()
 
     def _close_part(self) -> None:
+        writer, last = self._writer, self._last
+        if writer is None or last is None:  # callers close a part only after writing to it
+            raise AssertionError("no open part to close")
         index = len(self.parts)
         meta = self._base | {"part": index, "documents": self._part_rows, "documents_total": self.documents,
-                             "last_row": self._last[0], "last_id": self._last[1], "counts": dict(self._counts)}
-        self._writer.add_metadata({META_KEY: json.dumps(meta, sort_keys=True).encode()})
+                             "last_row": last[0], "last_id": last[1], "counts": dict(self._counts)}
+        writer.add_metadata({META_KEY: json.dumps(meta, sort_keys=True).encode()})
         path = part_path(self.final, index)
-        self._writer.close(path)
+        writer.close(path)
         self._writer = None
         self._part_rows = 0
         self.parts.append(path)

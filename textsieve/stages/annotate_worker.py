@@ -112,6 +112,7 @@ def output_schema(signals: tuple[str, ...], with_minhash: tuple[str, ...],
     model signals, MinHash bands, then a scalar `<name>__score` twin of every doc-level signal."""
     fields = [pa.field("id", pa.string(), nullable=False), pa.field("shard", pa.string()),
               pa.field("row", pa.int64()), pa.field(LENGTH_COLUMN, pa.int64())]
+    model_sigs = model_sigs or {}  # None: no model signals are named
     sigs = [REGISTRY[name] for name in signals] + [model_sigs[name] for name in model_signal_names]
     fields += [pa.field(sig.name, column_type(sig)) for sig in sigs]
     fields += [pa.field(col, pa.list_(pa.binary())) for col in minhash_columns(with_minhash)]
@@ -156,8 +157,8 @@ def annotate_batch(task: BatchTask) -> pa.RecordBatch:
     if setup.minhash:
         buf, off = views.normalized_utf8
         if "rpv2" in setup.minhash:
-            sig, valid = minhash.signatures(buf, off)
-            columns += [minhash.bands_arrow(sig, valid, t) for t in minhash.THRESHOLDS]
+            signature, valid = minhash.signatures(buf, off)
+            columns += [minhash.bands_arrow(signature, valid, t) for t in minhash.THRESHOLDS]
         if "fast" in setup.minhash:
             from textsieve.dedup import fast_minhash
 

@@ -33,6 +33,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from functools import partial
+from typing import Any
 
 import fsspec
 import numpy as np
@@ -49,9 +50,9 @@ from textsieve.io.atomic import AtomicParquetWriter, atomic_open
 from textsieve.io.attributes import META_KEY, attribute_set_dir, attribute_shards, read_shard_meta, source_documents
 from textsieve.io.leftovers import remove_stale_temps, remove_stale_work_dirs, work_dir
 from textsieve.io.locations import pool_workers, source_locations
-from textsieve.io.paths import expand_inputs
+from textsieve.io.paths import Shard, expand_inputs
 from textsieve.io.readers import ReadOptions, ShardReader
-from textsieve.options import MEMORY_HELP, check_choices, option
+from textsieve.options import MEMORY_HELP, address_option, check_choices, executor_option, option, progress_option
 
 EXACT_SET = "dedup_exact"
 BATCH = 4096
@@ -78,11 +79,10 @@ class ExactConfig:
     tmp_dir: str | None = option(None, help="local folder for partition files", metavar="DIR")
     workers: int | None = option(None, help="processes reading and hashing shards, one shard each (default: "
                                             "all cores)")
-    executor: str = option("local", help="hash shards on the local pool or as Ray tasks; grouping is local "
-                                         "(same output)", choices=("local", "ray"))
-    address: str | None = option(None, help="with --executor ray: Ray cluster to join; default: start a local "
-                                            "Ray", metavar="ADDR")
-    progress: bool = option(True, help="show a progress bar", cli=False, cli_reason="-q turns it off")
+    executor: str = executor_option("hash shards on the local pool or as Ray tasks; grouping is local "
+                                         "(same output)")
+    address: str | None = address_option()
+    progress: bool = progress_option()
     # replace an existing set of the same name that other Bloom settings made (else refuse)
     overwrite: bool = option(False, help="replace an existing set of the same name made with other Bloom "
                                          "settings (without it the run refuses)")
@@ -149,14 +149,19 @@ class _Source:
     size: int
     annotate_path: str | None = None
     fs: fsspec.AbstractFileSystem | None = None
-    shard: object = None  # raw Shard
+    shard: Shard | None = None  # raw inputs: the shard, read with `options`
     options: ReadOptions | None = None
 
     def docs(self) -> Iterator[tuple[str, str, int, str]]:
         if self.annotate_path is None:
-            for d in ShardReader(self.shard, self.options):
-                yield d.id, self.shard.rel, d.row, d.text
+            if self.shard is None:
+                raise ValueError(f"{self.rel}: a source needs an annotate shard or a raw shard")
+            shard = self.shard
+            for d in ShardReader(shard, self.options):
+                yield d.id, shard.rel, d.row, d.text
             return
+        if self.fs is None:
+            raise ValueError(f"{self.annotate_path}: an annotate shard needs its filesystem")
         import pyarrow.parquet as pq
         with self.fs.open(self.annotate_path, "rb") as fh:
             base = pq.read_table(fh, columns=["id", "shard", "row"])
@@ -231,7 +236,8 @@ def _in_process(cfg: ExactConfig, sources: list[_Source], counted: bool) -> Exac
     planned = cfg.workers or default_workers()
     planned = min(planned, len(sources)) if cfg.executor == "local" else planned
     held = itertools.chain(cfg.inputs, [cfg.output or ""],
-                           source_locations(cfg.inputs[0]) if counted else (s.shard.path for s in sources))
+                           source_locations(cfg.inputs[0]) if counted
+                           else (s.shard.path for s in sources if s.shard is not None))
     return replace(cfg, workers=1) if pool_workers("dedup exact", cfg.workers, planned, held,
                                                    cfg.executor) < planned else cfg
 
@@ -244,6 +250,7 @@ def _hashed_shards(cfg: ExactConfig, sources: list[_Source], progress: Progress,
     tasks = [(src, cfg.normalize) for src in sources]
     if cfg.executor not in ("local", "ray"):
         raise ValueError(f"dedup exact: executor must be local or ray, not {cfg.executor!r}")
+    mapper: Callable[..., Iterator[tuple[Any, Any]]]
     if cfg.executor == "ray":
         from textsieve.exec.ray_exec import cluster_cpus, ray_ordered_map
 
@@ -290,9 +297,9 @@ def run_exact(cfg: ExactConfig) -> ExactResult:
     set_root = set_root.rstrip("/")
     remove_stale_temps(fs, set_root)  # what a killed run was writing (never a live run's files)
     n_known = sum(s.size for s in sources) if counted else None
-    info = {"stage": EXACT_SET, "version": __version__, "normalize": cfg.normalize,
-            "mode": "bloom" if cfg.bloom_fp is not None else "exact", "set": set_name,
-            "columns": exact_columns(prefix)}
+    info: dict[str, Any] = {"stage": EXACT_SET, "version": __version__, "normalize": cfg.normalize,
+                            "mode": "bloom" if cfg.bloom_fp is not None else "exact", "set": set_name,
+                            "columns": exact_columns(prefix)}
     bloom = None
     if cfg.bloom_fp is not None:
         cap = cfg.bloom_capacity or n_known
@@ -305,7 +312,7 @@ def run_exact(cfg: ExactConfig) -> ExactResult:
     _check_existing(fs, set_root, info, cfg)
     if cfg.progress:
         docs = f"{n_known:,} docs" if n_known is not None else "documents"
-        disk = (f"~{n_known * ROW.itemsize / 1e6:,.1f} MB" if counted else "24 MB per million docs")
+        disk = (f"~{n_known * ROW.itemsize / 1e6:,.1f} MB" if n_known is not None else "24 MB per million docs")
         need = (f"Bloom filter {bloom.m / 8e6:,.1f} MB in memory, no disk" if bloom else
                 f"disk {disk} of key partitions + ids; memory budget {budget / 1e6:,.1f} MB")
         print(f"dedup exact: {docs} in {len(sources)} shard(s), normalize={cfg.normalize}; {need}", file=sys.stderr)
@@ -326,7 +333,7 @@ def run_exact(cfg: ExactConfig) -> ExactResult:
             keep_all = []
             if bloom is not None:
                 keep_all.append(~bloom.test_add(h1, h2))
-            elif n:
+            elif writer is not None and n:  # exact mode: the writer exists exactly when there is no Bloom filter
                 rec = np.empty(n, dtype=ROW)
                 rec["h1"], rec["h2"], rec["doc"] = h1, h2, np.arange(ordinal, ordinal + n, dtype=np.uint64)
                 writer.add(rec)
@@ -341,8 +348,9 @@ def run_exact(cfg: ExactConfig) -> ExactResult:
             else:  # keep (id, shard, row) on local disk until the groups are known
                 _write(work, fsspec.filesystem("file"), f"base/{si}.parquet", ids_all, shards_all, rows_all, {}, {})
         progress.close()
-        summary = {"stage": EXACT_SET, "version": __version__, "n_docs": ordinal, "n_shards": len(sources), **{
-            k: v for k, v in info.items() if k not in ("stage", "version")}}
+        summary: dict[str, Any] = {"stage": EXACT_SET, "version": __version__, "n_docs": ordinal,
+                                   "n_shards": len(sources),
+                                   **{k: v for k, v in info.items() if k not in ("stage", "version")}}
         if bloom is not None:
             if bloom.count > bloom.capacity:
                 print(f"dedup exact: warning: {bloom.count:,} documents exceed --bloom-capacity {bloom.capacity:,}; "
@@ -407,7 +415,8 @@ def _finish_exact(cfg, sources, work, writer, max_rows, set_root, fs, info, n_do
     # the 20 largest groups, with the first document's id and text
     gsize = np.bincount(np.searchsorted(reps, rep), minlength=reps.shape[0])
     top = np.lexsort((rep_ii, -gsize))[:20]
-    largest, want = [], {}
+    largest: list[dict[str, Any]] = []
+    want: dict[int, dict[int, int]] = {}  # {shard index: {document index in it: index in largest}}
     for k in top:
         r = int(reps[k])
         i = int(np.searchsorted(starts, r, side="right") - 1)

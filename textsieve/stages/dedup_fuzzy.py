@@ -22,6 +22,7 @@ import json
 import shutil
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
 import fsspec
@@ -42,7 +43,7 @@ from textsieve.io.atomic import atomic_open
 from textsieve.io.attributes import LENGTH_COLUMN, attribute_set_dir
 from textsieve.io.leftovers import remove_stale_temps, remove_stale_work_dirs, work_dir
 from textsieve.io.locations import pool_workers, source_locations
-from textsieve.options import MEMORY_HELP, check_choices, option
+from textsieve.options import MEMORY_HELP, address_option, check_choices, executor_option, option, progress_option
 
 FUZZY_SET = "dedup_fuzzy"
 KEEP_POLICIES = ("first", "longest", "none")
@@ -77,11 +78,10 @@ class FuzzyConfig:
     workers: int = option(1, help="processes for re-reading texts")
     tmp_dir: str | None = option(None, help="local folder for partition files", metavar="DIR")
     overwrite: bool = option(False, help="recompute even if the output is up to date")
-    progress: bool = option(True, help="show a progress bar", cli=False, cli_reason="-q turns it off")
-    executor: str = option("local", help="local, or Ray: banding + grouping as a distributed shuffle (same "
-                                         "output)", choices=("local", "ray"))
-    address: str | None = option(None, help="with --executor ray: Ray cluster to join; default: start a local "
-                                            "Ray", metavar="ADDR")
+    progress: bool = progress_option()
+    executor: str = executor_option("local, or Ray: banding + grouping as a distributed shuffle (same "
+                                         "output)")
+    address: str | None = address_option()
 
 
 @dataclass
@@ -179,10 +179,13 @@ def _scan(cfg: FuzzyConfig, table: ShardTable, cols: dict[float, str], writers: 
     return with_bands
 
 
-def _locate(table: ShardTable, want: np.ndarray, extra: list[str] = ()) -> tuple[np.ndarray, np.ndarray, dict]:
+def _locate(table: ShardTable, want: np.ndarray,
+            extra: Sequence[str] = ()) -> tuple[np.ndarray, np.ndarray, dict[str, pa.Array]]:
     """For sorted unique id_ints `want`: (ids found, their ordinals, {col: values}) sorted by id_int.
     An id_int present twice in the corpus maps to its first occurrence."""
-    found_ii, found_ord, found_cols = [], [], {c: [] for c in extra}
+    found_ii: list[np.ndarray] = []
+    found_ord: list[np.ndarray] = []
+    found_cols: dict[str, list[pa.Array]] = {c: [] for c in extra}
     for i in range(len(table.paths)):
         t = table.read(i, ["id", *extra])
         ii = id_ints(t.column("id"))
@@ -202,7 +205,8 @@ def _locate(table: ShardTable, want: np.ndarray, extra: list[str] = ()) -> tuple
     return ii[first], ords[first], cols
 
 
-def _verify(cfg: FuzzyConfig, table: ShardTable, prefix: str, edges: dict[float, np.ndarray]) -> dict[float, np.ndarray]:
+def _verify(cfg: FuzzyConfig, table: ShardTable, prefix: str,
+            edges: dict[float, np.ndarray]) -> dict[float, np.ndarray]:
     ends = np.unique(np.concatenate([e.ravel() for e in edges.values()] or [np.zeros(0, np.uint64)]))
     if ends.shape[0] == 0:
         return edges
@@ -240,7 +244,7 @@ def _verify(cfg: FuzzyConfig, table: ShardTable, prefix: str, edges: dict[float,
 
 def _nodes(cfg: FuzzyConfig, table: ShardTable, edges: dict[float, np.ndarray]) -> dict[float, _Nodes]:
     comps = {t: components(e) for t, e in edges.items()}
-    lengths = None
+    lengths: tuple[np.ndarray, np.ndarray] | None = None  # (sorted id_ints, their lengths) for keep=longest
     if cfg.keep == "longest":
         allnodes = np.unique(np.concatenate([n for n, _ in comps.values()] or [np.zeros(0, np.uint64)]))
         if LENGTH_COLUMN in table.schema(0).names:  # annotate stores every document's length
@@ -259,6 +263,7 @@ def _nodes(cfg: FuzzyConfig, table: ShardTable, edges: dict[float, np.ndarray]) 
         elif cfg.keep == "none":
             keep = np.zeros(nodes.shape[0], dtype=bool)
         else:
+            assert lengths is not None  # keep == "longest": read above
             ln = lengths[1][np.searchsorted(lengths[0], nodes)]
             order = np.lexsort((nodes, -ln, label))  # per component: longest, then smallest id_int
             keep = np.zeros(nodes.shape[0], dtype=bool)

@@ -153,7 +153,8 @@ def export_rpv2_clusters(directory: str, threshold: float, output: str) -> int:
     for p in paths:
         with fs.open(p, "rb") as fh:
             if col not in pq.read_schema(fh).names:
-                raise ValueError(f"{p}: no column {col}; run `textsieve dedup fuzzy {directory} --threshold {threshold}`")
+                raise ValueError(f"{p}: no column {col}; run "
+                                 f"`textsieve dedup fuzzy {directory} --threshold {threshold}`")
         with fs.open(p, "rb") as fh:
             t = pq.read_table(fh, columns=["id", col])
         t = t.filter(pc.is_valid(t.column(col)))

@@ -45,7 +45,7 @@ from textsieve.io.atomic import AtomicParquetWriter
 from textsieve.io.attributes import META_KEY, attribute_set_dir, attribute_shards, read_shard_meta
 from textsieve.io.leftovers import remove_stale_temps
 from textsieve.io.texts import input_texts, shard_texts
-from textsieve.options import option
+from textsieve.options import option, progress_option
 from textsieve.recipes.language import Recipe
 
 if TYPE_CHECKING:  # the numba feature code loads on first use, not when the CLI builds its parser
@@ -73,7 +73,7 @@ class DsirFitConfig:
     overwrite: bool = option(False, help="refit and rewrite everything")
     memory_mb: int = option(1024, help="MB of n-gram features cached between the two passes; beyond that the "
                                        "texts are read again", metavar="MB")
-    progress: bool = option(True, help="show a progress bar", cli=False, cli_reason="-q turns it off")
+    progress: bool = progress_option()
     # fit the raw-side model on this recipe's survivors only (every document is still weighed)
     recipe: Recipe | str | None = option(None, help="fit the raw side on the documents this recipe keeps (bundled "
                                                     "name or YAML file), the pool `select --recipe R --dsir NAME` "
@@ -123,12 +123,11 @@ def _model_matches(model: DsirModel, params: HashedNgramParams, smoothing: float
             and model.info.get("raw_shards") == raw_shards and model.info.get("survivors") == survivors_fp)
 
 
-def _fit_survivors(cfg: DsirFitConfig) -> dict[str, np.ndarray]:
-    """The documents of `cfg.raw` that `cfg.recipe` keeps: the raw side of the model is fit on
-    them only, as if they had been materialized and annotated on their own (`survivors`)."""
-    from textsieve.recipes.survivors import as_recipe, count, recipe_rows
+def _fit_survivors(cfg: DsirFitConfig, recipe: Recipe) -> dict[str, np.ndarray]:
+    """The documents of `cfg.raw` that `recipe` (`cfg.recipe`, loaded) keeps: the raw side of the
+    model is fit on them only, as if they had been materialized and annotated on their own (`survivors`)."""
+    from textsieve.recipes.survivors import count, recipe_rows
 
-    recipe = as_recipe(cfg.recipe)
     rows, used = recipe_rows(cfg.raw, recipe)
     if set_name(cfg.name) in used:
         raise ValueError(f"recipe {recipe.name!r} uses the columns of _{set_name(cfg.name)}, the weights this "
@@ -177,7 +176,10 @@ def run_fit(cfg: DsirFitConfig) -> DsirFitResult:
         raise ValueError(f"no target documents in {', '.join(cfg.targets)}")
     raw_shards = [[p[len(root) + 1:], pq.ParquetFile(fs.open(p, "rb")).metadata.num_rows] for p in shards]
     total_rows = sum(n for _, n in raw_shards)
-    within = _fit_survivors(cfg) if cfg.recipe is not None else None
+    from textsieve.recipes.survivors import as_recipe
+
+    recipe = as_recipe(cfg.recipe)
+    within = _fit_survivors(cfg, recipe) if recipe is not None else None  # set exactly when there is a recipe
     survivors_fp = None
     if within is not None:
         from textsieve.recipes.survivors import count, survivor_mask, survivors_fingerprint
@@ -217,10 +219,8 @@ def run_fit(cfg: DsirFitConfig) -> DsirFitResult:
             prog.update(len(texts), prog.docs + len(texts))
         prog.close()
         info = {"targets": list(cfg.targets), "raw_shards": raw_shards, "name": cfg.name}
-        if within is not None:
-            from textsieve.recipes.survivors import as_recipe
-
-            info |= {"recipe": as_recipe(cfg.recipe).to_dict(), "survivors": survivors_fp,
+        if recipe is not None and within is not None:
+            info |= {"recipe": recipe.to_dict(), "survivors": survivors_fp,
                      "survivor_documents": count(within)}
         model = DsirModel(params, target_counts, raw_counts, target_docs,
                           count(within) if within is not None else total_rows, cfg.smoothing, info=info)

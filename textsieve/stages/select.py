@@ -1,15 +1,15 @@
 """Write a selection: the chosen documents (optionally with lines cut) as JSONL.gz or Parquet.
 
-What is selected comes from a recipe (one DuckDB query over the attributes, see
-`compile`), from DSIR resampling (`dsir.resample`; a document drawn n times is written n
-times), or from both: DSIR then draws from the recipe's survivors (`survivors`) and the recipe's
-line rules still cut what is drawn. Only then is text read: each source shard is re-opened with the reader options stored
-in its attribute shard's footer (`attributes.source_documents`), and the selected rows are
-streamed out in row order. Each record is the source record with every field and its type
-(Parquet → Parquet keeps the schema, JSONL → JSONL every key), plus `id`, `shard` (source
-shard rel name) and `row`, so it can be joined back to every attribute set. JSONL → Parquet
-infers an Arrow schema from the records (objects as structs); Parquet → JSONL JSON-encodes
-each row, all columns. The rules, clashes included, are in `textsieve.stages.select_output`.
+What is selected comes from a recipe (one DuckDB query over the attributes, see `compile`), from
+DSIR resampling (`dsir.resample`; a document drawn n times is written n times), or from both:
+DSIR then draws from the recipe's survivors (`survivors`) and the recipe's line rules still cut
+what is drawn. Only then is text read: each source shard is re-opened with the reader options
+stored in its attribute shard's footer (`attributes.source_documents`), and the selected rows
+are streamed out in row order. Each record is the source record with every field and its type
+(Parquet → Parquet keeps the schema, JSONL → JSONL every key), plus `id`, `shard` (source shard
+rel name) and `row`, so it can be joined back to every attribute set. JSONL → Parquet infers an
+Arrow schema from the records (objects as structs); Parquet → JSONL JSON-encodes each row, all
+columns. The rules, clashes included, are in `textsieve.stages.select_output`.
 
 One output shard per attribute shard, mirrored relative path, written atomically (an empty
 shard is still written: its existence means "done"). `selection.json` records the recipe, the
@@ -39,7 +39,7 @@ from textsieve.io.attributes import attribute_shards, read_shard_meta
 from textsieve.io.leftovers import remove_stale_temps
 from textsieve.io.locations import pool_workers
 from textsieve.io.runstate import holds_output
-from textsieve.options import check_choices, option
+from textsieve.options import address_option, check_choices, executor_option, option, progress_option
 from textsieve.recipes.language import Recipe
 from textsieve.recipes.sql import lit
 from textsieve.recipes.survivors import selection_sql
@@ -88,11 +88,10 @@ class SelectConfig:
     overwrite: bool = option(False, help="replace an output made with other settings")
     workers: int | None = option(None, help="processes writing shards (default: all cores)")
     threads: int | None = option(None, help="DuckDB threads (default: all cores)")
-    progress: bool = option(True, help="show a progress bar", cli=False, cli_reason="-q turns it off")
-    executor: str = option("local", help="write the output shards on the local pool or as Ray tasks (same "
-                                         "output)", choices=("local", "ray"))
-    address: str | None = option(None, help="with --executor ray: Ray cluster to join; default: start a local "
-                                            "Ray", metavar="ADDR")
+    progress: bool = progress_option()
+    executor: str = executor_option("write the output shards on the local pool or as Ray tasks (same "
+                                         "output)")
+    address: str | None = address_option()
 
 
 @dataclass
@@ -153,7 +152,8 @@ def write_shard(task: _Task) -> tuple[str, int, int]:
 
 
 def _fingerprint(cfg: SelectConfig, inputs: list[dict]) -> str:
-    what = {"recipe": cfg.recipe.fingerprint() if cfg.recipe else None, "format": cfg.format,
+    recipe, _ = recipe_and_targets(cfg)
+    what = {"recipe": recipe.fingerprint() if recipe else None, "format": cfg.format,
             "dsir": [cfg.dsir, cfg.k, cfg.tokens, cfg.replace, cfg.seed, cfg.temperature, cfg.dsir_weight,
                      cfg.min_tokens, cfg.prior_ngrams]
             if cfg.dsir else None, "inputs": inputs}
@@ -171,16 +171,19 @@ def _selected(cfg: SelectConfig) -> tuple[dict[str, dict], dict | None, list[str
     rows keep the recipe's kept line spans, so line rules still cut them when written."""
     from textsieve.recipes.survivors import recipe_rows
 
+    recipe, targets = recipe_and_targets(cfg)
     kept: dict[str, dict] | None = None
     used: list[str] = []
-    if cfg.recipe is not None:
-        kept, used = recipe_rows(cfg.directory, cfg.recipe, cfg.threads)
-        if cfg.dsir is None:
-            return kept, None, used
+    if recipe is not None:
+        kept, used = recipe_rows(cfg.directory, recipe, cfg.threads)
+    if targets is None:
+        if kept is None:
+            raise SelectError("give a recipe, DSIR targets, or both (DSIR then draws from the recipe's survivors)")
+        return kept, None, used
     from textsieve.dsir.resample import resample
 
     within = {s: d["rows"] for s, d in kept.items()} if kept is not None else None
-    res = resample(cfg.directory, cfg.dsir, k=cfg.k, tokens=cfg.tokens, replace=cfg.replace, seed=cfg.seed,
+    res = resample(cfg.directory, targets, k=cfg.k, tokens=cfg.tokens, replace=cfg.replace, seed=cfg.seed,
                    temperature=cfg.temperature, weight=cfg.dsir_weight, min_tokens=cfg.min_tokens,
                    prior_ngrams=cfg.prior_ngrams, within=within)
     out = {}
@@ -198,10 +201,10 @@ def _selected(cfg: SelectConfig) -> tuple[dict[str, dict], dict | None, list[str
                 d["starts"] = [src["starts"][i] for i in at.tolist()]
                 d["ends"] = [src["ends"][i] for i in at.tolist()]
         out[s] = d
-    summary = res.summary() | {"targets": cfg.dsir, "k": cfg.k, "tokens_requested": cfg.tokens, "replace": cfg.replace,
+    summary = res.summary() | {"targets": targets, "k": cfg.k, "tokens_requested": cfg.tokens, "replace": cfg.replace,
                                "seed": cfg.seed, "temperature": cfg.temperature, "weight": cfg.dsir_weight,
                                "min_tokens": cfg.min_tokens, "prior_ngrams": cfg.prior_ngrams}
-    return out, summary, used + [f"dsir_{n}" for n, _ in cfg.dsir if f"dsir_{n}" not in used]
+    return out, summary, used + [f"dsir_{n}" for n, _ in targets if f"dsir_{n}" not in used]
 
 
 def preview_draw(cfg: SelectConfig) -> Resample:
@@ -211,10 +214,11 @@ def preview_draw(cfg: SelectConfig) -> Resample:
     from textsieve.recipes.survivors import survivors
 
     cfg = resolve_select_config(cfg)
-    if cfg.dsir is None:
+    recipe, targets = recipe_and_targets(cfg)
+    if targets is None:
         raise SelectError("preview_draw needs DSIR targets (a recipe alone: use the funnel, `compute_funnel`)")
-    within = survivors(cfg.directory, cfg.recipe, cfg.threads) if cfg.recipe is not None else None
-    return resample(cfg.directory, cfg.dsir, k=cfg.k, tokens=cfg.tokens, replace=cfg.replace, seed=cfg.seed,
+    within = survivors(cfg.directory, recipe, cfg.threads) if recipe is not None else None
+    return resample(cfg.directory, targets, k=cfg.k, tokens=cfg.tokens, replace=cfg.replace, seed=cfg.seed,
                     temperature=cfg.temperature, weight=cfg.dsir_weight, min_tokens=cfg.min_tokens,
                     prior_ngrams=cfg.prior_ngrams, within=within)
 
@@ -251,9 +255,20 @@ def resolve_select_config(cfg: SelectConfig) -> SelectConfig:
     return replace(cfg, recipe=recipe, dsir=dsir)
 
 
+def recipe_and_targets(cfg: SelectConfig) -> tuple[Recipe | None, list[tuple[str, float]] | None]:
+    """(recipe, DSIR targets) of a config `resolve_select_config` returned, typed as such: the
+    fields also accept a recipe name or path and a targets string, which only resolving turns
+    into a `Recipe` and (name, weight) pairs."""
+    if isinstance(cfg.recipe, str) or isinstance(cfg.dsir, str):
+        raise SelectError("select: the config's recipe or DSIR targets are not resolved; "
+                          "call resolve_select_config first")
+    return cfg.recipe, cfg.dsir
+
+
 def run_select(cfg: SelectConfig) -> SelectResult:
     """Materialize a selection into `cfg.output` (see module doc)."""
     cfg = resolve_select_config(cfg)
+    recipe, _ = recipe_and_targets(cfg)
     if not cfg.output:
         raise SelectError("--output DIR is required unless --dry-run")
     from textsieve.exec.local import default_workers
@@ -280,17 +295,17 @@ def run_select(cfg: SelectConfig) -> SelectResult:
             c = old["counts"]  # everything is already written: nothing to query
             return SelectResult(cfg.output, c["selected"], 0, c["pool"], [], sorted(
                 f"{out_root}/{_out_rel(rel, cfg.format)}" for rel, _ in metas.values()), 0.0, old.get("dsir"))
-        if old.get("fingerprint") != fp and not cfg.overwrite:
-            # same settings resume (finished shards are kept, see below); other settings refuse,
-            # unless an interrupted run wrote no shard at all: then there is nothing to mix
-            if old.get("status") == "done" or holds_output(fs, out_root, (SUMMARY,)):
-                what = "an interrupted selection" if old.get("status") == "running" else "a selection"
-                raise SelectError(f"{cfg.output} holds {what} made with other settings or inputs "
-                                  f"(fingerprint {old.get('fingerprint')} != {fp}); use --overwrite or another folder")
+        # same settings resume (finished shards are kept, see below); other settings refuse,
+        # unless an interrupted run wrote no shard at all: then there is nothing to mix
+        if old.get("fingerprint") != fp and not cfg.overwrite and (
+                old.get("status") == "done" or holds_output(fs, out_root, (SUMMARY,))):
+            what = "an interrupted selection" if old.get("status") == "running" else "a selection"
+            raise SelectError(f"{cfg.output} holds {what} made with other settings or inputs "
+                              f"(fingerprint {old.get('fingerprint')} != {fp}); use --overwrite or another folder")
     fs.makedirs(out_root, exist_ok=True)
     remove_stale_temps(fs, out_root)  # shards a killed run was writing (never a live run's)
     head = {"stage": "select", "status": "running", "fingerprint": fp, "format": cfg.format,
-            "recipe": cfg.recipe.to_dict() if cfg.recipe else None, "inputs": inputs}
+            "recipe": recipe.to_dict() if recipe else None, "inputs": inputs}
     _write_summary(fs, summary_path, head)
 
     selected, dsir_summary, used = _selected(cfg)
@@ -324,7 +339,8 @@ def run_select(cfg: SelectConfig) -> SelectResult:
     finally:
         progress.close()
     total_selected = sum(int(d["counts"].sum()) for d in selected.values())
-    result = SelectResult(cfg.output, total_selected, chars, pool, written, skipped, time.perf_counter() - t0, dsir_summary)
+    result = SelectResult(cfg.output, total_selected, chars, pool, written, skipped, time.perf_counter() - t0,
+                          dsir_summary)
     _write_summary(fs, summary_path, head | {
         "status": "done", "attribute_sets": used, "dsir": dsir_summary,
         "counts": {"pool": pool, "selected": total_selected,

@@ -39,7 +39,7 @@ import gzip
 import json
 import uuid
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import fsspec
 import numpy as np
@@ -58,6 +58,7 @@ KEYS = ("id", "shard", "row")
 KEY_TYPES = (pa.string(), pa.string(), pa.int64())
 BATCH = 2000  # records per Arrow batch / row lookup
 Selected = tuple[Document, str, int]  # (source document, text to write, times to write it)
+T = TypeVar("T")
 
 
 def renamed(name: str, id_field: str) -> str | None:
@@ -187,10 +188,9 @@ class ParquetRows:
         self.pf = pq.ParquetFile(self._fh)
         src = self.pf.schema_arrow
         field = FieldPath(text_field)
-        if field.name in src.names:
-            self.text_col, self.text_inner = field.name, ()
-        else:
-            self.text_col, self.text_inner = field.parts[0], field.parts[1:]
+        whole = field.name in src.names  # the text is a column, else a field inside a struct column
+        self.text_col: str = field.name if whole else field.parts[0]
+        self.text_inner: tuple[str, ...] = () if whole else field.parts[1:]
         self.out: list[tuple[str, str, pa.DataType]] = []  # (output name, source column, type)
         for f in src:
             name = renamed(f.name, id_field)
@@ -207,12 +207,13 @@ class ParquetRows:
 
     def _rows(self, rows: np.ndarray) -> pa.Table:
         groups = np.searchsorted(self.starts, rows, side="right") - 1
-        parts = []
+        parts: list[pa.Table] = []
         for g in dict.fromkeys(groups.tolist()):
-            if self._group is None or self._group[0] != g:
-                self._group = (g, self.pf.read_row_group(g, columns=self.read_cols, use_threads=False))
+            group = self._group
+            if group is None or group[0] != g:
+                group = self._group = (g, self.pf.read_row_group(g, columns=self.read_cols, use_threads=False))
             local = rows[groups == g] - self.starts[g]
-            parts.append(self._group[1].take(pa.array(local, pa.int64())))
+            parts.append(group[1].take(pa.array(local, pa.int64())))
         return pa.concat_tables(parts)
 
     def table(self, selected: list[Selected], shard: str | None) -> pa.Table:
@@ -226,7 +227,10 @@ class ParquetRows:
         for _, col, typ in self.out:
             if col == self.text_col and not self.text_inner:
                 arrays.append(pa.array(texts, typ))
-            elif col == self.text_col:
+                continue
+            if taken is None:  # every column but a top-level text column is in read_cols, so was read
+                raise AssertionError(f"column {col!r} was not read")
+            if col == self.text_col:
                 values = taken.column(col).to_pylist()
                 for value, text in zip(values, texts):
                     for part in self.text_inner[:-1]:
@@ -240,8 +244,8 @@ class ParquetRows:
 
 # ---------------------------------------------------------------- writing one shard
 
-def _chunks(items: Iterator[Selected], size: int = BATCH) -> Iterator[list[Selected]]:
-    chunk: list[Selected] = []
+def _chunks(items: Iterator[T], size: int = BATCH) -> Iterator[list[T]]:
+    chunk: list[T] = []
     for item in items:
         chunk.append(item)
         if len(chunk) >= size:
@@ -324,6 +328,7 @@ def stream_selected(task: _Task, error: type[Exception]) -> tuple[Any, Any]:
     `check()` raises `error` unless the last stream found every selected row."""
     want = {int(r): i for i, r in enumerate(task.rows.tolist())}
     found: set[int] = set()
+    starts, ends = task.starts, task.ends  # kept line spans per row, when line rules cut
 
     def selected() -> Iterator[Selected]:
         found.clear()
@@ -341,7 +346,7 @@ def stream_selected(task: _Task, error: type[Exception]) -> tuple[Any, Any]:
                 raise error(f"{task.meta['source']}: row {doc.row} is {doc.id!r} with {len(doc.text)} "
                             f"characters, but the attributes say {task.ids[i]!r} with {task.lengths[i]}; "
                             f"the source changed since `textsieve annotate`, re-annotate it")
-            text = doc.text if task.starts is None else _cut(doc.text, task.starts[i], task.ends[i])
+            text = doc.text if starts is None or ends is None else _cut(doc.text, starts[i], ends[i])
             yield doc, text, int(task.counts[i])
 
     def check() -> None:
