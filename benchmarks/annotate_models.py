@@ -41,12 +41,12 @@ def train_lm_timed(target: str, out: Path, order: int) -> float:
 
 def train_importance_timed(target: str, source: str, out: Path) -> float:
     from textsieve.models.importance import histogram, save_importance_model
-    from textsieve.models.perplexity import read_texts
+    from textsieve.models.perplexity import texts_and_digest
 
     t = time.perf_counter()
     hists = []
     for inputs in ([target], [source]):
-        texts, _ = read_texts(inputs)
+        texts, _ = texts_and_digest(inputs)
         hists.append(histogram(texts[i:i + 2000] for i in range(0, len(texts), 2000)))
     save_importance_model(str(out / "imp.tsm"), hists[0], hists[1], name="wikipedia")
     return time.perf_counter() - t

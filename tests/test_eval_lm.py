@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from textsieve.cli import main
-from textsieve.eval.lm import LMEvalConfig, evaluate_lm, random_baseline, read_texts, target_heldout
+from textsieve.eval.lm import LMEvalConfig, evaluate_lm, ids_and_texts, random_baseline, target_heldout
 from textsieve.models.kneser_ney import UNICODE_WORDS, NgramLM, take_documents
 
 tokenize = UNICODE_WORDS.split
@@ -166,7 +166,7 @@ def test_eval_lm_cli_on_dev_corpus(dev, tmp_path, capsys):
     with gzip.open(sel_dir / "part-0.jsonl.gz", "wt", encoding="utf-8") as out:
         out.writelines(chosen)
     (sel_dir / "selection.json").write_text(json.dumps({"recipe": "test", "kept": len(chosen)}, indent=1))
-    assert len(read_texts(str(sel_dir))[1]) == len(chosen)
+    assert len(ids_and_texts(str(sel_dir))[1]) == len(chosen)
 
     rc = main(["eval", "lm", "--selection", str(sel_dir), "--target", str(dev / "target_wiki.jsonl.gz"),
                "--pool", str(pool), "--json"])

@@ -27,14 +27,14 @@ def run_importance(args: argparse.Namespace) -> int:
         histogram,
         save_importance_model,
     )
-    from textsieve.models.perplexity import read_texts
+    from textsieve.models.perplexity import texts_and_digest
 
     if args.buckets < 1:
         raise ValueError(f"--buckets must be >= 1, got {args.buckets}")
     max_docs = args.max_docs if args.max_docs is not None else DEFAULT_MAX_DOCS
     hists = []
     for role, inputs in (("target", args.target), ("source", args.source)):
-        texts, _ = read_texts(inputs, args.text_field, max_docs, not args.quiet, f"train importance ({role})")
+        texts, _ = texts_and_digest(inputs, args.text_field, max_docs, not args.quiet, f"train importance ({role})")
         batches = (texts[i:i + 2000] for i in range(0, len(texts), 2000))
         hists.append(histogram(batches, args.buckets, args.hash_seed, max_docs))
     target, source = hists

@@ -68,7 +68,7 @@ class LMEvalResult:
         return asdict(self)
 
 
-def read_texts(path: str) -> tuple[list[str], list[str]]:
+def ids_and_texts(path: str) -> tuple[list[str], list[str]]:
     """(ids, texts) of any input textsieve reads, of a `select` output folder (its metadata
     files are skipped), or of an annotate output folder (texts re-read from its sources)."""
     ids: list[str] = []
@@ -115,7 +115,7 @@ def evaluate_lm(cfg: LMEvalConfig) -> LMEvalResult:
         if cfg.progress:
             print(f"eval lm: {msg}", file=sys.stderr)
 
-    tids, ttexts = read_texts(cfg.target)
+    tids, ttexts = ids_and_texts(cfg.target)
     held = target_heldout(tids, cfg.heldout_fraction, cfg.seed)
     if not held.any():
         raise ValueError(f"{cfg.target}: no target document falls in the held-out part "
@@ -123,10 +123,10 @@ def evaluate_lm(cfg: LMEvalConfig) -> LMEvalResult:
     heldout = [t for t, h in zip(ttexts, held) if h]
     say(f"target: {len(heldout):,} of {len(ttexts):,} documents held out for evaluation")
     tok = UNICODE_WORDS
-    _, stexts = read_texts(cfg.selection)
+    _, stexts = ids_and_texts(cfg.selection)
     sw, sl = tok.split(stexts)
     say(f"selection: {len(sl):,} documents, {int(sl.sum()):,} tokens; reading the pool")
-    _, ptexts = read_texts(cfg.pool)
+    _, ptexts = ids_and_texts(cfg.pool)
     pw, pl = tok.split(ptexts)
     pick = random_baseline(pl, len(sl), int(sl.sum()), cfg.match, cfg.seed)
     rw, rl = take_documents(pw, pl, pick)

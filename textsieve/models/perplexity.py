@@ -115,7 +115,7 @@ class LMTrainResult:
     metrics: dict
 
 
-def read_texts(inputs: list[str], text_field: str = "text", max_docs: int | None = None,
+def texts_and_digest(inputs: list[str], text_field: str = "text", max_docs: int | None = None,
                progress: bool = False, stage: str = "read") -> tuple[list[str], str]:
     """All texts of the inputs (files, folders, globs) and the sha256 of their content."""
     from itertools import islice
@@ -173,7 +173,7 @@ def train_lm(cfg: LMTrainConfig) -> LMTrainResult:
     """Train the LM on `cfg.corpus`, compute the bucket cutoffs and write the `.tsm` (and ARPA)."""
     if cfg.folds == 1 or cfg.folds < 0:
         raise ValueError(f"--folds must be 0 (in-sample cutoffs) or >= 2, got {cfg.folds}")
-    texts, content_sha = read_texts(cfg.corpus, cfg.text_field, cfg.max_docs, cfg.progress, "train lm")
+    texts, content_sha = texts_and_digest(cfg.corpus, cfg.text_field, cfg.max_docs, cfg.progress, "train lm")
     docs = [tokenize(t) for t in texts]
     docs = [d for d in docs if d]
     if not docs:
@@ -181,7 +181,7 @@ def train_lm(cfg: LMTrainConfig) -> LMTrainResult:
     lm = train_kn(docs, cfg.order)
     model = PerplexityModel(lm.tables, None)
     if cfg.cutoff_corpus:
-        other, _ = read_texts(cfg.cutoff_corpus, cfg.text_field, cfg.max_docs, cfg.progress, "cutoff corpus")
+        other, _ = texts_and_digest(cfg.cutoff_corpus, cfg.text_field, cfg.max_docs, cfg.progress, "cutoff corpus")
         other_docs = [d for d in (tokenize(t) for t in other) if d]
         if not other_docs:
             raise ValueError(f"--cutoff-corpus {' '.join(cfg.cutoff_corpus)}: no document has words")
