@@ -29,7 +29,7 @@ import inspect
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast, overload
 
 from textsieve.document import Document
 from textsieve.dsir.resample import Resample
@@ -91,7 +91,7 @@ def build_config(cls: type[C], api_name: str, values: Mapping[str, Any]) -> C:
 
     Unknown names raise TypeError naming the nearest valid one; a lone value for a `list[...]`
     field (one input path, one threshold) is wrapped in a list; path objects become strings."""
-    fields = dataclasses.fields(cls)  # type: ignore[arg-type]
+    fields = dataclasses.fields(cast(Any, cls))  # `cls` is a config dataclass; type[C] cannot say so
     names = [f.name for f in fields]
     unknown = [k for k in values if k not in names]
     if unknown:
@@ -129,7 +129,7 @@ def _signature(fn: Callable, cls: type, first: str | None, extra: Sequence[inspe
         shown = "required" if default is inspect.Parameter.empty else f"default {default!r}"
         lines.append(f"    {f.name} ({shown}){': ' + about if about else ''}")
     params += list(extra)
-    fn.__signature__ = own.replace(parameters=params)  # type: ignore[attr-defined]
+    fn.__dict__["__signature__"] = own.replace(parameters=params)  # what inspect.signature() reads
     fn.__doc__ = (inspect.cleandoc(fn.__doc__ or "") + f"\n\nKeyword arguments (the fields of {cls.__name__}):\n"
                   + "\n".join(lines))
 
