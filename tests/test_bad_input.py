@@ -269,6 +269,28 @@ def test_truncated_real_warc(tmp_path, mode) -> None:
     assert skip.location.startswith(f"{path}:record ") and int(skip.location.rsplit(" ", 1)[1]) > docs[-1].row
 
 
+@needs_raw
+@MODES
+def test_real_warc_response_without_target_uri(tmp_path, mode) -> None:
+    """A `response` record whose WARC-Target-URI header was removed: warcio raised an
+    AttributeError traceback (issue 16, item 11); now a located error, the records before it kept."""
+    data = gzip.decompress((RAW / "dolma_sample-0000.warc.gz").read_bytes())
+    first = data.index(b"WARC-Type: response")
+    third = data.index(b"WARC-Type: response", data.index(b"WARC-Type: response", first + 1) + 1)
+    uri_start = data.index(b"WARC-Target-URI:", third)
+    uri_end = data.index(b"\r\n", uri_start) + 2
+    path = tmp_path / "no-uri.warc"
+    path.write_bytes(data[:uri_start] + data[uri_end:])
+    [shard] = expand_inputs([str(path)])
+    reader = ShardReader(shard, ReadOptions(on_error=mode))
+    if mode == "fail":
+        with pytest.raises(InputError, match=rf"^{path}:record \d+: archive record without a usable WARC-Target-URI"):
+            list(reader)
+        return
+    docs = list(reader)
+    assert len(docs) == 2 and reader.skipped[0].reason.startswith("archive record without a usable WARC-Target-URI")
+
+
 @MODES
 @pytest.mark.parametrize("content, expect", [
     # five words pass for an ARC header

@@ -133,3 +133,24 @@ def test_bundled_recipes_are_short_cited_and_valid():
         load_recipe(name)  # parses
     assert [r.name for r in load_recipe("c4").line_rules] == ["terminal_punctuation", "min_words_per_line",
                                                               "no_javascript"]
+
+
+@pytest.mark.parametrize("literal, value", [
+    ("'café'", "café"), ("'naïve – 日本'", "naïve – 日本"), ("'it\\'s'", "it's"), ('"say \\"hi\\""', 'say "hi"'),
+    ("'a\\\\b'", "a\\b"), ("'tab\\there'", "tab\there"), ("'\\u00e9\\U0001F600\\x41'", "é\U0001F600A"),
+])
+def test_string_literals_round_trip_exactly(literal, value):
+    """Literals keep every character as written and decode only backslash escapes; DuckDB gets
+    the same string back (issue 16, item 15: 'café' used to become 'cafÃ©')."""
+    import duckdb
+
+    from textsieve.recipes.sql import lit
+
+    node = Recipe.from_rules({"r": f"id == {literal}"}).rules[0].node
+    assert node.right == Lit(value)
+    assert duckdb.connect().execute(f"SELECT {lit(value)}").fetchall() == [(value,)]
+
+
+def test_unknown_escape_names_the_rule():
+    with pytest.raises(RecipeError, match=r"rule 'bad': unknown escape \\x in a string literal"):
+        _ = Recipe.from_rules({"bad": "id == '\\x'"}).rules[0].node

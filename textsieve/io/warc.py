@@ -63,6 +63,11 @@ def _read_archive(ctx: ShardReader, wanted: str) -> Iterator[Document]:
             except _WARCIO_ERRORS as exc:
                 ctx.bad(location, f"cannot parse archive record ({exc}){_after(row - 1)}")
                 return
+            except (AttributeError, TypeError) as exc:
+                # warcio parses a response/request's HTTP headers from its target URI and fails
+                # with an AttributeError when the record has no (or an empty) WARC-Target-URI
+                ctx.bad(location, f"archive record without a usable WARC-Target-URI ({exc}){_after(row - 1)}")
+                return
             if record.format == "arc" and not str(record.rec_headers.get_header("length") or "").isdigit():
                 # warcio takes any 5-word first line for an ARC header; a real one ends in a length.
                 ctx.bad(location,

@@ -127,6 +127,10 @@ _TOKEN = re.compile(r"""
 """, re.VERBOSE)
 
 
+_ESCAPES = {"\\": "\\", "'": "'", '"': '"', "n": "\n", "t": "\t", "r": "\r", "0": "\0"}
+_ESCAPE = re.compile(r"\\(x[0-9A-Fa-f]{2}|u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|.)", re.S)
+
+
 def _tokenize(text: str, rule: str) -> list[tuple[str, str, int]]:
     out: list[tuple[str, str, int]] = []
     pos = 0
@@ -160,6 +164,24 @@ class _Parser:
         return RecipeError(f"rule {self.rule!r}: {what}, found {at} in {self.text!r}; "
                            f"valid operators: {', '.join(OPERATORS)}; functions: "
                            f"{', '.join(REDUCTIONS)} (over line columns), abs, ln, log1p, coalesce")
+
+    def unescape(self, body: str) -> str:
+        """A string literal's value: backslash escapes decoded, every other character kept as
+        written (`'café'` stays café; the old `unicode_escape` round trip turned it into mojibake
+        and failed on `'\\x'` without naming the rule)."""
+
+        def one(m: re.Match[str]) -> str:
+            esc = m.group(1)
+            if esc[0] in "xuU" and len(esc) > 1:
+                code = int(esc[1:], 16)
+                if code <= 0x10FFFF:
+                    return chr(code)
+            elif esc in _ESCAPES:
+                return _ESCAPES[esc]
+            raise RecipeError(f"rule {self.rule!r}: unknown escape \\{esc} in a string literal in {self.text!r}; "
+                              f"valid: {', '.join(chr(92) + e for e in _ESCAPES)}, \\xHH, \\uHHHH, \\UHHHHHHHH")
+
+        return _ESCAPE.sub(one, body)
 
     def peek(self, *vals: str) -> bool:
         return self.toks[self.i][1] in vals and self.toks[self.i][0] in ("kw", "op")
@@ -264,7 +286,7 @@ class _Parser:
             return Lit(float(tok) if any(c in tok for c in ".eE") else int(tok))
         if kind == "str":
             self.i += 1
-            return Lit(bytes(tok[1:-1], "utf-8").decode("unicode_escape"))
+            return Lit(self.unescape(tok[1:-1]))
         if kind == "kw" and tok in ("true", "false", "null"):
             self.i += 1
             return Lit({"true": True, "false": False, "null": None}[tok])
