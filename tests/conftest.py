@@ -34,6 +34,16 @@ def _skip_reason(report) -> str:
     return str(longrepr)
 
 
+@pytest.fixture(scope="session")
+def dev_dir() -> Path:
+    """The dev corpora (`corpora/dev/`: web_sample, target_wiki, raw WARCs); session-scoped so
+    module fixtures that build models or attribute folders from them can use it too."""
+    dev = SHARED / "corpora" / "dev"
+    if not (dev / "web_sample.jsonl.gz").exists():
+        pytest.skip(f"dev corpora not found under {dev} {SKIP_TAG}")
+    return dev
+
+
 @pytest.fixture
 def resources_dir(shared_dir: Path) -> Path:
     return shared_dir / "golden" / "rpv2_resources"

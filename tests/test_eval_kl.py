@@ -24,9 +24,7 @@ def test_kl_divergence_basics():
 
 
 @pytest.fixture(scope="module")
-def files(tmp_path_factory):
-    if not (DEV / "web_sample.jsonl.gz").exists():
-        pytest.skip(f"dev corpora not found under {DEV} (set TEXTSIEVE_SHARED)")
+def files(tmp_path_factory, dev_dir):
     tmp = tmp_path_factory.mktemp("evalkl")
     docs = []
     with gzip.open(DEV / "web_sample.jsonl.gz", "rt", encoding="utf-8") as fh:

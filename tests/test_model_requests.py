@@ -18,13 +18,9 @@ from textsieve.stages.annotate import AnnotateConfig, planned_schema, run_annota
 
 
 @pytest.fixture(scope="module")
-def data(tmp_path_factory):
+def data(tmp_path_factory, dev_dir):
     """A small wiki-vs-web classifier and 80 web documents."""
-    from conftest import SHARED
-
-    dev = SHARED / "corpora" / "dev"
-    if not (dev / "web_sample.jsonl.gz").exists():
-        pytest.skip(f"dev corpora not found under {dev} (set TEXTSIEVE_SHARED)")
+    dev = dev_dir
     tmp = tmp_path_factory.mktemp("models")
     model = str(tmp / "wiki.tsm")
     train_classifier(ClassifierConfig(positive=[str(dev / "target_wiki.jsonl.gz")],

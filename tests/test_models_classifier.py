@@ -25,9 +25,7 @@ def test_prepare_is_rpv2():
 
 
 @pytest.fixture(scope="module")
-def linear_model(tmp_path_factory) -> tuple[str, dict]:
-    if not (SHARED / "corpora" / "dev").is_dir():
-        pytest.skip(f"dev corpora not found under {SHARED} (set TEXTSIEVE_SHARED)")
+def linear_model(tmp_path_factory, dev_dir) -> tuple[str, dict]:
     out = str(tmp_path_factory.mktemp("clf") / "wiki.tsm")
     dev = SHARED / "corpora" / "dev"
     res = train_classifier(ClassifierConfig(positive=[str(dev / "target_wiki.jsonl.gz")],

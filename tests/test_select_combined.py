@@ -32,13 +32,9 @@ def _texts(folder: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def routes(tmp_path_factory):
+def routes(tmp_path_factory, dev_dir):
     """Both routes on the same pool: `one` (recipe + DSIR in one step) and `two` (materialized)."""
-    from conftest import SHARED
-
-    dev = SHARED / "corpora" / "dev"
-    if not (dev / "web_sample.jsonl.gz").exists():
-        pytest.skip(f"dev corpora not found under {dev} (set TEXTSIEVE_SHARED)")
+    dev = dev_dir
     tmp = tmp_path_factory.mktemp("combined")
     with gzip.open(dev / "web_sample.jsonl.gz", "rt", encoding="utf-8") as fh:
         docs = list(itertools.islice(fh, 600))
