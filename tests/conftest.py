@@ -80,6 +80,7 @@ SLOW_TESTS = {
     "test_eval_lm.py::test_eval_lm_cli_on_dev_corpus",
     "test_fast_minhash.py::test_kernel_equals_reference_definition",
     "test_fsspec_stages.py::test_memory_attributes_through_every_stage",
+    "test_fuzz_readers.py::test_fuzz_readers",
     "test_lang_wordlists.py::test_languages_without_lists_get_null_and_are_counted",
     "test_learned.py::test_cross_validated_quality_beats_majority",
     "test_minhash.py::test_golden_bands",
@@ -111,6 +112,8 @@ SLOW_TESTS = {
     "test_select_engine.py::test_c4_materialized_lines_cut_by_spans",
     "test_select_engine.py::test_line_rule_fast_path_over_many_row_groups",
     "test_shared_skips.py::test_skips_print_reason_and_summary_line",
+    "test_limits_16.py::test_dedup_exact_tree_peak_within_memory",
+    "test_limits_16.py::test_huge_document_is_skipped_and_memory_stays_small",
 }
 SLOW_MODULES = {"test_docs_commands.py", "test_ray.py"}
 KILL_MODULES = {"test_resume.py", "test_resume_parts.py"}

@@ -5,6 +5,7 @@ and is selected on with a recipe rule; the built-in signals' output does not cha
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import importlib.metadata
 import json
@@ -276,7 +277,8 @@ def _write_tsv(path: Path, docs: list[Document]) -> None:
 def test_registered_reader_feeds_annotate_dedup_and_select(tsv_reader, docs, tmp_path):
     data, attrs, out = tmp_path / "data", tmp_path / "attrs", tmp_path / "selected"
     data.mkdir()
-    rows = docs[:30] + docs[:5]  # the last five are exact copies of the first five
+    # the last five are exact copies of the first five, under their own ids (a repeated id is an error)
+    rows = docs[:30] + [dataclasses.replace(d, id=f"{d.id}-copy") for d in docs[:5]]
     _write_tsv(data / "web.tsv", rows)
     assert ts.read_documents(data / "web.tsv").__next__().text == rows[0].text
     ts.annotate(data, output=attrs, signals="rps_doc_word_count", workers=2)

@@ -79,13 +79,15 @@ def _stages(src: str, ann: str, out: str, tmp: Path, resources: Path, capsys) ->
 
 def test_memory_attributes_through_every_stage(shared_dir, resources_dir, memory_root, tmp_path, capsys):
     lines = _lines(shared_dir, 160)
+    # 5 exact duplicates of a.jsonl's first documents, under ids of their own (a repeated id is an error)
+    copies = [json.dumps(dict(json.loads(x), id=json.loads(x)["id"] + "-copy")) + "\n" for x in lines[:5]]
     mem = fsspec.filesystem("memory")
     root = memory_root[len("memory://"):]
     mem.pipe(f"/{root}/src/a.jsonl", "".join(lines[:80]).encode())
-    mem.pipe(f"/{root}/src/b.jsonl", "".join(lines[80:] + lines[:5]).encode())  # 5 exact duplicates
+    mem.pipe(f"/{root}/src/b.jsonl", "".join(lines[80:] + copies).encode())
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "a.jsonl").write_text("".join(lines[:80]))
-    (tmp_path / "src" / "b.jsonl").write_text("".join(lines[80:] + lines[:5]))
+    (tmp_path / "src" / "b.jsonl").write_text("".join(lines[80:] + copies))
 
     in_memory = _stages(f"{memory_root}/src", f"{memory_root}/attrs", f"{memory_root}/sel", tmp_path,
                         resources_dir, capsys)

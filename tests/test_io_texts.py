@@ -55,6 +55,8 @@ def _annotated(tmp: Path, sources: dict[str, list[str]]) -> Path:
         meta = {"shard": shard.rel, "source_shard": asdict(shard), "read_options": asdict(ReadOptions())}
         table = table.replace_schema_metadata({META_KEY: json.dumps(meta).encode()})
         pq.write_table(table, out / (shard.rel.split(".")[0] + ".parquet"))
+    # the inputs annotate records: sources are read only inside them (issue 16, item 17)
+    (out / "annotate.json").write_text(json.dumps({"stage": "annotate", "config": {"inputs": [str(src)]}}))
     return out
 
 

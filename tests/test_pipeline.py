@@ -58,7 +58,7 @@ SAMPLES = {"inputs": ["docs.jsonl.gz"], "targets": ["t.jsonl"], "name": "wiki", 
            "models": {"m": "builtin:py3langid"}, "signals": ["rps_doc_word_count", "minhash"], "lang_field": "lang",
            "workers": 2, "threads": 2, "resources": "res", "tmp_dir": "tmp", "bloom_fp": 0.01, "bloom_capacity": 10,
            "model_path": "m.dsir", "k": 5, "lang": "de", "thresholds": [0.9, 0.7], "dsir": "wiki", "tokens": 100,
-           "address": "localhost:6379", "executor": "ray"}
+           "address": "localhost:6379", "executor": "ray", "dedupe_ids": "suffix", "source_roots": ["docs"]}
 
 
 @pytest.mark.parametrize("spec", STAGES, ids=lambda s: s.name)

@@ -152,8 +152,16 @@ def dedup_annotated(shared, tmp_path_factory) -> Path:
 
 def _fuzzy(src: Path, dst: Path, executor: str):
     shutil.copytree(src, dst)
-    res = run_fuzzy(FuzzyConfig(directory=str(dst), thresholds=THRESHOLDS, memory="100KB", executor=executor,
-                                progress=False))
+    # --memory has a floor (exec.budget.MIN_SHARE): sort passes as small as a 100KB budget's come
+    # from making each row count for more (read in this process: the sort size is passed to Ray)
+    from textsieve.dedup import partitions
+
+    real, partitions.WORK_BYTES_PER_ROW = partitions.WORK_BYTES_PER_ROW, 72 * 240  # 3/4 of 32MB: 100KB's rows
+    try:
+        res = run_fuzzy(FuzzyConfig(directory=str(dst), thresholds=THRESHOLDS, memory="32MB", executor=executor,
+                                    progress=False))
+    finally:
+        partitions.WORK_BYTES_PER_ROW = real
     return res, dst / "_dedup_fuzzy"
 
 
@@ -184,7 +192,7 @@ def test_dedup_exact_on_ray_matches_local(slice_shards, tmp_path):
     for executor in ("local", "ray"):
         assert main(["dedup", "exact", str(slice_shards), "-o", str(tmp_path / executor), "-q", "--normalize", "rpv2",
                      "--executor", executor, "--workers", "2"]) == 0
-    assert _files(tmp_path / "local") == _files(tmp_path / "ray") and len(_files(tmp_path / "ray")) == 4
+    assert _files(tmp_path / "local") == _files(tmp_path / "ray") and len(_files(tmp_path / "ray")) == 5  # + manifest
 
 
 def test_clear_errors(monkeypatch, tmp_path):

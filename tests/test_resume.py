@@ -34,6 +34,11 @@ def _normalized(rel: str, data: bytes) -> bytes:
         for k in ("characters_written_this_run", "shards_skipped"):
             doc["counts"].pop(k)
         return json.dumps(doc, sort_keys=True).encode()
+    if rel.endswith("manifest.json"):  # lists the summaries above with their (run-specific) hashes
+        doc = json.loads(data)
+        for name in ("annotate.json", "selection.json"):
+            doc["files"].pop(name, None)
+        return json.dumps(doc, sort_keys=True).encode()
     return data
 
 
@@ -97,12 +102,16 @@ def test_killed_runs_resume_to_identical_outputs(corpus):
     # 1. kill during annotate, after some shards are finished
     attrs = out / "attrs"
 
+    def annotated() -> list[Path]:  # finished but not yet published: in the run's staging folder
+        return list(attrs.glob(".staging-annotate-*/s*.parquet"))
+
     def some_annotated() -> bool:
-        return attrs.is_dir() and 1 <= len(list(attrs.glob("s*.parquet"))) < N_SHARDS
+        return attrs.is_dir() and 1 <= len(annotated()) < N_SHARDS
 
     kill_when(_cmd(corpus), some_annotated, 0.15, "annotate had finished some shards")
-    finished = {p.name: p.stat().st_mtime_ns for p in attrs.glob("s*.parquet")}
+    finished = {p.name: p.stat().st_mtime_ns for p in annotated()}
     assert 1 <= len(finished) < N_SHARDS and not (out / ".state").exists()
+    assert not list(attrs.glob("s*.parquet")), "annotate published before it had finished"
 
     # 2. re-run; kill in dedup fuzzy (exact done)
     kill_when(_cmd(corpus), lambda: _state(out, "dedup_fuzzy") == "running", 0.15, "dedup fuzzy was running")
@@ -115,7 +124,7 @@ def test_killed_runs_resume_to_identical_outputs(corpus):
     sel = out / "selected"
 
     def some_selected() -> bool:
-        return sel.is_dir() and 1 <= len(list(sel.glob("s*.jsonl.gz"))) < N_SHARDS
+        return sel.is_dir() and 1 <= len(list(sel.glob(".staging-select-*/s*.jsonl.gz"))) < N_SHARDS
 
     kill_when(_cmd(corpus), some_selected, 0.3, "select had written some shards")
     assert {p.name: p.stat().st_mtime_ns for p in (attrs / "_dedup_exact_rpv2").iterdir()} == exact_files, \

@@ -120,12 +120,15 @@ def test_killed_annotate_resumes_from_its_last_finished_part(shared_dir, tmp_pat
     reference = (clean / "big.parquet").read_bytes()
 
     out = tmp_path / "out"
-    parts = out / ".big.parquet.parts"
+
+    def part_files() -> list[Path]:  # in the run's staging folder: nothing is published before the end
+        return list(out.glob(".staging-annotate-*/.big.parquet.parts/part-*.parquet"))
 
     def two_parts_and_a_third_open() -> bool:  # killed mid-shard, with a part half written
-        return len(list(parts.glob("part-*.parquet"))) >= 2 and bool(list(out.glob(f".big.parquet{TMP_MARK}*")))
+        return len(part_files()) >= 2 and bool(list(out.glob(f".staging-annotate-*/.big.parquet{TMP_MARK}*")))
 
     kill_when(cmd(out), two_parts_and_a_third_open, 0.1, "annotate had finished two parts")
+    parts = part_files()[0].parent
     finished = sorted(p.name for p in parts.glob("part-*.parquet"))
     assert not (out / "big.parquet").exists() and 2 <= len(finished) < 5
     assert _temps(out), "the kill should have left the open part's temporary file"
@@ -142,7 +145,7 @@ def test_killed_annotate_resumes_from_its_last_finished_part(shared_dir, tmp_pat
     assert result["parts_resumed"] == len(finished), "finished parts were recomputed"
     assert result["documents_resumed"] == 100 * len(finished) and result["documents"] == 430
     assert not parts.exists() and not _temps(out), "parts or temporary files were left behind"
-    assert sorted(p.name for p in out.iterdir()) == ["annotate.json", "big.parquet"]
+    assert sorted(p.name for p in out.iterdir()) == ["annotate.json", "big.parquet", "manifest.json"]
 
 
 # --------------------------------------------------------------------------- later stages
@@ -177,7 +180,12 @@ def _copy(annotated: Path, dest: Path) -> Path:
 
 
 def _count(folder: Path, pattern: str = "s[0-9]*.parquet") -> int:
-    return len(list(folder.glob(pattern))) if folder.is_dir() else 0
+    """Finished files of a run in progress: in its staging folder (published only at the end)."""
+    return len(list(folder.glob(f".staging-*/{pattern}"))) if folder.is_dir() else 0
+
+
+def _staged(folder: Path, pattern: str) -> dict[str, int]:
+    return {p.name: p.stat().st_mtime_ns for p in folder.glob(f".staging-*/{pattern}")}
 
 
 def test_killed_dedup_exact_and_fuzzy_rerun_without_overwrite(annotated, tmp_path):
@@ -216,7 +224,7 @@ def test_killed_dsir_fit_resumes(annotated, tmp_path):
     _run(fit(clean))
     out = attrs / "_dsir_web"
     kill_when(fit(attrs), lambda: 1 <= _count(out) < N_SHARDS, 0.5, "dsir fit had weighed some shards")
-    done = {p.name: p.stat().st_mtime_ns for p in out.glob("s*.parquet")}
+    done = _staged(out, "s*.parquet")  # renamed into place unchanged when the fit is published
     res = json.loads(_run(fit(attrs)).stdout)
     assert res["model_reused"] and res["shards_skipped"] == len(done) >= 1, "finished work was redone"
     assert {p.name: p.stat().st_mtime_ns for p in out.glob("s*.parquet") if p.name in done} == done
@@ -225,6 +233,9 @@ def test_killed_dsir_fit_resumes(annotated, tmp_path):
 
 def _selection(out: Path) -> dict[str, bytes]:
     files = _files(out)
+    manifest = json.loads(files.pop("manifest.json"))
+    manifest["files"].pop("selection.json")  # its hash covers the counts below
+    files["manifest.json"] = json.dumps(manifest, sort_keys=True).encode()
     doc = json.loads(files.pop("selection.json"))
     for k in ("characters_written_this_run", "shards_skipped"):  # what this invocation did
         doc["counts"].pop(k)
@@ -247,26 +258,31 @@ def test_select_resumes_an_interrupted_run_and_never_needs_overwrite_for_it(anno
     # killed while writing shards: the same command resumes, keeping the finished shards
     out = tmp_path / "out"
     kill_when(select(out), lambda: 1 <= _count(out, "s[0-9]*.jsonl.gz") < N_SHARDS, 0.6, "select had written a shard")
-    assert json.loads((out / "selection.json").read_text())["status"] == "running"
-    done = {p.name: p.stat().st_mtime_ns for p in out.glob("s*.jsonl.gz")}
+    assert not (out / "selection.json").exists() and not list(out.glob("s*.jsonl.gz"))  # nothing published
+    done = _staged(out, "s*.jsonl.gz")
     _run(select(out))
     assert {p.name: p.stat().st_mtime_ns for p in out.glob("s*.jsonl.gz") if p.name in done} == done
     assert _selection(out) == reference and not _temps(out)
 
-    # other settings over a finished or a partly written selection: refuse (one line) ...
-    for status, keep in (("done", N_SHARDS), ("running", 1)):
-        for p in sorted(out.glob("s*.jsonl.gz"))[keep:]:
-            p.unlink()
-        state = json.loads((out / "selection.json").read_text()) | {"status": status}
-        (out / "selection.json").write_text(json.dumps(state))
-        proc = subprocess.run(select(out, other), capture_output=True, text=True, timeout=120)
-        assert proc.returncode != 0 and "--overwrite" in proc.stderr and "Traceback" not in proc.stderr, status
+    # other settings over a finished selection, or over a killed run's finished shards: refuse
+    # (one line); the killed run's work would be lost, and re-running its settings resumes it
+    proc = subprocess.run(select(out, other), capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0 and "--overwrite" in proc.stderr and "Traceback" not in proc.stderr
+    killed = tmp_path / "killed"
+    kill_when(select(killed), lambda: 1 <= _count(killed, "s[0-9]*.jsonl.gz") < N_SHARDS, 0.6,
+              "select had written a shard")
+    proc = subprocess.run(select(killed, other), capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0 and "--overwrite" in proc.stderr and "Traceback" not in proc.stderr
+    assert _count(killed, "s[0-9]*.jsonl.gz") >= 1
 
     # ... but a run that crashed before writing any shard (e.g. on a bad default) left nothing
     # to protect: any re-run starts afresh, without --overwrite
+    from textsieve.io.leftovers import writer_tag
+
     crashed = tmp_path / "crashed"
-    crashed.mkdir()
-    (crashed / "selection.json").write_text(json.dumps({"stage": "select", "status": "running",
-                                                        "fingerprint": "0123456789abcdef", "inputs": []}))
+    staging = crashed / ".staging-select-0123456789abcdef"
+    staging.mkdir(parents=True)
+    (staging / f".writer-{_dead_pid()}@{writer_tag().split('@', 1)[1]}").write_bytes(b"")
+    (staging / ".info.json").write_text(json.dumps({"settings": "other settings"}))
     _run(select(crashed))
     assert _selection(crashed) == reference

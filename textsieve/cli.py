@@ -50,6 +50,13 @@ def main(argv: list[str] | None = None) -> int:
         except OSError:
             pass
         return 0
+    except OSError as exc:  # a full disk in a write no stage turned into DiskFullError (io.diskfull)
+        from textsieve.io.diskfull import describe, is_disk_full
+
+        if not is_disk_full(exc):
+            raise
+        print(f"textsieve: error: {describe(exc)}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("textsieve: interrupted; finished shards are kept, re-run to continue", file=sys.stderr)
         return 130

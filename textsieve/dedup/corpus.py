@@ -18,9 +18,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from textsieve.dedup.partitions import as_bytes
 from textsieve.exec.local import ordered_map
 from textsieve.io.atomic import AtomicParquetWriter
 from textsieve.io.attributes import META_KEY, attribute_shards, source_documents
+from textsieve.io.diskfull import disk_full_as_error
 from textsieve.io.texts import aligned_source_texts, missing_rows, source_meta
 
 
@@ -51,6 +53,13 @@ class ShardTable:
     @property
     def n_docs(self) -> int:
         return int(self.base[-1])
+
+    def content_key(self) -> str:
+        """A fingerprint of the shards' published contents (their manifest hashes): what a stage
+        reading them must re-run for when it changes, whatever the file names and sizes say."""
+        from textsieve.io.publish import content_key
+
+        return content_key(self.fs, self.root, self.rels)
 
     def schema(self, i: int) -> pa.Schema:
         with self.fs.open(self.paths[i], "rb") as fh:
@@ -118,13 +127,13 @@ def _shingles_task(task: tuple[dict, list[int], str]) -> tuple[np.ndarray, np.nd
     start = np.full(len(rows), -1, dtype=np.int64)
     count = np.zeros(len(rows), dtype=np.int64)
     at = 0
-    with open(path, "wb") as fh:
+    with disk_full_as_error(path, written=lambda: 8 * at), open(path, "wb") as fh:  # io.diskfull
         for doc in source_documents(meta):
             k = want.get(doc.row)
             if k is None or start[k] >= 0:
                 continue
             h = shingle_hashes(doc.text)
-            h.astype("<u8", copy=False).tofile(fh)
+            fh.write(as_bytes(h.astype("<u8", copy=False)))  # not `tofile`: no errno on a full disk
             start[k], count[k] = at, h.shape[0]
             at += h.shape[0]
     missing = [rows[k] for k in np.flatnonzero(start < 0)]

@@ -22,10 +22,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from textsieve.io.diskfull import disk_full_as_error
+
 ROW = np.dtype([("h1", "<u8"), ("h2", "<u8"), ("doc", "<u8")])
-#: working bytes per row while grouping: the rows, the lexsort permutation, the sorted copy
-#: and boolean masks; used to turn a memory budget into rows per pass.
-WORK_BYTES_PER_ROW = 72
+#: working bytes per row while grouping, used to turn a memory budget into rows per pass:
+#: the rows (24), the lexsort permutation (8), the sorted copy (24), masks and run bounds, the
+#: edges' temporaries, and for an oversized partition the sub-partition buffer of the reduced
+#: rows. Measured peak (issue 16): 48 B a row for a partition sorted in one pass, up to ~115 B
+#: for one reduced chunk by chunk; the old 72 let a "16 MB" budget use ~45 MB.
+WORK_BYTES_PER_ROW = 160
 MIN_ROWS = 1024
 FANOUT_BITS = 4  # sub-partitions of an oversized partition: 16
 
@@ -101,8 +106,11 @@ class PartitionWriter:
         bounds = np.searchsorted(part, np.arange((1 << self.bits) + 1))
         for p in np.nonzero(np.diff(bounds))[0]:
             chunk = rows[bounds[p]:bounds[p + 1]]
-            with open(self.path(int(p)), "ab") as fh:
-                chunk.tofile(fh)
+            path = self.path(int(p))
+            # a full disk names the spill folder (the stage removes its work folder on the way out)
+            with disk_full_as_error(path, written=lambda: self.bytes_written, what="spilling keys to"), \
+                    open(path, "ab") as fh:
+                fh.write(as_bytes(chunk))  # not `tofile`: its short write has no errno (io.diskfull)
             self.counts[p] += chunk.shape[0]
             self.bytes_written += chunk.nbytes
 
@@ -110,6 +118,11 @@ class PartitionWriter:
         """Flush and return (path, rows) of the non-empty partitions, in partition order."""
         self.flush()
         return [(self.path(int(p)), int(self.counts[p])) for p in np.nonzero(self.counts)[0]]
+
+
+def as_bytes(array: np.ndarray) -> memoryview:
+    """The raw bytes of a contiguous array, without a copy, for `fh.write`."""
+    return np.ascontiguousarray(array).data.cast("B")
 
 
 def sorted_runs(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -150,7 +163,8 @@ def unique_pairs(edges: np.ndarray) -> np.ndarray:
     return edges[keep]
 
 
-#: Buffered edges before the Grouper deduplicates them (and at least twice the last distinct count).
+#: Buffered edges before the Grouper deduplicates them (and at least twice the last distinct count);
+#: at most a quarter of a sort pass's rows, so the buffer stays within the budget.
 COMPACT_EDGES = 1 << 20
 
 
@@ -174,7 +188,7 @@ class Grouper:
             self.edges.append(e)
             self.stats.edges += e.shape[0]
             self._pending += e.shape[0]
-            if self._pending >= max(COMPACT_EDGES, 2 * self._compacted):
+            if self._pending >= max(min(COMPACT_EDGES, self.max_rows // 4), 2 * self._compacted):
                 self._compact()
 
     def _compact(self) -> None:
@@ -194,8 +208,9 @@ class Grouper:
             self._emit(run_edges(rows, bounds))
             os.remove(path)
             return
-        # too large: reduce chunk by chunk, re-scatter the distinct keys on the next bits
-        sub = PartitionWriter(f"{path}.d", FANOUT_BITS, self.max_rows, level=level + 1)
+        # too large: reduce chunk by chunk, re-scatter the distinct keys on the next bits (through a
+        # buffer of a fraction of a pass: it lives beside the chunk being sorted)
+        sub = PartitionWriter(f"{path}.d", FANOUT_BITS, self.max_rows // 8, level=level + 1)
         if (level + 1) * FANOUT_BITS > 64:  # pragma: no cover - needs > 2**60 distinct keys
             raise RuntimeError("dedup: key partitions cannot be split further; raise --memory")
         for start in range(0, n, self.max_rows):

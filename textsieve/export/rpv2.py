@@ -29,6 +29,10 @@ def _is_span_column(typ: pa.DataType) -> bool:
 
 def export_rpv2(directory: str, output: str) -> int:
     """Write every document of every shard under `directory` to `output` (gzip if .gz)."""
+    from textsieve.io.locations import source_locations
+    from textsieve.io.overlap import check_apart
+
+    check_apart("export rpv2", output, [directory, *source_locations(directory)])
     fs, paths = attribute_shards(directory)
     out_fs, out_path = fsspec.core.url_to_fs(output)
     n = 0

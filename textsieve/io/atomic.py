@@ -16,6 +16,7 @@ import fsspec
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from textsieve.io.diskfull import disk_full_error, is_disk_full
 from textsieve.io.leftovers import TMP_MARK, writer_tag
 
 
@@ -30,7 +31,9 @@ def temp_name(final: str) -> str:
 
 @contextmanager
 def atomic_open(fs: fsspec.AbstractFileSystem, final: str, mode: str = "wb") -> Iterator[IO]:
-    """Open a temporary sibling of `final` for writing; rename it to `final` on success only."""
+    """Open a temporary sibling of `final` for writing; rename it to `final` on success only.
+    A full disk is a `DiskFullError` naming the folder (`io.diskfull`); the temporary file is
+    removed whatever went wrong."""
     parent = final.rpartition("/")[0]
     if parent:
         fs.makedirs(parent, exist_ok=True)
@@ -39,12 +42,24 @@ def atomic_open(fs: fsspec.AbstractFileSystem, final: str, mode: str = "wb") -> 
         with fs.open(tmp, mode) as fh:
             yield fh
         fs.mv(tmp, final)
-    except BaseException:
-        try:
-            fs.rm(tmp)
-        except (FileNotFoundError, OSError):
-            pass
+    except BaseException as exc:
+        written = _remove(fs, tmp)
+        if is_disk_full(exc):
+            raise disk_full_error(final, written=written) from None
         raise
+
+
+def _remove(fs: fsspec.AbstractFileSystem, tmp: str) -> int | None:
+    """Delete a temporary file; returns its size (the bytes that made it to disk), if known."""
+    try:
+        size = int(fs.size(tmp))
+    except (OSError, ValueError, TypeError):
+        size = None
+    try:
+        fs.rm(tmp)
+    except (FileNotFoundError, OSError):
+        pass
+    return size
 
 
 class AtomicParquetWriter:
@@ -71,6 +86,15 @@ class AtomicParquetWriter:
         self._pending_rows = 0
 
     def write(self, batch: pa.RecordBatch | pa.Table) -> None:
+        try:
+            self._write(batch)
+        except OSError as exc:
+            if not is_disk_full(exc):
+                raise
+            written = self._discard()
+            raise disk_full_error(self.final, written=written) from None
+
+    def _write(self, batch: pa.RecordBatch | pa.Table) -> None:
         batches = [batch] if isinstance(batch, pa.RecordBatch) else batch.to_batches()
         for b in batches:
             if b.num_rows:
@@ -78,14 +102,21 @@ class AtomicParquetWriter:
                 self._pending_rows += b.num_rows
         while self._pending_rows >= self._rows:
             table = pa.Table.from_batches(self._pending)
-            self._writer.write_table(table.slice(0, self._rows), row_group_size=self._rows)
+            self._write_group(table.slice(0, self._rows))
             rest = table.slice(self._rows)
             self._pending = rest.to_batches()
             self._pending_rows = rest.num_rows
 
+    def _write_group(self, table: pa.Table) -> None:
+        """Write one row group from contiguous arrays. Why `combine_chunks`: Arrow cuts a
+        column's data pages at the chunk boundaries it is given, so the same rows batched
+        differently (`annotate --batch-size`) gave other bytes; one chunk per row group makes
+        the file depend on the rows alone."""
+        self._writer.write_table(table.combine_chunks(), row_group_size=self._rows)
+
     def _flush(self) -> None:
         if self._pending_rows:
-            self._writer.write_table(pa.Table.from_batches(self._pending), row_group_size=self._rows)
+            self._write_group(pa.Table.from_batches(self._pending))
         self._pending, self._pending_rows = [], 0
 
     def add_metadata(self, metadata: dict[bytes, bytes]) -> None:
@@ -104,8 +135,23 @@ class AtomicParquetWriter:
                 self._fs.makedirs(parent, exist_ok=True)
             self._fs.mv(self._tmp, target)
         except BaseException as exc:
+            if is_disk_full(exc):
+                written = self._discard()
+                raise disk_full_error(final or self.final, written=written) from None
             self.abort(exc)
             raise
+
+    def _discard(self) -> int | None:
+        """Abort after a full disk; returns the bytes the temporary file had reached."""
+        written: int | None = None
+        for size in (self._fh.tell, lambda: self._fs.size(self._tmp)):
+            try:
+                written = int(size())
+                break
+            except (OSError, ValueError, TypeError, AttributeError):
+                continue
+        self.abort()
+        return written
 
     def abort(self, exc: BaseException | None = None) -> None:
         """Drop the temporary file (called when the work producing the shard failed)."""

@@ -5,6 +5,8 @@ Layout of an annotate output folder `DIR`:
   DIR/_<name>/<same rel>                 attribute sets added later by other stages, e.g.
                                          `_dedup_fuzzy`, `_dedup_exact`, `_dsir_wiki`
   DIR/annotate.json                      run summary
+  DIR/manifest.json, DIR/_<name>/manifest.json   what each stage published (`io.publish`): the
+                                         only record of which files are finished outputs
 Annotate shards also hold `ts_length` and, for every doc-level signal `X`, a plain column
 `X__score` equal to the score of X's single span: the span columns keep RPv2's representation,
 the scalar twins make rule queries fast (no list<struct> decoding).
@@ -23,6 +25,7 @@ import fsspec
 import pyarrow.parquet as pq
 
 from textsieve.document import Document
+from textsieve.io.publish import check_file, read_manifest
 
 META_KEY = b"textsieve"
 SET_PREFIX = "_"
@@ -30,29 +33,38 @@ LENGTH_COLUMN = "ts_length"  # annotate: len(text) in code points (= end of a do
 SCORE_SUFFIX = "__score"  # annotate: plain scalar twin `<signal>__score` of each doc-level span column
 
 
-def _is_shard(rel: str) -> bool:
-    parts = rel.split("/")
-    return rel.endswith(".parquet") and not any(p.startswith(".") for p in parts)
-
-
 def attribute_shards(directory: str, attribute_set: str | None = None) -> tuple[fsspec.AbstractFileSystem, list[str]]:
     """Finished shards of annotate's output (`attribute_set` None) or of the set `_<name>`,
-    sorted. Temporary files (names starting with '.') are never listed."""
+    sorted.
+
+    A folder a textsieve stage published is read through its manifest (`io.publish`): exactly
+    the `.parquet` files listed there, each checked to be intact, so a killed or running stage's
+    files are never read and names decide nothing (an input named `_txt` or `_2024/...` is a
+    shard like any other). A folder without a manifest was written by hand or by another tool
+    (no textsieve stage leaves final-named files unpublished): its `.parquet` files are listed,
+    minus hidden names and, for annotate's output, the `_<name>` attribute-set folders."""
     fs, root = fsspec.core.url_to_fs(directory)
     root = root.rstrip("/")
     base = f"{root}/{SET_PREFIX}{attribute_set}" if attribute_set else root
-    found = []
-    for path in fs.find(base) if fs.exists(base) else []:
-        rel = path[len(base) + 1:]
-        if not _is_shard(rel):
-            continue
-        if attribute_set is None and rel.split("/")[0].startswith(SET_PREFIX):
-            continue  # another stage's attribute set
-        found.append(path)
+    manifest = read_manifest(fs, base)
+    if manifest is not None:
+        found = [check_file(fs, base, manifest, rel) for rel in sorted(manifest.files) if rel.endswith(".parquet")]
+    else:
+        sets = set(attribute_sets(directory)) if attribute_set is None else set()
+        found = []
+        for path in fs.find(base) if fs.exists(base) else []:
+            rel = path[len(base) + 1:]
+            parts = rel.split("/")
+            if not rel.endswith(".parquet") or any(p.startswith(".") for p in parts):
+                continue
+            if len(parts) > 1 and parts[0].startswith(SET_PREFIX) and parts[0][len(SET_PREFIX):] in sets:
+                continue  # another stage's attribute set
+            found.append(path)
+        found.sort()
     if not found:
         what = f"attribute set {attribute_set!r}" if attribute_set else "attribute shards (*.parquet)"
         raise FileNotFoundError(f"no {what} under {directory}")
-    return fs, sorted(found)
+    return fs, found
 
 
 def attribute_set_dir(directory: str, name: str) -> str:
@@ -61,10 +73,16 @@ def attribute_set_dir(directory: str, name: str) -> str:
 
 
 def attribute_sets(directory: str) -> list[str]:
-    """Names of the attribute sets other stages added to `directory`."""
+    """Names of the attribute sets other stages added to `directory`: its `_<name>` folders,
+    told from input folders that happen to start with '_' by structure: a folder holding
+    annotate shards (listed in annotate's manifest) is not a set."""
     fs, root = fsspec.core.url_to_fs(directory)
+    root = root.rstrip("/")
+    manifest = read_manifest(fs, root)
+    owned = {rel.split("/", 1)[0] for rel in manifest.files if "/" in rel} if manifest else set()
     return sorted(p.rstrip("/").rsplit("/", 1)[-1][len(SET_PREFIX):] for p in fs.ls(root, detail=False)
-                  if p.rstrip("/").rsplit("/", 1)[-1].startswith(SET_PREFIX) and fs.isdir(p))
+                  if p.rstrip("/").rsplit("/", 1)[-1].startswith(SET_PREFIX) and fs.isdir(p)
+                  and p.rstrip("/").rsplit("/", 1)[-1] not in owned)
 
 
 def read_shard_meta(fs: fsspec.AbstractFileSystem, path: str) -> dict:
@@ -84,7 +102,13 @@ def source_documents(meta: dict, on_error: str = "skip") -> Iterator[Document]:
     src = dict(meta["source_shard"])
     src["members"] = tuple(src.get("members") or ())
     options = dict(meta["read_options"], on_error=on_error)
-    yield from ShardReader(Shard(**src), ReadOptions(**options))
+    reader = ShardReader(Shard(**src), ReadOptions(**options))
+    if meta.get("renamed_ids"):  # annotate renamed repeated ids (`io.ids`): the same renaming, so ids match
+        from textsieve.io.ids import UniqueIds
+
+        yield from UniqueIds(reader.shard, "suffix").documents(reader)
+        return
+    yield from reader
 
 
 def without_conveniences(names: list[str]) -> list[str]:

@@ -5,6 +5,16 @@ Why not ``fsspec.open(..., compression="infer")``: a truncated .zst stream ends 
 progress bar needs the compressed bytes consumed. Decompressing chunk by chunk ourselves gives
 all three, and is as fast (the work happens in zlib/libzstd either way).
 Concatenated members (gzip) and frames (zstd), as written by parallel compressors, are supported.
+
+Damage: a gzip member's CRC-32 (or a zstd frame's content checksum, when the writer stored one)
+is checked only at the member's end, after deflate may already have decoded garbage. So the
+output of a member is held back until its end verified it; a damaged member passes on nothing
+and the error says how many lines it held (`CorruptStream.dropped_lines`). Holding is bounded:
+a member whose output exceeds `HOLD_BYTES` is first decompressed to its end without keeping
+anything (one extra read of that member, `_verify_ahead`), then streamed. An input that cannot
+seek cannot be checked ahead; its big members stream unverified and the error counts what
+passed (`CorruptStream.passed_lines`). A stream cut short is not damage: what it decodes to is
+exact, so everything decoded is passed on and the truncation is reported.
 """
 
 from __future__ import annotations
@@ -17,12 +27,24 @@ import zstandard
 
 CHUNK_SIZE = 1 << 20  # read size from storage
 PIECE_SIZE = 1 << 16  # decompression step: bounds what one damaged spot can take with it
-SALVAGE_STEP = 64
+HOLD_BYTES = 16 << 20  # decompressed bytes of one member/frame held back until its checksum verifies
+SALVAGE_STEP = 1  # input step (bytes) where a damaged member is decoded again to count its lines
 ZSTD_SUFFIXES = (".zst", ".zstd")  # one source for every place that matches zstd file names
 
 
 class CorruptStream(Exception):
-    """The compressed data is truncated or damaged; the message says which."""
+    """The compressed data is truncated or damaged; the message says which.
+
+    `dropped_lines`: lines decoded from the damaged gzip member / zstd frame that were held back
+    and are not passed on, since its checksum could not verify them (0 for a truncation: what a
+    cut stream decodes to is exact). `passed_lines`: lines of it passed on before the damage was
+    found, which only happens for an input that cannot seek (see `HOLD_BYTES`).
+    """
+
+    def __init__(self, message: str, *, dropped_lines: int = 0, passed_lines: int = 0):
+        super().__init__(message)
+        self.dropped_lines = dropped_lines
+        self.passed_lines = passed_lines
 
 
 class _Decompressor(Protocol):
@@ -77,48 +99,136 @@ def _iter_members(
     name: str,
     chunk_size: int,
 ) -> Iterator[tuple[bytes, int]]:
+    """Decompress member after member; a member's output is held back until its checksum
+    verified (see `HOLD_BYTES`), so damage never lets unverified rows through."""
+    unit = "member" if name == "gzip" else "frame"
     dec: _Decompressor | None = None  # decompressor of the member being read; None between members
     consumed = 0
+    held: list[bytes] = []  # output of the current member, not yet verified
+    held_size = 0
+    ahead = False  # the current member was verified ahead (or cannot be): its output goes out at once
+    passed = -1  # lines of the current member passed on unverified (-1: none can be, the input seeks)
+    member_at = 0  # file offset of the current member
     while data := raw.read(chunk_size):
+        base = consumed
         consumed += len(data)
         for start in range(0, len(data), PIECE_SIZE):
             piece = data[start : start + PIECE_SIZE]
+            at = base + start  # file offset of piece[0]
             while piece:
                 if dec is None:
-                    piece = piece.lstrip(b"\0")  # zero padding between/after members is tolerated, like gzip does
+                    stripped = piece.lstrip(b"\0")  # zero padding between/after members is tolerated, like gzip does
+                    at += len(piece) - len(stripped)
+                    piece = stripped
                     if not piece:
                         break
-                    dec = new()
-                saved = dec.copy() if hasattr(dec, "copy") else None
+                    dec, member_at, ahead, passed = new(), at, False, -1
                 try:
                     out = dec.decompress(piece)
                 except errors as exc:
-                    if saved is not None:
-                        yield from ((out, consumed) for out in _salvage(saved, piece, errors))
-                    raise CorruptStream(f"corrupt {name} data ({exc})") from exc
-                if out:
+                    lines = _decoded_lines(raw, member_at, at, new, errors, chunk_size)
+                    raise _damaged(name, unit, exc, member_at, _lines(held) if lines is None else lines,
+                                   passed) from exc
+                if out and ahead:
+                    if passed >= 0:
+                        passed += out.count(b"\n")
                     yield out, consumed
+                elif out:
+                    held.append(out)
+                    held_size += len(out)
+                    if held_size > HOLD_BYTES:  # a big member: check it to its end first, then stream it
+                        check = _verify_ahead(raw, member_at, consumed, new, errors, chunk_size)
+                        if isinstance(check, tuple):
+                            lines = _decoded_lines(raw, member_at, check[1], new, errors, chunk_size)
+                            raise _damaged(name, unit, check[0], member_at, lines or 0, -1) from check[0]
+                        ahead, passed = True, (-1 if check else _lines(held))
+                        yield from ((o, consumed) for o in held)
+                        held, held_size = [], 0
                 if dec.eof:
-                    piece = dec.unused_data
+                    rest = dec.unused_data
+                    at += len(piece) - len(rest)
+                    piece = rest
                     dec = None
+                    yield from ((o, consumed) for o in held)  # verified by the member's checksum
+                    held, held_size = [], 0
                 else:
                     piece = b""
     if dec is not None:
+        yield from ((o, consumed) for o in held)  # a cut member: what it decoded to is exact
         raise CorruptStream(f"{name} stream is truncated (the file ends inside compressed data)")
 
 
-def _salvage(dec: _Decompressor, piece: bytes, errors: tuple[type[Exception], ...]) -> Iterator[bytes]:
-    """The output decodable from `piece` before the damage, fed in small steps.
+def _lines(chunks: list[bytes]) -> int:
+    return sum(c.count(b"\n") for c in chunks)
 
-    A decompress call that fails returns nothing, so without this the good data that shares a
-    piece with the damage would be lost; skip mode promises to keep it.
+
+def _damaged(name: str, unit: str, exc: Exception, at: int, dropped: int, passed: int) -> CorruptStream:
+    return CorruptStream(f"corrupt {name} data ({exc}) in the {name} {unit} at byte {at}",
+                         dropped_lines=dropped, passed_lines=max(passed, 0))
+
+
+def _verify_ahead(raw: BinaryIO, member_at: int, resume_at: int, new: Callable[[], _Decompressor],
+                  errors: tuple[type[Exception], ...], chunk_size: int) -> bool | tuple[Exception, int]:
+    """Decompress the member at `member_at` to its end, keeping nothing, then seek back to
+    `resume_at`. True: it verified (or ends cut short, which the main pass reports); False: the
+    input cannot seek, so nothing was checked; (error, file offset of the piece it failed in): damaged.
+
+    The price of never passing on unverified rows without holding a whole big member in memory:
+    one more read and decompression of each member larger than `HOLD_BYTES`.
     """
-    for start in range(0, len(piece), SALVAGE_STEP):
-        try:
-            out = dec.decompress(piece[start : start + SALVAGE_STEP])
-        except errors:
-            return
-        if out:
-            yield out
-        if dec.eof:
-            return
+    try:
+        if not raw.seekable():
+            return False
+        raw.seek(member_at)
+    except (AttributeError, OSError, ValueError):
+        return False
+    dec = new()
+    at = member_at
+    try:
+        while data := raw.read(chunk_size):
+            for start in range(0, len(data), PIECE_SIZE):
+                try:
+                    dec.decompress(data[start : start + PIECE_SIZE])
+                except errors as exc:
+                    return exc, at + start
+                if dec.eof:
+                    return True
+            at += len(data)
+        return True
+    finally:
+        raw.seek(resume_at)
+
+
+def _decoded_lines(raw: BinaryIO, member_at: int, fail_at: int, new: Callable[[], _Decompressor],
+                   errors: tuple[type[Exception], ...], chunk_size: int) -> int | None:
+    """How many lines the damaged member at `member_at` decodes to before its damage shows, for
+    the message: it is decoded again from its start, and from the piece at `fail_at` (where the
+    first pass failed) on in `SALVAGE_STEP` steps, since a failing call returns none of its
+    output. None when the input cannot seek."""
+    try:
+        if not raw.seekable():
+            return None
+        back = raw.tell()
+        raw.seek(member_at)
+    except (AttributeError, OSError, ValueError):
+        return None
+    dec = new()
+    lines = 0
+    at = member_at
+    try:
+        while data := raw.read(chunk_size):
+            for start in range(0, len(data), PIECE_SIZE):
+                piece = data[start : start + PIECE_SIZE]
+                step = SALVAGE_STEP if at + start + len(piece) > fail_at else len(piece)
+                for s in range(0, len(piece), step):
+                    try:
+                        out = dec.decompress(piece[s : s + step])
+                    except errors:
+                        return lines
+                    lines += out.count(b"\n")
+                    if dec.eof:
+                        return lines
+            at += len(data)
+        return lines
+    finally:
+        raw.seek(back)

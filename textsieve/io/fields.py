@@ -89,6 +89,43 @@ def surrogate_reason(field: FieldPath, text: str) -> str | None:
     return None
 
 
+def surrogate_field_reason(record: dict) -> str | None:
+    """A reason naming the first field (dotted path; ``[i]`` for list items; keys too) whose string
+    has a lone surrogate, or None. Such a value passes annotate and fails later in any writer
+    (the id in the attribute shard, ``url`` or other fields when `select` writes the record)."""
+    stack: list[tuple[str, Any]] = [("", record)]
+    while stack:
+        path, value = stack.pop()
+        if type(value) is dict:
+            items = list(value.items())
+            for key, inner in reversed(items):
+                name = f"{path}.{key}" if path else str(key)
+                if _lone_surrogate(key) is not None:
+                    return f"a field name {_shown(key)} (in {path or 'the record'}) has a lone surrogate"
+                stack.append((name, inner))
+        elif type(value) is list:
+            stack.extend((f"{path}[{i}]", inner) for i, inner in reversed(list(enumerate(value))))
+        elif type(value) is str:
+            at = _lone_surrogate(value)
+            if at is not None:
+                return (f"field {_shown(path)} has a lone surrogate {value[at]!r} at character {at} "
+                        "(an unpaired \\u escape), which cannot be written as UTF-8")
+    return None
+
+
+def _lone_surrogate(value: str) -> int | None:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return exc.start
+    return None
+
+
+def _shown(name: str) -> str:
+    """A field name for a message; one holding a lone surrogate is shown with it escaped."""
+    return repr(name.encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace"))
+
+
 def resolve_id(value: Any, rel: str, row: int) -> str | None:
     """The document id, or None when `value` cannot be one (`bad_id_reason` says why).
 

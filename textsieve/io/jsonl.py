@@ -27,8 +27,10 @@ from .fields import (
     missing_text_reason,
     optional_str,
     resolve_id,
+    surrogate_field_reason,
     surrogate_reason,
 )
+from .limits import doc_size_ok
 
 if TYPE_CHECKING:
     from .readers import ShardReader
@@ -63,12 +65,25 @@ def read_jsonl(ctx: ShardReader) -> Iterator[Document]:
                         yield doc
         except CorruptStream as exc:
             last = f"line {row}" if row else "none"
-            ctx.bad(f"{shard.path}:{row + 1}", f"{exc}; the last complete line read is {last}")
+            ctx.bad(f"{shard.path}:{row + 1}", f"{exc}{_unverified(exc, row)}; the last complete line read is {last}")
             return
     if pieces:
         doc = parse(b"".join(pieces), row)
         if doc is not None:
             yield doc
+
+
+def _unverified(exc: CorruptStream, row: int) -> str:
+    """What a damaged member cost, for the message: the lines held back (and, for an input that
+    cannot seek, those passed on before the damage showed)."""
+    out = ""
+    if exc.passed_lines:
+        out += (f"; its lines {row + 1 - exc.passed_lines}-{row} were passed on unverified (the input "
+                "cannot seek, so its checksum could not be checked first)")
+    if exc.dropped_lines:
+        out += (f"; its {exc.dropped_lines} decoded line(s) from line {row + 1} on are left out, as its "
+                "checksum cannot vouch for them; the rest of the file is not read")
+    return out
 
 
 class _LineParser:
@@ -85,6 +100,8 @@ class _LineParser:
 
     def __call__(self, line: bytes, row: int) -> Document | None:
         if not line or line.isspace():
+            return None
+        if not doc_size_ok(self.ctx, f"{self.path}:{row + 1}", len(line)):  # io.limits: --max-doc-bytes
             return None
         try:
             s = line.decode("utf-8")
@@ -120,7 +137,7 @@ class _LineParser:
             self._bad(row, bad_text_reason(self.text, text))
             return None
         if "\\ud" in s or "\\uD" in s:  # only escapes can produce lone surrogates; skip the check otherwise
-            reason = surrogate_reason(self.text, text)
+            reason = surrogate_reason(self.text, text) or surrogate_field_reason(record)
             if reason:
                 self._bad(row, reason)
                 return None

@@ -1,7 +1,10 @@
 """Parquet reader: pyarrow, in record batches, reading only the columns a Document needs.
 
-Row = the row index in the file. `Document.meta` stays empty: the other columns are not read at
-all, which is what makes Parquet input cheap; stages that need more columns read them directly.
+Row = the row index in the file. A row group that cannot be read (damaged pages: a failed
+decompression or page checksum) is one bad record in skip mode: the rows of the other row groups
+are kept, and the skip names the row group and how many of its rows are left out.
+`Document.meta` stays empty: the other columns are not read at all, which is what makes Parquet
+input cheap; stages that need more columns read them directly.
 Dotted field names select a top-level column (a struct) and walk into it, unless a column with the
 literal dotted name exists.
 """
@@ -17,6 +20,7 @@ import pyarrow.parquet as pq
 
 from ..document import Document
 from .fields import MISSING, FieldPath, bad_id_reason, bad_text_reason, optional_str, resolve_id
+from .limits import text_size_ok
 
 if TYPE_CHECKING:
     from .readers import ShardReader
@@ -29,13 +33,18 @@ def read_parquet(ctx: ShardReader) -> Iterator[Document]:
     f = ctx.fields
     with fsspec.open(shard.path, "rb") as raw:
         try:
-            pf = pq.ParquetFile(raw)
+            pf = pq.ParquetFile(raw, page_checksum_verification=True)  # pages that carry a CRC are checked
         except (pa.ArrowException, OSError, ValueError) as exc:
             ctx.bad(shard.path, f"not a readable Parquet file ({exc})")
             return
         names = pf.schema_arrow.names
         text_col = _column(f.text, names)
         if text_col is None:
+            if b"textsieve" in (pf.metadata.metadata or {}):  # the footer key of every attribute shard
+                ctx.bad(shard.path, "a textsieve attribute shard (the output of annotate or a later stage), not "
+                                    "documents: pass its folder where an attribute folder is expected, or the "
+                                    "documents it was made from")
+                return
             ctx.bad(shard.path, f"no text column {f.text.name!r} (columns present: {', '.join(names) or 'none'})")
             return
         wanted = {"text": (f.text, text_col)}
@@ -46,23 +55,29 @@ def read_parquet(ctx: ShardReader) -> Iterator[Document]:
                     wanted[key] = (field, col)
         columns = sorted({col[0] for _, col in wanted.values()})
         total = max(pf.metadata.num_rows, 1)
-        row = 0
-        batches = pf.iter_batches(batch_size=BATCH_ROWS, columns=columns)
-        while True:
-            try:
-                batch = next(batches)
-            except StopIteration:
-                break
-            except (pa.ArrowException, OSError, ValueError) as exc:
-                ctx.bad(f"{shard.path}:row {row}", f"cannot read Parquet data from this row on ({exc})")
-                return
-            values = {key: _values(batch, col) for key, (_, col) in wanted.items()}
-            for i in range(batch.num_rows):
-                doc = _document(ctx, wanted, values, i, row + i)
-                if doc is not None:
-                    yield doc
-            row += batch.num_rows
-            ctx.bytes_read = shard.size * row // total
+        row = 0  # first row of the current row group
+        for group in range(pf.num_row_groups):
+            size = pf.metadata.row_group(group).num_rows
+            done = 0  # rows of this group read so far
+            batches = pf.iter_batches(batch_size=BATCH_ROWS, columns=columns, row_groups=[group])
+            while True:
+                try:
+                    batch = next(batches)
+                except StopIteration:
+                    break
+                except (pa.ArrowException, OSError, ValueError) as exc:
+                    ctx.bad(f"{shard.path}:row {row + done}",
+                            f"row group {group} (rows {row}-{row + size - 1}) cannot be read from row {row + done} on "
+                            f"({exc}); its {size - done} row(s) from there are left out")
+                    break
+                values = {key: _values(batch, col) for key, (_, col) in wanted.items()}
+                for i in range(batch.num_rows):
+                    doc = _document(ctx, wanted, values, i, row + done + i)
+                    if doc is not None:
+                        yield doc
+                done += batch.num_rows
+                ctx.bytes_read = shard.size * (row + done) // total
+            row += size
 
 
 def _column(field: FieldPath, names: list[str]) -> tuple[str, tuple[str, ...]] | None:
@@ -116,6 +131,8 @@ def _document(ctx: ShardReader, wanted: dict, values: dict[str, list[Any]], i: i
     text = values["text"][i]
     if type(text) is not str:
         _bad_row(ctx, row, bad_text_reason(wanted["text"][0], text))
+        return None
+    if not text_size_ok(ctx, f"{ctx.shard.path}:row {row}", text):  # io.limits: --max-doc-bytes
         return None
     raw_id = values["id"][i] if "id" in values else MISSING
     doc_id = resolve_id(raw_id, ctx.shard.rel, row)

@@ -14,6 +14,14 @@ Conventions:
   ``*.txt`` keeps glob characters out of the output paths mirrored from ``rel``.
 - Inside folders and globs, files with unknown extensions and names starting with ``.`` are
   ignored; a named file with an unknown extension is an error.
+- Symbolic links inside a folder (local file systems) are followed: a linked file or folder
+  is read under the link's name, unless its real path is read already; a link loop or a broken
+  link is left out with one log line (`_Links`).
+- textsieve's bookkeeping files (``annotate.json``, ``summary.json``... told by name and content)
+  are never shards, and a textsieve output folder below an input folder is left out whole, with
+  a log line (`textsieve.io.bookkeeping`).
+- A chained URL keeps its target: the members of ``zip://*.jsonl::data.zip`` are
+  ``zip://a.jsonl::/abs/data.zip`` (`_chain_rest`).
 - Local inputs keep plain absolute paths in ``Shard.path``; URL inputs (``file://``, ``memory://``,
   ``s3://``...) keep URLs, so the shard can be opened in another process or on another machine.
 - The suffix table can grow: `textsieve.io.register_reader` (or a `textsieve.readers` entry
@@ -23,6 +31,7 @@ Conventions:
 
 from __future__ import annotations
 
+import logging
 import os
 import posixpath
 import re
@@ -35,6 +44,7 @@ from fsspec.core import url_to_fs
 
 from textsieve import extensions
 
+from .bookkeeping import bookkeeping_stage, drop_bookkeeping
 from .compression import ZSTD_SUFFIXES
 from .errors import InputError
 
@@ -61,6 +71,8 @@ _FORMAT_NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
 TXT_SHARD_NAME = "_txt"
 _MAGIC = frozenset("*?[")
 
+log = logging.getLogger("textsieve.io")
+
 
 @dataclass(frozen=True)
 class Shard:
@@ -75,7 +87,7 @@ class Shard:
     def member_rel(self, index: int) -> str:
         """The rel path of member `index` of a txt shard, which is also that document's id."""
         folder = posixpath.dirname(self.rel)
-        name = posixpath.basename(self.members[index].rstrip("/"))
+        name = posixpath.basename(self.members[index].split("::", 1)[0].rstrip("/"))
         return posixpath.join(folder, name) if folder else name
 
 
@@ -97,6 +109,7 @@ class _Found:
     rel: str
     size: int
     format: str
+    via_link: bool = False  # reached through a symbolic link: the file's real path, if found too, wins
 
 
 def expand_inputs(inputs: Sequence[str | os.PathLike[str]] | str | os.PathLike[str]) -> list[Shard]:
@@ -104,8 +117,11 @@ def expand_inputs(inputs: Sequence[str | os.PathLike[str]] | str | os.PathLike[s
 
     Raises `InputError` for an input that matches nothing readable, for a named file with an
     unknown extension, and when two different files would get the same `rel` (their outputs
-    would overwrite each other). A file reached through several inputs is kept once, with the
-    rel given by the first input that reaches it.
+    would overwrite each other). A file reached through several inputs (or symbolic links) is
+    kept once, with the rel given by the first input that reaches it (by its real path rather than
+    through a link, when both reach it). Symbolic links inside a
+    folder are followed, with loop detection (`_Links`); textsieve's own bookkeeping files and
+    output folders inside an input are never documents (`textsieve.io.bookkeeping`).
     """
     if isinstance(inputs, (str, os.PathLike)):
         inputs = [inputs]  # a lone string is a common slip; treating it as one input is unambiguous
@@ -113,7 +129,9 @@ def expand_inputs(inputs: Sequence[str | os.PathLike[str]] | str | os.PathLike[s
     for raw in inputs:
         raw = os.fspath(raw)
         for f in _expand_one(raw):
-            found.setdefault(f.path, (raw, f))
+            key = _identity(f.path)
+            if key not in found or (found[key][1].via_link and not f.via_link):
+                found[key] = (raw, f)
     by_rel: dict[str, tuple[str, Shard]] = {}
     for raw, shard in _group(list(found.values())):
         other = by_rel.get(shard.rel)
@@ -136,10 +154,33 @@ def _expand_one(raw: str) -> list[_Found]:
     except (ValueError, ImportError) as exc:
         raise InputError.at(raw, f"cannot open this location ({exc})") from exc
     found = _find(fs, path, raw)
+    if len(found) == 1 and found[0].path.rstrip("/") == path.rstrip("/"):  # a named file
+        stage = bookkeeping_stage(fs, found[0].path, found[0].size)
+        if stage is not None:
+            raise InputError.at(raw, f"this is textsieve's bookkeeping file of a {stage} output, not documents; "
+                                     "pass the documents (or the folder holding them)")
+    else:
+        found = drop_bookkeeping(fs, found, raw)
+        if not found:
+            raise InputError.at(raw, "holds only textsieve output folders and bookkeeping files, no documents")
     if is_url:
+        chain = _chain_rest(spec)
         for f in found:
-            f.path = fs.unstrip_protocol(f.path)
+            f.path = fs.unstrip_protocol(f.path) + chain
     return found
+
+
+def _chain_rest(spec: str) -> str:
+    """The ``::target`` part a member URL must keep (``zip://a.jsonl::archive.zip``): the member
+    path names a file inside the target, so without it the member cannot be opened. A local
+    target is made absolute, so the shard opens from any working directory. "" when the input
+    is not such a chain (``simplecache::s3://...`` stays as fsspec's filesystem strips it)."""
+    head, sep, rest = spec.partition("::")
+    if not sep or "://" not in head:
+        return ""
+    if "://" not in rest and "::" not in rest:
+        rest = os.path.abspath(os.path.expanduser(rest))
+    return f"::{rest}"
 
 
 def _find(fs: fsspec.AbstractFileSystem, path: str, raw: str) -> list[_Found]:
@@ -162,19 +203,27 @@ def _find(fs: fsspec.AbstractFileSystem, path: str, raw: str) -> list[_Found]:
     return found
 
 
-def _walk(fs: fsspec.AbstractFileSystem, root: str, rel_prefix: str) -> list[_Found]:
+def _walk(fs: fsspec.AbstractFileSystem, root: str, rel_prefix: str, links: _Links | None = None) -> list[_Found]:
     root = root.rstrip("/")
+    links = _Links(root) if links is None else links.enter(root)
     found = []
     for name, info in fs.find(root, detail=True).items():
-        if info.get("type", "file") != "file":
+        if info.get("type", "file") != "file" and not info.get("islink"):  # fsspec lists a link as "other"
             continue
         rel = posixpath.relpath(name, root) if name != root else posixpath.basename(name)
-        rel = posixpath.join(rel_prefix, rel) if rel_prefix else rel
+        rel = _inside(posixpath.join(rel_prefix, rel) if rel_prefix else rel, name, root)
         if _hidden(rel):
             continue
+        if info.get("islink"):  # fsspec does not follow symbolic links; they are followed here
+            info = links.follow(fs, name, info)
+            if info.get("type") == "directory":
+                found.extend(_linked(_walk(fs, name, rel, links)))
+                continue
+            if info.get("type") != "file":
+                continue
         fmt = detect_format(name)
         if fmt is not None:
-            found.append(_Found(name, rel, _size(info), fmt))
+            found.append(_Found(name, rel, _size(info), fmt, via_link=bool(info.get("islink"))))
     return found
 
 
@@ -188,15 +237,19 @@ def _glob(fs: fsspec.AbstractFileSystem, pattern: str) -> list[_Found]:
     prefix = "/".join(fixed)
     found = []
     for name, info in fs.glob(pattern, detail=True).items():
-        rel = posixpath.relpath(name, prefix) if prefix else name.lstrip("/")
+        rel = _inside(posixpath.relpath(name, prefix) if prefix else name.lstrip("/"), name, prefix or "/")
         if _hidden(rel):
             continue
+        if info.get("islink"):  # a glob lists the link itself: read what it points to
+            info = _link_target(fs, name, info)
+            if info.get("type") not in ("file", "directory"):
+                continue
         if info.get("type") == "directory":
-            found.extend(_walk(fs, name, rel))
+            found.extend(_linked(_walk(fs, name, rel)) if info.get("islink") else _walk(fs, name, rel))
             continue
         fmt = detect_format(name)
         if fmt is not None:
-            found.append(_Found(name, rel, _size(info), fmt))
+            found.append(_Found(name, rel, _size(info), fmt, via_link=bool(info.get("islink"))))
     return found
 
 
@@ -206,7 +259,8 @@ def _group(found: list[tuple[str, _Found]]) -> list[tuple[str, Shard]]:
     txt: dict[tuple[str, str], list[tuple[str, _Found]]] = {}
     for raw, f in found:
         if f.format == "txt":
-            folder = f.path.rstrip("/").rsplit("/", 1)[0]
+            base, sep, chain = f.path.partition("::")  # a chained URL keeps its target (see `_chain_rest`)
+            folder = base.rstrip("/").rsplit("/", 1)[0] + sep + chain
             txt.setdefault((folder, posixpath.dirname(f.rel)), []).append((raw, f))
         else:
             shards.append((raw, Shard(f.path, f.rel, f.format, f.size)))
@@ -221,6 +275,84 @@ def _group(found: list[tuple[str, _Found]]) -> list[tuple[str, Shard]]:
         )
         shards.append((files[0][0], shard))
     return shards
+
+
+class _Links:
+    """The symbolic links met while walking one input folder, followed with loop detection.
+
+    `roots` holds the real paths of the folders walked so far (the input folder, then each
+    linked folder). A link is followed to a file or folder outside all of them; one pointing
+    inside them is left out (its files are read through their real path, so following it would
+    read them twice), one whose target holds a walked folder is a loop (following it would never
+    end), and a broken one has nothing to read: each of these is reported once, in the log.
+    """
+
+    def __init__(self, root: str):
+        self.roots = [os.path.realpath(root)]
+        self.files: set[str] = set()  # real paths of the linked files taken
+
+    def enter(self, root: str) -> _Links:
+        self.roots.append(os.path.realpath(root))
+        return self
+
+    def follow(self, fs: fsspec.AbstractFileSystem, name: str, info: dict[str, Any]) -> dict[str, Any]:
+        """The info of the link's target (type "file" or "directory") when it is to be read, else
+        an info of type "other", which the walk passes over."""
+        skip = {"type": "other"}
+        target = _link_target(fs, name, info)
+        kind = target.get("type")
+        if kind not in ("file", "directory"):
+            return skip
+        real = os.path.realpath(name)
+        if kind == "directory" and any(_within(root, real) for root in self.roots):
+            log.warning("%s: symbolic link loop (it points to %s, which holds a folder being read); not followed",
+                        name, real)
+            return skip
+        if any(_within(real, root) for root in self.roots) or real in self.files:
+            log.info("%s: symbolic link to %s, which is read already; not read twice", name, real)
+            return skip
+        if kind == "file":
+            self.files.add(real)
+        return target
+
+
+def _linked(found: list[_Found]) -> list[_Found]:
+    for f in found:
+        f.via_link = True
+    return found
+
+
+def _identity(path: str) -> str:
+    """What tells two found files apart: the real path of a local file (so a file reached through
+    a symbolic link, or through two inputs, is one shard), the URL otherwise."""
+    return path if "://" in path or "::" in path else os.path.realpath(path)
+
+
+def _link_target(fs: fsspec.AbstractFileSystem, name: str, info: dict[str, Any]) -> dict[str, Any]:
+    """The info of what the symbolic link `name` points to (named `name`); type "other", and a
+    log line, for a broken link."""
+    try:
+        return {**fs.info(name), "name": name}  # a path string: fsspec's local info follows the link
+    except OSError:
+        log.warning("%s: broken symbolic link (to %s); nothing to read there, left out", name,
+                    info.get("destination", "?"))
+        return {"type": "other"}
+
+
+def _within(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _inside(rel: str, name: str, root: str) -> str:
+    """`rel` when it stays inside the listed folder; a listed key with `..` in it (object stores
+    and memory:// allow `data/sub/../../x`) would name an output outside the output folder."""
+    from .safe_paths import UnsafePathError, safe_rel
+
+    try:
+        return safe_rel(rel, "input name")
+    except UnsafePathError:
+        raise InputError.at(name, f"this listed name leads outside {root} ('..' in it), so its output would "
+                                  "leave the output folder; rename it") from None
 
 
 def _hidden(rel: str) -> bool:

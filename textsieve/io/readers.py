@@ -29,6 +29,7 @@ from ..document import Document
 from .errors import InputError, SkippedRecord
 from .fields import FieldPath
 from .jsonl import read_jsonl
+from .limits import doc_size_ok
 from .parquet import read_parquet
 from .paths import FORMATS, Shard, register_suffixes, unregister_suffixes
 from .warc import read_warc, read_wet
@@ -49,12 +50,15 @@ class ReadOptions:
     lang_field: str | None = None
     url_field: str | None = "url"
     on_error: str = "fail"  # "fail": InputError at the first bad record; "skip": record a SkippedRecord, go on
+    max_doc_bytes: int | None = None  # a larger record is a bad record (`io.limits`); None: no limit
 
     def __post_init__(self) -> None:
         if self.on_error not in ON_ERROR:
             raise ValueError(f"on_error must be one of {ON_ERROR}, not {self.on_error!r}")
         if not self.text_field or not self.id_field:
             raise ValueError("text_field and id_field must be non-empty")
+        if self.max_doc_bytes is not None and self.max_doc_bytes < 1:
+            raise ValueError(f"max_doc_bytes must be a positive number of bytes or None, not {self.max_doc_bytes!r}")
 
 
 @dataclass(frozen=True)
@@ -127,6 +131,8 @@ def read_txt(ctx: ShardReader) -> Iterator[Document]:
         with fsspec.open(member, "rb") as f:
             data = f.read()
         ctx.bytes_read += len(data)
+        if not doc_size_ok(ctx, f"{member}:1", len(data)):  # io.limits: --max-doc-bytes
+            continue
         try:
             text = data.decode("utf-8-sig")
         except UnicodeDecodeError as exc:

@@ -34,6 +34,7 @@ from textsieve.io.attributes import attribute_shards, read_shard_meta, source_do
 from textsieve.io.errors import InputError
 from textsieve.io.paths import Shard, expand_inputs
 from textsieve.io.readers import ReadOptions, ShardReader
+from textsieve.io.source_roots import trusted
 
 METADATA_FILES = frozenset({"selection.json", "annotate.json"})  # written beside documents, not documents
 KEY_COLUMNS = ("id", "shard", "row")  # the columns every attribute shard starts with
@@ -114,7 +115,7 @@ def source_meta(fs: fsspec.AbstractFileSystem, path: str) -> dict:
     meta = read_shard_meta(fs, path)
     if not _has_source(meta):
         raise ValueError(f"{path}: not an annotate shard (no source_shard in its metadata); cannot re-read its texts")
-    return meta
+    return trusted(meta, fs, path)  # its source must lie inside the folder's recorded inputs
 
 
 def annotated_documents(directory: str, on_error: str = "skip") -> Iterator[Document]:
@@ -123,7 +124,7 @@ def annotated_documents(directory: str, on_error: str = "skip") -> Iterator[Docu
     out the same records annotate left out in skip mode."""
     fs, shards = attribute_shards(directory)
     for path in shards:
-        yield from source_documents(read_shard_meta(fs, path), on_error=on_error)
+        yield from source_documents(trusted(read_shard_meta(fs, path), fs, path), on_error=on_error)
 
 
 def source_texts(meta: dict, rows: Collection[int], on_error: str = "skip") -> dict[int, str]:

@@ -14,13 +14,16 @@
   ``content_language`` from WARC-Identified-Content-Language when a WET record has it.
 
 warcio does not raise on a truncated or damaged file: it prints to stderr and ends the record
-early. We detect that by checking that each record body was read to its declared length.
-(A file cut exactly between records, or inside the final gzip trailer, looks complete; the
-records it holds are then all intact.)
+early. We detect that by checking that each record body was read to its declared length, that
+``\r\n\r\n`` follows it (a wrong Content-Length; skip mode reads on from the next record),
+that no gzip error was swallowed and that a record's gzip member ends with its CRC-32
+(`_CheckedRecords`). (A plain file cut exactly between records looks complete; the records it
+holds are then all intact.)
 """
 
 from __future__ import annotations
 
+import re
 import zlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -50,16 +53,18 @@ def read_wet(ctx: ShardReader) -> Iterator[Document]:
 def _read_archive(ctx: ShardReader, wanted: str) -> Iterator[Document]:
     shard = ctx.shard
     with fsspec.open(shard.path, "rb") as raw:
-        records = ArchiveIterator(raw, arc2warc=False)
+        records = _CheckedRecords(raw)
         row = 0
         while True:
             location = f"{shard.path}:record {row}"
+            start = records.offset  # where this record starts (for .gz: its member's offset)
             try:
                 record = next(records, None)
                 if record is None:
                     break
                 body = record.content_stream().read() if record.rec_type == wanted else None
                 _drain(record.raw_stream)
+                records.read_to_end()  # reads the end-of-record lines now, so they are checked before the yield
             except _WARCIO_ERRORS as exc:
                 ctx.bad(location, f"cannot parse archive record ({exc}){_after(row - 1)}")
                 return
@@ -68,23 +73,166 @@ def _read_archive(ctx: ShardReader, wanted: str) -> Iterator[Document]:
                 # with an AttributeError when the record has no (or an empty) WARC-Target-URI
                 ctx.bad(location, f"archive record without a usable WARC-Target-URI ({exc}){_after(row - 1)}")
                 return
+            if records.damage is not None:  # a bad CRC or deflate data inside this record's gzip member
+                ctx.bad(location, f"corrupt gzip data in this record's gzip member (at byte {start}) "
+                                  f"({records.damage}); the rest of the file is not read{_after(row - 1)}")
+                return
             if record.format == "arc" and not str(record.rec_headers.get_header("length") or "").isdigit():
                 # warcio takes any 5-word first line for an ARC header; a real one ends in a length.
                 ctx.bad(location,
                         f"not a WARC or ARC record (header line: {_header_line(record)!r}){_after(row - 1)}")
                 return
             missing = getattr(record.raw_stream, "limit", 0)
-            if missing > 0:
+            if records.cut is not None and missing <= 0:
+                ctx.bad(location, f"the gzip member of this record (at byte {start}) {records.cut}, so its content "
+                                  f"cannot be verified; the rest of the file is not read{_after(row - 1)}")
+                return
+            if missing > 0 and not records.more_members(shard.size):
                 ctx.bad(location,
                         f"record is truncated ({missing} bytes missing): the file is cut or corrupt{_after(row - 1)}")
                 return
+            if missing > 0 or records.bad_end is not None:
+                found = f"its gzip member ends {missing} bytes early" if missing > 0 else records.bad_end
+                ctx.bad(location, f"the block of this record (at byte {start}) does not end where its Content-Length "
+                                  f"({record.rec_headers.get_header('Content-Length')}) says: {found}; the "
+                                  "Content-Length is wrong or the record is corrupt")
+                row += 1  # skip mode: the record is left out, reading goes on at the next record
+                if records.reader.decompressor is None:  # plain file: find the next record header
+                    resynced = _resync(raw, start)
+                    if resynced is None:
+                        return
+                    records = resynced
+                continue
             try:
                 ctx.bytes_read = raw.tell()
             except (OSError, ValueError):
                 pass
+            http = record.http_headers if body is not None else None
+            if http is not None and not str(http.protocol).upper().startswith("HTTP/"):
+                # warcio takes any first line for the status line; a block whose HTTP head was
+                # lost (say, a header edit that merged it into the WARC headers) would pass
+                ctx.bad(location, f"response record whose block does not start with an HTTP status line "
+                                  f"(found {str(http.statusline)[:60]!r})")
+                row += 1
+                continue
             if body is not None:
                 yield _document(shard.rel, row, record, body)
             row += 1
+
+
+class _CheckedRecords(ArchiveIterator):
+    """warcio's record iterator, plus a check that every WARC record ends with its ``\r\n\r\n``.
+
+    warcio reads a block by its Content-Length and only writes a warning on stderr when what
+    follows is not blank: a length a few bytes off passes with truncated or padded text, and a
+    larger error is blamed on the next record. Here the end-of-record lines are checked for each
+    record (`bad_end` says what was found instead); for a .gz file the rest of the damaged
+    record's gzip member is passed over, so the next record is the next member's.
+    """
+
+    def __init__(self, fh: Any):
+        super().__init__(fh, arc2warc=False)
+        self.bad_end: str | None = None
+        self.damage: str | None = None  # a gzip error warcio swallowed (it prints it and drops the block)
+        self.cut: str | None = None  # how the record's gzip member fails to end right after the record
+        reader = self.reader
+        swallowing = reader._decompress
+
+        def decompress(data: bytes) -> bytes:
+            # warcio takes a failing first block of a member for "not gzip at all"; that test is
+            # only meant for the start of the file (num_read counts output across members)
+            if reader.decompressor is not None and data and (reader.num_block_read or reader.num_read):
+                try:
+                    return reader.decompressor.decompress(data)
+                except zlib.error as exc:  # warcio: stderr and b"", i.e. a record cut or left corrupt
+                    self.damage = str(exc)
+                    return b""
+            return swallowing(data)  # the file's first block: warcio's test for "not gzip at all" stays
+
+        reader._decompress = decompress
+
+    def _consume_blanklines(self) -> tuple[bytes | None, int]:
+        self.bad_end = None
+        # ARC records end with one newline or none: nothing to check there
+        line, size = self._arc_blank_lines() if self.known_format == "arc" else self._warc_end()
+        dec = self.reader.decompressor
+        self.cut = None
+        if dec is not None and not getattr(dec, "eof", True):  # one member per record, ending in its CRC-32
+            self.cut = ("goes on after the record (a damaged member, or a .gz that is not one member per record)"
+                        if line else "ends without its end marker and CRC-32 (the file is cut or corrupt)")
+        return line, size
+
+    def _warc_end(self) -> tuple[bytes | None, int]:
+        ends: list[bytes] = []
+        size = 0
+        while True:
+            line = self.reader.readline()
+            if not line or line.strip():
+                break
+            ends.append(line)
+            size += len(line)
+        # The block ends in exactly \r\n\r\n, then comes the next record's version line (or the
+        # end of the gzip member or file; a plain file may end in more blank lines): a block that
+        # a too-small Content-Length cut at a blank line of its own content shows more blank
+        # lines, or a content line, before the next record.
+        if len(ends) < 2 or ends[0] != ends[1] or ends[0] not in (b"\r\n", b"\n") \
+                or (len(ends) > 2 and (line or self.reader.decompressor is not None)) \
+                or (line and not line.startswith(b"WARC/")):
+            seen = b"".join(ends) + (line or b"")
+            end = "the end of its gzip member" if self.reader.decompressor is not None else "the end of the file"
+            self.bad_end = (f"expected \\r\\n\\r\\n and the next record's WARC/1.x line after the block, found "
+                            f"{repr(seen[:40]) if seen else end}")
+            if line and self.reader.decompressor is not None:
+                while line:  # pass over the rest of this gzip member
+                    line = self.reader.readline()
+        return (line or None), size
+
+    def _arc_blank_lines(self) -> tuple[bytes | None, int]:
+        """warcio's own loop for ARC (the first line after a record is passed over, blank or
+        not), without its warning on stderr: the checks here report problems with a location."""
+        size = 0
+        first = True
+        while True:
+            line = self.reader.readline()
+            if not line:
+                return None, size
+            if first or not line.strip():
+                size += len(line)
+                first = False
+                continue
+            return line, size
+
+    def more_members(self, size: int) -> bool:
+        """Whether data follows the gzip member just read (so a short block is not the file's end)."""
+        if self.reader.decompressor is None:
+            return False
+        if self.reader.rem_length() > 0:
+            return True
+        try:
+            return bool(size) and self.fh.tell() < size
+        except (OSError, ValueError):
+            return False
+
+
+_NEXT_HEADER = re.compile(rb"\r?\n\r?\nWARC/1\.[01]\r?\n")
+
+
+def _resync(raw: Any, start: int) -> _CheckedRecords | None:
+    """Records from the first ``WARC/1.x`` header after the one at byte `start` of a plain file
+    (None when there is none): searched from the damaged record's start, so the next record is
+    found even when a too-long Content-Length swallowed its header."""
+    raw.seek(start + 1)
+    tail = b""
+    base = start + 1
+    while chunk := raw.read(_DRAIN * 16):
+        data = tail + chunk
+        found = _NEXT_HEADER.search(data)
+        if found is not None:
+            raw.seek(base - len(tail) + found.start() + found.group().index(b"WARC/"))
+            return _CheckedRecords(raw)
+        tail = data[-16:]
+        base += len(chunk)
+    return None
 
 
 def _after(last_good_row: int) -> str:

@@ -137,11 +137,12 @@ def _content(stage_cfg: Any) -> dict[str, Any]:
 
 
 def _annotate_key(attrs: str) -> str:
-    """What downstream stages depend on: every annotate shard's name, size and config fingerprint."""
-    from textsieve.io.attributes import attribute_shards, read_shard_meta
+    """What downstream stages depend on: the published contents of annotate's output (its
+    manifest's hashes of every shard)."""
+    from textsieve.io.publish import content_key
 
-    fs, paths = attribute_shards(attrs)
-    return _key([(p.rsplit("/", 1)[-1], fs.size(p), read_shard_meta(fs, p).get("fingerprint")) for p in sorted(paths)])
+    fs, root = fsspec.core.url_to_fs(attrs)
+    return _key(content_key(fs, root))
 
 
 class _States:
@@ -220,10 +221,13 @@ def _annotated_rels(cfg: PipelineConfig) -> tuple[Any, list[str]]:
 def _set_complete(cfg: PipelineConfig, set_name: str, summary: bool = True) -> bool:
     """Does attribute set `set_name` have one file per annotate shard (and its summary.json)?"""
     from textsieve.io.attributes import attribute_set_dir
+    from textsieve.io.publish import read_manifest
 
     fs, rels = _annotated_rels(cfg)
     set_root = fsspec.core.url_to_fs(attribute_set_dir(attrs_dir(cfg), set_name))[1].rstrip("/")
-    return (not summary or fs.exists(f"{set_root}/summary.json")) and all(fs.exists(f"{set_root}/{r}") for r in rels)
+    manifest = read_manifest(fs, set_root)  # published as one unit: the manifest lists it all or is absent
+    return manifest is not None and (not summary or "summary.json" in manifest.files) and all(
+        r in manifest.files for r in rels)
 
 
 def _annotate(c: Any) -> Outcome:
@@ -284,13 +288,15 @@ def _select(c: Any) -> Outcome:
 
 
 def _select_complete(cfg: PipelineConfig, name: str, c: Any) -> bool:
+    from textsieve.io.publish import read_manifest
+
     fs, rels = _annotated_rels(cfg)
     out = fsspec.core.url_to_fs(selected_dir(cfg))[1].rstrip("/")
-    if not fs.exists(f"{out}/selection.json") or json.loads(fs.cat_file(f"{out}/selection.json")).get(
-            "status") != "done":
+    manifest = read_manifest(fs, out)
+    if manifest is None or "selection.json" not in manifest.files:
         return False
     fmt = cfg.data["select"]["format"]
-    return all(fs.exists(f"{out}/{r[:-len('.parquet')]}.{fmt}") for r in rels)
+    return all(f"{r[:-len('.parquet')]}.{fmt}" in manifest.files for r in rels)
 
 
 def _every_other_stage(cfg: PipelineConfig, name: str, c: Any, names: list[str], keys: dict[str, str]) -> list[Any]:

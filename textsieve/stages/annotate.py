@@ -30,15 +30,19 @@ from typing import TYPE_CHECKING, Any
 import fsspec
 
 from textsieve import __version__
-from textsieve.errors import TextsieveError
 from textsieve.exec.arrow_memory import lean_arrow_memory
 from textsieve.exec.local import default_workers, ordered_map
 from textsieve.exec.progress import Progress
 from textsieve.io.atomic import atomic_open
-from textsieve.io.attributes import META_KEY, read_shard_meta
+from textsieve.io.attributes import META_KEY
+from textsieve.io.ids import UniqueIdReader, effective_mode
 from textsieve.io.leftovers import remove_stale_temps
-from textsieve.io.paths import _SUFFIX_FORMATS, Shard, expand_inputs
+from textsieve.io.limits import DEFAULT_MAX_DOC_BYTES, MAX_DOC_BYTES_HELP, parse_max_doc_bytes
+from textsieve.io.overlap import check_apart
+from textsieve.io.paths import Shard, expand_inputs
+from textsieve.io.publish import Publication
 from textsieve.io.readers import ReadOptions, ShardReader
+from textsieve.io.safe_paths import safe_rel
 from textsieve.options import address_option, check_choices, executor_option, option, progress_option
 from textsieve.signals.registry import REGISTRY
 from textsieve.signals.resources import (
@@ -52,7 +56,8 @@ from textsieve.signals.resources import (
 )
 from textsieve.signals.selection import select_signals
 from textsieve.stages.annotate_lang import check_lang, no_lists_warning, pop_counts
-from textsieve.stages.annotate_parts import Resume, ShardOutput, drop_parts, find_parts
+from textsieve.stages.annotate_parts import Resume, ShardOutput
+from textsieve.stages.annotate_plan import SUMMARY, AnnotateError, output_rel, plan_shards
 from textsieve.stages.annotate_worker import (
     AUTO_LANG,
     BatchTask,
@@ -69,6 +74,7 @@ if TYPE_CHECKING:  # pyarrow is only named in annotations here; the workers and 
     import pyarrow as pa
 
 log = logging.getLogger("textsieve.annotate")
+
 
 MAX_BATCH_CHARS = 4_000_000  # a batch this large keeps a worker busy ~1 s; huge docs go alone
 
@@ -112,6 +118,17 @@ class AnnotateConfig:
     # documents per resumable part of a shard: a killed run resumes from the last finished part
     part_size: int = option(50_000, help="documents per part of a large shard; a re-run after an interruption "
                                          "resumes from the last finished part (output is the same)")
+    # repeated ids within a shard (dedup would merge those documents): None = fail, or suffix with --on-error skip
+    dedupe_ids: str | None = option(
+        None, help="a shard with a repeated id: fail (default) naming both records, or suffix: rename the 2nd, "
+                   "3rd, ... to ID#2, ID#3 in document order, counted as renamed_ids (default with --on-error "
+                   "skip)", choices=("fail", "suffix"))
+    # a shard's input identity: size + mtime/ETag (cheap), or a SHA-256 of its bytes
+    verify_inputs: bool = option(False, help="tell changed inputs by a SHA-256 of their bytes instead of size and "
+                                             "modification time (for copies that keep times); a changed input "
+                                             "re-runs its shard either way")
+    # one document's memory is ~30x its size: larger records are bad records (`io.limits`); 0 = no limit
+    max_doc_bytes: int | str = option(DEFAULT_MAX_DOC_BYTES, help=MAX_DOC_BYTES_HELP, metavar="SIZE")
 
 
 @dataclass
@@ -127,6 +144,7 @@ class AnnotateResult:
     langs_without_word_lists: dict[str, int] = field(default_factory=dict)  # docs with null word-list signals
     parts_resumed: int = 0  # finished parts of interrupted runs that were kept, not recomputed
     documents_resumed: int = 0  # documents in them (part of `documents`)
+    renamed_ids: int = 0  # documents whose repeated id got a #N suffix (--dedupe-ids suffix)
 
     @property
     def docs_per_second(self) -> float:
@@ -142,10 +160,6 @@ class AnnotateResult:
         if self.kernels_compiled:
             text += f"; {self.compile_seconds:.1f} s one-time kernel compile"
         return text
-
-
-class AnnotateError(TextsieveError, RuntimeError):
-    """A problem with the run itself (not with one input record)."""
 
 
 def _word_lists(cfg: AnnotateConfig, signals: tuple[str, ...]) -> tuple[tuple[str, ...], WordLists]:
@@ -240,6 +254,8 @@ def _fingerprint(cfg: AnnotateConfig, signals: tuple[str, ...], with_minhash: tu
     key: dict[str, Any] = {"version": __version__, "signals": signals, "minhash": with_minhash, "lang": cfg.lang,
                            "lang_field": cfg.lang_field, "text_field": cfg.text_field, "id_field": cfg.id_field,
                            "word_lists": h.hexdigest()}
+    if parse_max_doc_bytes(cfg.max_doc_bytes) != DEFAULT_MAX_DOC_BYTES:  # which records are skipped
+        key["max_doc_bytes"] = parse_max_doc_bytes(cfg.max_doc_bytes)
     if plan is not None and plan.models:  # only then, so model-free fingerprints stay as they were
         key["models"] = {name: rec["fingerprint"] for name, rec in plan.records.items()}
         key["model_signals"] = plan.signals
@@ -316,41 +332,22 @@ def run_annotate(cfg: AnnotateConfig) -> AnnotateResult:
     signals, with_minhash = ((), ()) if spec == "none" else select_signals(spec)
     signals, lists = _word_lists(cfg, signals)
     shards = expand_inputs(cfg.inputs)
+    check_apart("annotate", cfg.output, cfg.inputs)
     fs, root = fsspec.core.url_to_fs(cfg.output)
     root = root.rstrip("/")
     fingerprint = _fingerprint(cfg, signals, with_minhash, lists, plan)
     result = AnnotateResult(output=cfg.output)
     remove_stale_temps(fs, root)  # a killed run's temporary files (never a live run's)
+    pub = Publication(fs, root, "annotate", fingerprint, info={"fingerprint": fingerprint, "settings": fingerprint},
+                      protect=True, overwrite=cfg.overwrite)
 
-    targets: dict[str, str] = {}
-    todo: list[Shard] = []
-    resumes: dict[str, Resume] = {}  # shard rel -> the finished parts an interrupted run left
-    for shard in shards:
-        rel = output_rel(shard.rel)
-        if rel in targets:
-            raise AnnotateError(f"inputs {targets[rel]!r} and {shard.rel!r} would both write {rel!r}")
-        targets[rel] = shard.rel
-        final = f"{root}/{rel}"
-        if fs.exists(final) and not cfg.overwrite:
-            found = read_shard_meta(fs, final).get("fingerprint")
-            if found != fingerprint:
-                raise AnnotateError(
-                    f"{final} exists but was made with other settings (fingerprint {found} != {fingerprint}); "
-                    "use --overwrite or another --output folder")
-            log.info("skip %s: already annotated", shard.rel)
-            result.shards_skipped.append(shard.rel)
-            drop_parts(fs, final)  # left if a run was killed between publishing the shard and cleaning up
-            continue
-        todo.append(shard)
-        resumes[shard.rel] = resume = find_parts(fs, final, fingerprint, shard, cfg.part_size, cfg.overwrite)
-        if resume.parts:
-            log.info("%s: resuming after %d finished part(s) (%d documents) of an interrupted run", shard.rel,
-                     len(resume.parts), resume.documents)
-            result.parts_resumed += len(resume.parts)
-            result.documents_resumed += resume.documents
+    todo, resumes, shard_fps = plan_shards(shards, pub, fingerprint, cfg.overwrite, cfg.verify_inputs,
+                                           cfg.part_size, result)
+    if todo:
+        pub.claim()  # refuses to discard a killed run's work of other settings (unless --overwrite)
 
     options = ReadOptions(text_field=cfg.text_field, id_field=cfg.id_field, lang_field=cfg.lang_field,
-                          on_error=cfg.on_error)
+                          on_error=cfg.on_error, max_doc_bytes=parse_max_doc_bytes(cfg.max_doc_bytes))
     setup = WorkerSetup(signals, with_minhash, dict(lists.stop_words), dict(lists.bad_words), plan.models,
                         plan.signals, plan.lang_model)
     schema = output_schema(signals, with_minhash, load_models(plan.models)[1], plan.signals)
@@ -358,11 +355,12 @@ def run_annotate(cfg: AnnotateConfig) -> AnnotateResult:
     if todo:  # compile (or load) the kernels before the clock of the first batch starts
         result.compile_seconds, result.kernels_compiled = timed(lambda: warm_up(setup))
     progress = Progress("annotate", total_bytes=sum(s.size for s in todo), enabled=cfg.progress)
-    readers: dict[str, ShardReader] = {}
+    readers: dict[str, UniqueIdReader] = {}
+    id_mode = effective_mode(cfg.dedupe_ids, cfg.on_error)  # repeated ids in a shard: fail or rename
 
     def tasks() -> Iterator[BatchTask]:
         for shard in todo:
-            reader = ShardReader(shard, options)
+            reader = UniqueIdReader(shard, options, id_mode)
             readers[shard.rel] = reader
             yield from _batches(shard, reader, cfg, resumes[shard.rel])
 
@@ -380,7 +378,7 @@ def run_annotate(cfg: AnnotateConfig) -> AnnotateResult:
             rel = task.shard
             if writer is None or rel != current:  # a shard's first batch (the writer is None between shards)
                 current = rel
-                writer = ShardOutput(fs, f"{root}/{output_rel(rel)}", schema, resumes[rel], fingerprint,
+                writer = ShardOutput(fs, pub.staged(safe_rel(output_rel(rel))), schema, resumes[rel], shard_fps[rel],
                                      shard_by_rel[rel])
                 n_docs = writer.resume.documents  # those of finished parts, which are not recomputed
                 no_lists = Counter(writer.resume.counts)
@@ -392,11 +390,16 @@ def run_annotate(cfg: AnnotateConfig) -> AnnotateResult:
             reader = readers[rel]
             if task.last:
                 skipped = [asdict(s) for s in reader.skipped]
-                meta = {"version": __version__, "fingerprint": fingerprint, "source": shard_by_rel[rel].path,
+                meta = {"version": __version__, "fingerprint": fingerprint, "shard_fingerprint": shard_fps[rel],
+                        "source": shard_by_rel[rel].path,
                         "source_shard": asdict(shard_by_rel[rel]), "read_options": asdict(options),
                         "shard": rel, "documents": n_docs, "skipped_records": len(skipped),
                         "skipped": skipped[:1000], "signals": list(signals), "minhash": list(with_minhash),
-                        "lang": cfg.lang, "lang_field": cfg.lang_field}
+                        "lang": cfg.lang, "lang_field": cfg.lang_field, **reader.ids.meta()}
+                result.renamed_ids += reader.ids.renamed
+                if reader.ids.renamed:
+                    log.warning("%s: renamed %d repeated id(s), first: %s: %r -> %r", rel, reader.ids.renamed,
+                                *reader.ids.examples[0].values())
                 if plan.models:
                     meta["model_signals"] = list(plan.signals)
                     meta["models"] = plan.records
@@ -407,6 +410,7 @@ def run_annotate(cfg: AnnotateConfig) -> AnnotateResult:
                 writer.add_metadata({META_KEY: json.dumps(meta).encode()})
                 writer.close()
                 writer = None
+                pub.add(safe_rel(output_rel(rel)), shard_fps[rel], settings=fingerprint)
                 done_bytes += shard_by_rel[rel].size
                 result.shards_written.append(rel)
                 log.info("%s: done, %d document(s)", rel, n_docs)
@@ -419,6 +423,7 @@ def run_annotate(cfg: AnnotateConfig) -> AnnotateResult:
     except BaseException as exc:
         if writer is not None:
             writer.abort(exc)
+        pub.abandon()  # keeps the staging folder when it holds finished work for a re-run
         raise
     finally:
         progress.close()
@@ -426,7 +431,8 @@ def run_annotate(cfg: AnnotateConfig) -> AnnotateResult:
     if result.langs_without_word_lists:
         result.langs_without_word_lists = dict(sorted(result.langs_without_word_lists.items()))
         log.warning(no_lists_warning(result.langs_without_word_lists, list_signals, lists))
-    _write_summary(fs, root, cfg, result, fingerprint)
+    _write_summary(fs, pub, cfg, result, fingerprint)
+    pub.commit()
     return result
 
 
@@ -447,22 +453,16 @@ def _executor(cfg: AnnotateConfig):
     return partial(ray_ordered_map, address=cfg.address), workers
 
 
-def output_rel(shard_rel: str) -> str:
-    """The attribute shard's path under --output: the input's rel with its format suffix
-    replaced by `.parquet` (`sub/a.jsonl.gz` -> `sub/a.parquet`)."""
-    low = shard_rel.lower()
-    for suffix, _ in _SUFFIX_FORMATS:
-        if low.endswith(suffix):
-            return shard_rel[: -len(suffix)] + ".parquet"
-    return shard_rel + ".parquet"
-
-
-def _write_summary(fs: fsspec.AbstractFileSystem, root: str, cfg: AnnotateConfig, result: AnnotateResult,
+def _write_summary(fs: fsspec.AbstractFileSystem, pub: Publication, cfg: AnnotateConfig, result: AnnotateResult,
                    fingerprint: str) -> None:
+    from textsieve.io.source_roots import absolute_root
+
     summary = {"stage": "annotate", "version": __version__, "fingerprint": fingerprint,
-               "config": asdict(cfg), "result": asdict(result)}
-    with atomic_open(fs, f"{root}/annotate.json", "wb") as fh:
+               "config": asdict(cfg), "input_roots": [absolute_root(str(i)) for i in cfg.inputs],
+               "result": asdict(result)}
+    with atomic_open(fs, pub.staged(SUMMARY), "wb") as fh:
         fh.write(json.dumps(summary, indent=2).encode())
+    pub.add(SUMMARY)
 
 
 def planned_schema(cfg: AnnotateConfig) -> pa.Schema:

@@ -101,6 +101,11 @@ def find_parts(fs: fsspec.AbstractFileSystem, final: str, fingerprint: str, shar
         if (meta.get("stage") != PART_STAGE or meta.get("part") != index
                 or path.rsplit("/", 1)[-1] != part_path(final, index).rsplit("/", 1)[-1]):
             break  # a gap in the numbering, or not a part: this one and the rest are recomputed
+        same_settings = str(meta.get("fingerprint", "")).split(":")[0] == fingerprint.split(":")[0]
+        if meta.get("fingerprint") != fingerprint and same_settings:  # `settings:input identity`
+            log.warning("%s: the source changed since an interrupted run wrote %s; starting the shard again",
+                        shard.path, d)
+            break
         if meta.get("fingerprint") != fingerprint:
             raise PartsError(
                 f"{final}: an interrupted run with other settings left {len(files)} finished part(s) in {d} "

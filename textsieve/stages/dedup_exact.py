@@ -25,9 +25,9 @@ unless `overwrite` is set.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
-import shutil
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -41,18 +41,24 @@ import pyarrow as pa
 
 from textsieve import __version__
 from textsieve.dedup.components import components
-from textsieve.dedup.corpus import first_lines, id_ints
+from textsieve.dedup.corpus import ShardTable, first_lines, id_ints
 from textsieve.dedup.exact import check_normalize, content_keys
+from textsieve.dedup.hashed import HashedShard, HashedWriter, hashed_batch
+from textsieve.dedup.id_table import SourceIds, check_unique_ids
 from textsieve.dedup.partitions import ROW, Grouper, PartitionWriter, rows_per_pass
-from textsieve.exec.budget import parse_memory
+from textsieve.exec.budget import MemoryPlan, memory_plan, parse_memory
 from textsieve.exec.progress import Progress
-from textsieve.io.atomic import AtomicParquetWriter, atomic_open
-from textsieve.io.attributes import META_KEY, attribute_set_dir, attribute_shards, read_shard_meta, source_documents
-from textsieve.io.leftovers import remove_stale_temps, remove_stale_work_dirs, work_dir
+from textsieve.io.atomic import atomic_open
+from textsieve.io.attributes import attribute_set_dir, attribute_shards, read_shard_meta, source_documents
+from textsieve.io.leftovers import finish_work, remove_stale_temps, start_work, work_parent
+from textsieve.io.limits import DEFAULT_MAX_DOC_BYTES, parse_max_doc_bytes
 from textsieve.io.locations import pool_workers, source_locations
 from textsieve.io.paths import Shard, expand_inputs
+from textsieve.io.publish import Publication
 from textsieve.io.readers import ReadOptions, ShardReader
+from textsieve.io.source_roots import trusted
 from textsieve.options import MEMORY_HELP, address_option, check_choices, executor_option, option, progress_option
+from textsieve.stages.dedup_exact_out import bloom_tables, member_records, out_table, with_empty, write_tables
 
 EXACT_SET = "dedup_exact"
 BATCH = 4096
@@ -76,7 +82,10 @@ class ExactConfig:
     memory: int | str = option("2GB", help=MEMORY_HELP, metavar="SIZE")
     text_field: str = option("text", help="record field holding the text", metavar="FIELD")
     id_field: str = option("id", help="record field holding the id", metavar="FIELD")
-    tmp_dir: str | None = option(None, help="local folder for partition files", metavar="DIR")
+    tmp_dir: str | None = option(None, help="local folder for work files (key partitions, id table, shingle files); "
+                                            "default: .textsieve-work in the output folder (the system's temp folder "
+                                            "for a remote output); a killed run's are removed by the next run",
+                                 metavar="DIR")
     workers: int | None = option(None, help="processes reading and hashing shards, one shard each (default: "
                                             "all cores)")
     executor: str = executor_option("hash shards on the local pool or as Ray tasks; grouping is local "
@@ -86,6 +95,9 @@ class ExactConfig:
     # replace an existing set of the same name that other Bloom settings made (else refuse)
     overwrite: bool = option(False, help="replace an existing set of the same name made with other Bloom "
                                          "settings (without it the run refuses)")
+    # raw inputs: a larger record stops the run (`io.limits`); 0 = no limit
+    max_doc_bytes: int | str = option(DEFAULT_MAX_DOC_BYTES, help="raw inputs: stop at any document larger than "
+                                      "this, e.g. 32MiB, 64MB (default: 32 MiB; 0: no limit)", metavar="SIZE")
 
 
 def exact_names(normalize: str = "none", bloom: bool = False) -> tuple[str, str]:
@@ -162,20 +174,26 @@ class _Source:
             return
         if self.fs is None:
             raise ValueError(f"{self.annotate_path}: an annotate shard needs its filesystem")
-        import pyarrow.parquet as pq
-        with self.fs.open(self.annotate_path, "rb") as fh:
-            base = pq.read_table(fh, columns=["id", "shard", "row"])
-        ids, shards, rows = (base.column(c).to_pylist() for c in ("id", "shard", "row"))
-        meta = read_shard_meta(self.fs, self.annotate_path)
+        meta = trusted(read_shard_meta(self.fs, self.annotate_path), self.fs, self.annotate_path)
         if "source_shard" not in meta:
             raise ValueError(f"{self.annotate_path}: no source metadata; cannot re-read texts")
-        k = 0
+        base = _base_rows(self.fs, self.annotate_path)  # streamed: one row group in memory, not the shard
+        want = next(base, None)
         for d in source_documents(meta):
-            if k < len(rows) and d.row == rows[k]:
-                yield ids[k], shards[k], rows[k], d.text
-                k += 1
-        if k != len(rows):
+            if want is not None and d.row == want[2]:
+                yield want[0], want[1], want[2], d.text
+                want = next(base, None)
+        if want is not None:
             raise ValueError(f"{self.annotate_path}: its source {meta.get('source')!r} changed since annotate")
+
+
+def _base_rows(fs: fsspec.AbstractFileSystem, path: str) -> Iterator[tuple[str, str, int]]:
+    """(id, shard, row) of an attribute shard's rows, read one batch at a time."""
+    import pyarrow.parquet as pq
+
+    with fs.open(path, "rb") as fh:
+        for b in pq.ParquetFile(fh).iter_batches(batch_size=BATCH, columns=["id", "shard", "row"], use_threads=False):
+            yield from zip(*(b.column(c).to_pylist() for c in ("id", "shard", "row")))
 
 
 def _sources(cfg: ExactConfig) -> tuple[list[_Source], str, bool]:
@@ -195,37 +213,56 @@ def _sources(cfg: ExactConfig) -> tuple[list[_Source], str, bool]:
     if not cfg.output:
         raise ValueError("dedup exact: --output DIR is required unless the input is one annotate output folder")
     from textsieve.stages.annotate import output_rel
-    opts = ReadOptions(text_field=cfg.text_field, id_field=cfg.id_field)
+    opts = ReadOptions(text_field=cfg.text_field, id_field=cfg.id_field,
+                       max_doc_bytes=parse_max_doc_bytes(cfg.max_doc_bytes))
     shards = sorted(expand_inputs(cfg.inputs), key=lambda s: s.rel)
     return [_Source(output_rel(s.rel), s.size, shard=s, options=opts) for s in shards], cfg.output, False
 
 
-def _batches(src: _Source) -> Iterator[tuple[list, list, list, list]]:
+def _batches(src: _Source, max_chars: int = 1 << 62) -> Iterator[tuple[list, list, list, list]]:
+    """The shard's (ids, shards, rows, texts) in batches of at most BATCH documents and, after
+    the first document, `max_chars` characters (the process's share of `--memory`)."""
     cols: tuple[list, list, list, list] = ([], [], [], [])
+    chars = 0
     for rec in src.docs():
         for c, v in zip(cols, rec):
             c.append(v)
-        if len(cols[0]) >= BATCH:
+        chars += len(rec[3])
+        if len(cols[0]) >= BATCH or chars >= max_chars:
             yield cols
             cols = ([], [], [], [])
+            chars = 0
     yield cols
 
 
-def _hash_shard(task: tuple[_Source, str], on_batch: Callable[[int], None] | None = None):
-    """(ids, shards, rows, h1, h2) of one shard: its documents in record order and their content
-    keys. Runs in a worker (local pool or Ray actor), or in-process calling `on_batch(n_docs)`."""
-    src, normalize = task
-    ids, shards, rows, h1s, h2s = [], [], [], [], []
-    for b_ids, b_shards, b_rows, texts in _batches(src):
+#: bytes of working memory per character of a batch's texts while hashing: the str (1-4 B a
+#: character), its normalized copy and the UTF-8 bytes hashed, and what the allocators keep of
+#: them afterwards (measured: 8 left ~17 MB behind at a 48 MB budget, 16 about half of that)
+HASH_BYTES_PER_CHAR = 16
+
+
+def _hash_shard(task: tuple[_Source, str, str | None, int],
+                on_batch: Callable[[int], None] | None = None) -> HashedShard:
+    """The hashed documents of one shard (`dedup.hashed`), in record order, with their content
+    keys: appended batch by batch to the IPC file `spill` (a local worker or the main process),
+    or held and returned (`spill` None: a Ray task, which cannot write to the main process's
+    disk). Runs in a worker, or in-process calling `on_batch(n_docs)`."""
+    src, normalize, spill, share = task
+    writer = HashedWriter(spill) if spill is not None else None
+    held, n = [], 0
+    for b_ids, b_shards, b_rows, texts in _batches(src, max(1, share // HASH_BYTES_PER_CHAR)):
+        if not b_ids:
+            continue
         h1, h2 = content_keys(texts, normalize)
-        ids += b_ids
-        shards += b_shards
-        rows += b_rows
-        h1s.append(np.asarray(h1, dtype=np.uint64))
-        h2s.append(np.asarray(h2, dtype=np.uint64))
+        batch = hashed_batch(b_ids, b_shards, b_rows, h1, h2)
+        if writer is not None:
+            writer.add(batch)
+        else:
+            held.append(batch)
+        n += batch.num_rows
         if on_batch is not None:
             on_batch(len(b_ids))
-    return ids, shards, rows, np.concatenate(h1s), np.concatenate(h2s)
+    return writer.close() if writer is not None else HashedShard(n, held=held)
 
 
 def _in_process(cfg: ExactConfig, sources: list[_Source], counted: bool) -> ExactConfig:
@@ -242,12 +279,16 @@ def _in_process(cfg: ExactConfig, sources: list[_Source], counted: bool) -> Exac
                                                    cfg.executor) < planned else cfg
 
 
-def _hashed_shards(cfg: ExactConfig, sources: list[_Source], progress: Progress, counted: bool):
-    """Yield `_hash_shard` results in corpus order: in-process with one worker (progress per
-    batch), otherwise on the local pool or Ray (progress per finished shard)."""
+def _hashed_shards(cfg: ExactConfig, sources: list[_Source], progress: Progress, counted: bool, work: str,
+                   share: int) -> Iterator[HashedShard]:
+    """Yield `_hash_shard` results in corpus order, each spilled to `work` (`dedup.hashed`):
+    in-process with one worker (progress per batch), otherwise on the local pool or Ray
+    (progress per finished shard). `share`: each process's part of `--memory`."""
     from textsieve.exec.local import default_workers, ordered_map
 
-    tasks = [(src, cfg.normalize) for src in sources]
+    local = cfg.executor == "local"
+    tasks = [(src, cfg.normalize, f"{work}/hashed-{i}.arrow" if local else None, share)
+             for i, src in enumerate(sources)]
     if cfg.executor not in ("local", "ray"):
         raise ValueError(f"dedup exact: executor must be local or ray, not {cfg.executor!r}")
     mapper: Callable[..., Iterator[tuple[Any, Any]]]
@@ -265,22 +306,49 @@ def _hashed_shards(cfg: ExactConfig, sources: list[_Source], progress: Progress,
             if not counted:
                 progress.advance(0, task[0].size)
         return
-    for (src, _), result in mapper(_hash_shard, tasks, workers=workers):
-        progress.advance(len(result[0]), len(result[0]) if counted else src.size)
-        yield result
+    for i, ((src, *_), result) in enumerate(mapper(_hash_shard, tasks, workers=workers)):
+        progress.advance(result.n, result.n if counted else src.size)
+        yield result.spilled(f"{work}/hashed-{i}.arrow")  # a Ray result is held in memory until here
 
 
-def _write(set_root: str, fs, rel: str, ids: list, shards: list, rows: list, cols: dict, info: dict) -> None:
-    table = pa.table({"id": pa.array(ids, pa.string()), "shard": pa.array(shards, pa.string()),
-                      "row": pa.array(rows, pa.int64()), **cols})
-    writer = AtomicParquetWriter(fs, f"{set_root}/{rel}", table.schema)
-    try:
-        writer.write(table)
-        writer.add_metadata({META_KEY: json.dumps(info, sort_keys=True).encode()})
-    except BaseException as exc:
-        writer.abort(exc)
-        raise
-    writer.close()
+def _run_key(cfg: ExactConfig, info: dict, sources: list[_Source]) -> str:
+    """The settings and the inputs' identities: annotate shards by their published hashes, raw
+    shards by size and modification time."""
+    parts: list[Any] = [info]
+    if sources and sources[0].annotate_path is not None:
+        from textsieve.io.publish import content_key
+
+        fs, root = fsspec.core.url_to_fs(cfg.inputs[0])
+        parts.append(content_key(fs, root, [s.rel for s in sources]))
+    else:
+        from textsieve.io.identity import shard_identity
+
+        parts.append([(s.rel, shard_identity(s.shard.path, s.shard.members)) for s in sources if s.shard])
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _check_apart(cfg: ExactConfig, out: str, annotated: bool) -> None:
+    """The set must not land among the documents it flags: the raw inputs, or the sources an
+    annotate folder was made from."""
+    from textsieve.io.locations import source_locations
+    from textsieve.io.overlap import check_apart
+
+    check_apart("dedup exact", out, source_locations(cfg.inputs[0]) if annotated else cfg.inputs)
+
+
+def _memory_plan(cfg: ExactConfig, n_sources: int) -> tuple[ExactConfig, MemoryPlan]:
+    """Split `--memory` over the processes the run starts (`exec.budget`): the main process and,
+    on the local pool, its workers (Ray's workers are not on this machine). With no worker count
+    asked for, the run starts only as many workers as the budget affords."""
+    from textsieve.exec.local import default_workers
+
+    pool = min(cfg.workers or default_workers(), n_sources) if cfg.executor == "local" else 0
+    plan = memory_plan("dedup exact", cfg.memory, pool if pool > 1 else 0, asked=cfg.workers is not None)
+    if plan.workers <= 1 < pool:  # the budget affords no pool: hash in the main process, with all of it
+        plan = memory_plan("dedup exact", cfg.memory, 0)
+    if plan.workers < pool:
+        cfg = replace(cfg, workers=max(1, plan.workers))
+    return cfg, plan
 
 
 def run_exact(cfg: ExactConfig) -> ExactResult:
@@ -291,6 +359,7 @@ def run_exact(cfg: ExactConfig) -> ExactResult:
     budget = parse_memory(cfg.memory)
     sources, out, counted = _sources(cfg)
     cfg = _in_process(cfg, sources, counted)
+    cfg, plan = _memory_plan(cfg, len(sources))  # --memory covers the process tree (exec.budget)
     set_name, prefix = exact_names(cfg.normalize, cfg.bloom_fp is not None)
     set_dir = attribute_set_dir(out, set_name)
     fs, set_root = fsspec.core.url_to_fs(set_dir)
@@ -310,44 +379,56 @@ def run_exact(cfg: ExactConfig) -> ExactResult:
         bloom = BloomFilter(cap, cfg.bloom_fp)
         info.update(bloom_fp=cfg.bloom_fp, bloom_capacity=cap, bloom_bits=bloom.m, bloom_hashes=bloom.k)
     _check_existing(fs, set_root, info, cfg)
+    _check_apart(cfg, out, counted)
+    if counted:  # results are keyed by id: repeated ids fail before any work (`dedup.id_table`)
+        check_unique_ids(ShardTable.open(cfg.inputs[0]), budget, work_parent(out, cfg.tmp_dir), "dedup exact")
+    pub = Publication(fs, set_root, set_name, _run_key(cfg, info, sources))  # published as one unit
     if cfg.progress:
         docs = f"{n_known:,} docs" if n_known is not None else "documents"
         disk = (f"~{n_known * ROW.itemsize / 1e6:,.1f} MB" if n_known is not None else "24 MB per million docs")
         need = (f"Bloom filter {bloom.m / 8e6:,.1f} MB in memory, no disk" if bloom else
-                f"disk {disk} of key partitions + ids; memory budget {budget / 1e6:,.1f} MB")
+                f"disk {disk} of key partitions + ids; {plan.describe()}")
         print(f"dedup exact: {docs} in {len(sources)} shard(s), normalize={cfg.normalize}; {need}", file=sys.stderr)
 
     progress = Progress("dedup exact [hash]", sum(s.size for s in sources) if not counted else n_known or 1,
                         enabled=cfg.progress)
-    remove_stale_work_dirs(cfg.tmp_dir)  # partition spill of killed runs
-    work = work_dir("dedup-exact", cfg.tmp_dir)
+    work = start_work("dedup-exact", out, cfg.tmp_dir)  # in OUT/.textsieve-work; killed runs' are removed
     result = ExactResult(output=set_dir)
     try:
-        max_rows = rows_per_pass(budget)
+        max_rows = rows_per_pass(plan.usable)
+        raw_ids = None if counted else SourceIds(work, plan.usable, [s.shard for s in sources if s.shard is not None],
+                                                 ReadOptions(text_field=cfg.text_field, id_field=cfg.id_field,
+                                                             max_doc_bytes=parse_max_doc_bytes(cfg.max_doc_bytes)),
+                                                 "dedup exact")
         bits = 0 if not counted else max(0, int(np.ceil(np.log2(max(1, 2 * (n_known or 0) // max_rows)))))
         writer = PartitionWriter(f"{work}/keys", min(bits, 16), max_rows // 2) if bloom is None else None
         ordinal, removed = 0, 0
-        for si, (src, (ids_all, shards_all, rows_all, h1, h2)) in enumerate(
-                zip(sources, _hashed_shards(cfg, sources, progress, counted))):
-            n = len(ids_all)
-            keep_all = []
+        hashed: list[HashedShard] = []  # (id, shard, row, keys) of each shard on local disk (`dedup.hashed`)
+        for si, (src, shard_keys) in enumerate(zip(sources, _hashed_shards(cfg, sources, progress, counted, work,
+                                                                             plan.usable))):
+            hashed.append(shard_keys)
+            if raw_ids is not None:  # repeats within a batch fail here, the others at `check` below
+                at = ordinal
+                for b in shard_keys.batches(["id"]):
+                    raw_ids.add(si, b.column(0).to_pylist(), at)
+                    at += b.num_rows
             if bloom is not None:
-                keep_all.append(~bloom.test_add(h1, h2))
-            elif writer is not None and n:  # exact mode: the writer exists exactly when there is no Bloom filter
-                rec = np.empty(n, dtype=ROW)
-                rec["h1"], rec["h2"], rec["doc"] = h1, h2, np.arange(ordinal, ordinal + n, dtype=np.uint64)
-                writer.add(rec)
-            ordinal += n
-            if bloom is not None:
-                keep = np.concatenate(keep_all) if keep_all else np.zeros(0, bool)
-                removed += int((~keep).sum())
-                null_u64 = pa.nulls(len(ids_all), pa.uint64())
-                _write(set_root, fs, src.rel, ids_all, shards_all, rows_all,
-                       dict(zip(exact_columns(prefix), (null_u64, pa.nulls(len(ids_all), pa.int64()),
-                                                        pa.array(keep, pa.bool_())))), info)
-            else:  # keep (id, shard, row) on local disk until the groups are known
-                _write(work, fsspec.filesystem("file"), f"base/{si}.parquet", ids_all, shards_all, rows_all, {}, {})
+                bloom_out = bloom_tables(bloom, shard_keys, exact_columns(prefix))
+                write_tables(pub.staging, fs, src.rel, bloom_out, info)
+                removed += bloom_out.removed
+                pub.add(src.rel, pub.key)
+            elif writer is not None:  # exact mode: the writer exists exactly when there is no Bloom filter
+                at = ordinal
+                for b in shard_keys.batches(["h1", "h2"]):
+                    rec = np.empty(b.num_rows, dtype=ROW)
+                    rec["h1"], rec["h2"] = b.column(0).to_numpy(), b.column(1).to_numpy()
+                    rec["doc"] = np.arange(at, at + b.num_rows, dtype=np.uint64)
+                    writer.add(rec)
+                    at += b.num_rows
+            ordinal += shard_keys.n
         progress.close()
+        if raw_ids is not None:  # repeats across shards
+            raw_ids.check()
         summary: dict[str, Any] = {"stage": EXACT_SET, "version": __version__, "n_docs": ordinal,
                                    "n_shards": len(sources),
                                    **{k: v for k, v in info.items() if k not in ("stage", "version")}}
@@ -357,22 +438,27 @@ def run_exact(cfg: ExactConfig) -> ExactResult:
                       f"the false-positive rate is above {cfg.bloom_fp}", file=sys.stderr)
             summary.update(n_removed=removed, duplicate_fraction=removed / ordinal if ordinal else 0.0)
         else:
-            removed = _finish_exact(cfg, sources, work, writer, max_rows, set_root, fs, info, ordinal, summary,
-                                    prefix)
+            removed = _finish_exact(cfg, sources, work, writer, max_rows, pub.staging, fs, info, ordinal, summary,
+                                    prefix, hashed)
+            for src in sources:
+                pub.add(src.rel, pub.key)
     finally:
         progress.close()
-        shutil.rmtree(work, ignore_errors=True)
-    with atomic_open(fs, f"{set_root}/summary.json", "w") as fh:
+        finish_work(work)
+    with atomic_open(fs, pub.staged("summary.json"), "w") as fh:
         json.dump(summary, fh, indent=1, ensure_ascii=False)
         fh.write("\n")
+    pub.add("summary.json", pub.key)
+    pub.commit()
     result.documents, result.removed, result.summary = ordinal, removed, summary
     result.seconds = time.perf_counter() - start
     return result
 
 
 def _finish_exact(cfg, sources, work, writer, max_rows, set_root, fs, info, n_docs, summary,
-                  prefix: str = "dup_exact") -> int:
-    import pyarrow.parquet as pq
+                  prefix: str, hashed: list[HashedShard]) -> int:
+    """Group the keys, then write each shard's output from its hashed file, one batch at a time
+    (`dedup.hashed`), so memory holds the groups (~40 B per duplicate document) and one batch."""
     grouper = Grouper(f"{work}/keys", max_rows)
     parts = writer.close()
     progress = Progress("dedup exact [group]", sum(n for _, n in parts), enabled=cfg.progress, unit="keys")
@@ -384,30 +470,35 @@ def _finish_exact(cfg, sources, work, writer, max_rows, set_root, fs, info, n_do
     nodes = nodes.astype(np.int64)
     rep = nodes[label]  # union by smaller index: the label is the group's first (smallest) ordinal
     size = np.bincount(label, minlength=nodes.shape[0])[label].astype(np.int64)
-    bases = [pq.read_table(f"{work}/base/{i}.parquet") for i in range(len(sources))]
-    starts = np.concatenate([[0], np.cumsum([b.num_rows for b in bases])]).astype(np.int64)
+    starts = np.concatenate([[0], np.cumsum([h.n for h in hashed])]).astype(np.int64)
     reps = np.unique(rep)
     rep_ii = np.zeros(reps.shape[0], dtype=np.uint64)
-    for i, b in enumerate(bases):  # id_int of every group's first document
+    for i, h in enumerate(hashed):  # id_int of every group's first document
         lo, hi = np.searchsorted(reps, [starts[i], starts[i + 1]])
         if hi > lo:
-            rep_ii[lo:hi] = id_ints(b.column("id").take(pa.array(reps[lo:hi] - starts[i])))
+            rep_ii[lo:hi] = id_ints(h.rows(reps[lo:hi] - starts[i], ["id"]).column("id"))
     group = rep_ii[np.searchsorted(reps, rep)]
     progress = Progress("dedup exact [write]", n_docs, enabled=cfg.progress)
-    for i, b in enumerate(bases):
-        progress.advance(b.num_rows, b.num_rows)
-        lo, hi = np.searchsorted(nodes, [starts[i], starts[i + 1]])
-        n = b.num_rows
-        g = np.zeros(n, dtype=np.uint64)
-        s = np.ones(n, dtype=np.int64)
-        hit = np.zeros(n, dtype=bool)
-        local = nodes[lo:hi] - starts[i]
-        g[local], s[local], hit[local] = group[lo:hi], size[lo:hi], True
-        keep = np.ones(n, dtype=bool)
-        keep[local] = nodes[lo:hi] == rep[lo:hi]
-        _write(set_root, fs, sources[i].rel, b.column("id"), b.column("shard"), b.column("row"),
-               dict(zip(exact_columns(prefix), (pa.array(g, pa.uint64(), mask=~hit), pa.array(s, pa.int64()),
-                                                pa.array(keep, pa.bool_())))), info)
+
+    def tables(i: int) -> Iterator[pa.Table]:
+        at = int(starts[i])
+        for b in with_empty(hashed[i].batches(["id", "shard", "row"])):
+            n = b.num_rows
+            lo, hi = np.searchsorted(nodes, [at, at + n])
+            g = np.zeros(n, dtype=np.uint64)
+            s = np.ones(n, dtype=np.int64)
+            hit = np.zeros(n, dtype=bool)
+            local = nodes[lo:hi] - at
+            g[local], s[local], hit[local] = group[lo:hi], size[lo:hi], True
+            keep = np.ones(n, dtype=bool)
+            keep[local] = nodes[lo:hi] == rep[lo:hi]
+            at += n
+            progress.advance(n, n)
+            yield out_table(b, exact_columns(prefix), pa.array(g, pa.uint64(), mask=~hit), pa.array(s, pa.int64()),
+                            keep)
+
+    for i in range(len(hashed)):
+        write_tables(set_root, fs, sources[i].rel, tables(i), info)
     progress.close()
     removed = int((nodes != rep).sum())
     summary.update(n_groups=int(reps.shape[0]), n_docs_in_groups=int(nodes.shape[0]), n_removed=removed,
@@ -417,15 +508,13 @@ def _finish_exact(cfg, sources, work, writer, max_rows, set_root, fs, info, n_do
     top = np.lexsort((rep_ii, -gsize))[:20]
     largest: list[dict[str, Any]] = []
     want: dict[int, dict[int, int]] = {}  # {shard index: {document index in it: index in largest}}
+    members = {int(k): nodes[rep == int(reps[k])][:10] for k in top}  # ordinals of each top group's first 10
+    records = member_records(hashed, starts, np.unique(np.concatenate([*members.values(), np.zeros(0, np.int64)])))
     for k in top:
         r = int(reps[k])
         i = int(np.searchsorted(starts, r, side="right") - 1)
         want.setdefault(i, {})[int(r - starts[i])] = len(largest)
-        recs = []
-        for m in nodes[rep == r][:10]:
-            j = int(np.searchsorted(starts, m, side="right") - 1)
-            row = bases[j].slice(int(m - starts[j]), 1).to_pylist()[0]
-            recs.append({"id": row["id"], "shard": row["shard"], "row": row["row"]})
+        recs = [records[int(m)] for m in members[int(k)]]
         largest.append({"group": int(rep_ii[k]), "size": int(gsize[k]), "members": recs, "sample": ""})
     for i, wanted in want.items():  # one re-read per shard that holds a sample
         for k, (_, _, _, text) in enumerate(sources[i].docs()):
@@ -433,5 +522,6 @@ def _finish_exact(cfg, sources, work, writer, max_rows, set_root, fs, info, n_do
                 largest[wanted[k]]["sample"] = first_lines(text, 3)
     summary["largest_groups"] = largest
     return removed
+
 
 

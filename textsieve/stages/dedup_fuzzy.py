@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 import sys
 import time
 from collections.abc import Sequence
@@ -33,19 +32,21 @@ import pyarrow.parquet as pq
 from textsieve import __version__
 from textsieve.dedup.components import cluster_ids, components
 from textsieve.dedup.corpus import ShardTable, first_lines, gather_texts, id_ints, shingle_store, write_set
+from textsieve.dedup.id_table import check_unique_ids
 from textsieve.dedup.lsh import BAND_PREFIXES, band_column, band_rows, band_values, estimated_jaccard, signature_column
 from textsieve.dedup.partitions import ROW, Grouper, PartitionWriter, partition_bits, rows_per_pass
-from textsieve.dedup.verify import ShingleStore
 from textsieve.exec.arrow_memory import lean_arrow_memory
-from textsieve.exec.budget import parse_memory
+from textsieve.exec.budget import memory_plan
 from textsieve.exec.progress import Progress
 from textsieve.io.atomic import atomic_open
 from textsieve.io.attributes import LENGTH_COLUMN, attribute_set_dir
-from textsieve.io.leftovers import remove_stale_temps, remove_stale_work_dirs, work_dir
+from textsieve.io.leftovers import finish_work, remove_stale_temps, start_work, work_parent
 from textsieve.io.locations import pool_workers, source_locations
+from textsieve.io.publish import Publication
 from textsieve.options import MEMORY_HELP, address_option, check_choices, executor_option, option, progress_option
 
 FUZZY_SET = "dedup_fuzzy"
+SUMMARY = "summary.json"
 KEEP_POLICIES = ("first", "longest", "none")
 VERIFY_MODES = ("none", "estimated", "exact")
 TOP_CLUSTERS = 20
@@ -76,7 +77,10 @@ class FuzzyConfig:
                             "representative), longest = most characters, none = drop whole clusters")
     memory: int | str = option("2GB", help=MEMORY_HELP, metavar="SIZE")
     workers: int = option(1, help="processes for re-reading texts")
-    tmp_dir: str | None = option(None, help="local folder for partition files", metavar="DIR")
+    tmp_dir: str | None = option(None, help="local folder for work files (key partitions, id table, shingle files); "
+                                            "default: .textsieve-work in the output folder (the system's temp folder "
+                                            "for a remote output); a killed run's are removed by the next run",
+                                 metavar="DIR")
     overwrite: bool = option(False, help="recompute even if the output is up to date")
     progress: bool = progress_option()
     executor: str = executor_option("local, or Ray: banding + grouping as a distributed shuffle (same "
@@ -122,7 +126,8 @@ def _check(cfg: FuzzyConfig) -> tuple[list[float], str]:
 
 def _fingerprint(cfg: FuzzyConfig, ts: list[float], table: ShardTable) -> str:
     key = {"version": __version__, "thresholds": ts, "bands": cfg.bands, "verify": cfg.verify, "keep": cfg.keep,
-           "shards": [[r, int(n), table.fs.size(p)] for r, n, p in zip(table.rels, table.n_rows, table.paths)]}
+           "shards": [[r, int(n), table.fs.size(p)] for r, n, p in zip(table.rels, table.n_rows, table.paths)],
+           "content": table.content_key()}
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -224,7 +229,7 @@ def _verify(cfg: FuzzyConfig, table: ShardTable, prefix: str,
         return out
     ii, ords, _ = _locate(table, ends)
     order = np.argsort(ords, kind="stable")  # the store is indexed by sorted ordinal
-    work = ShingleStore.new_dir(cfg.tmp_dir)
+    work = start_work("dedup-verify", cfg.directory, cfg.tmp_dir)  # DIR/.textsieve-work, or --tmp-dir
     try:
         bar = Progress("dedup fuzzy [verify: re-read texts]", ords.shape[0], enabled=cfg.progress)
         store = shingle_store(table, ords[order], work, workers=cfg.workers, progress=bar)
@@ -238,7 +243,7 @@ def _verify(cfg: FuzzyConfig, table: ShardTable, prefix: str,
             out[t] = e[store.jaccard(a, b, progress=bar) >= t]
             bar.close()
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        finish_work(work)
     return out
 
 
@@ -302,11 +307,15 @@ def run_fuzzy(cfg: FuzzyConfig) -> FuzzyResult:
     start = time.perf_counter()
     check_choices(cfg)
     ts, prefix = _check(cfg)
-    budget = parse_memory(cfg.memory)
+    # --memory covers the process tree: split with the text-re-reading workers (exec.budget)
+    plan = memory_plan("dedup fuzzy", cfg.memory, cfg.workers if cfg.workers > 1 else 0)
+    budget = plan.usable
     lean_arrow_memory()
     table = ShardTable.open(cfg.directory)
     pool_workers("dedup fuzzy", cfg.workers, cfg.workers, [cfg.directory, *source_locations(cfg.directory)],
                  cfg.executor)  # raises when worker processes or Ray would have to read memory://
+    # documents are keyed by id_int
+    check_unique_ids(table, budget, work_parent(cfg.directory, cfg.tmp_dir), "dedup fuzzy")
     cols = {t: band_column(prefix, t) for t in ts}
     for i in range(len(table.paths)):
         names = table.schema(i).names
@@ -321,15 +330,16 @@ def run_fuzzy(cfg: FuzzyConfig) -> FuzzyResult:
     remove_stale_temps(fs, out_root)  # what a killed run was writing (never a live run's files)
     fingerprint = _fingerprint(cfg, ts, table)
     result = FuzzyResult(output=out_dir)
-    state = f"{out_root}/.state.json"  # the resume key; kept out of summary.json, which must not
-    # depend on shard names
-    if not cfg.overwrite and fs.exists(state) and fs.exists(f"{out_root}/summary.json"):
-        with fs.open(state, "r") as fh:
-            old = json.load(fh)
-        if old.get("fingerprint") == fingerprint and all(fs.exists(f"{out_root}/{r}") for r in table.rels):
-            with fs.open(f"{out_root}/summary.json", "r") as fh:
-                result.skipped, result.summary = True, json.load(fh)
-            return result
+    # the resume key lives in the manifest (`io.publish`), kept out of summary.json, which must not
+    # depend on shard names; the set is published as one unit, so a killed run never leaves a mix
+    pub = Publication(fs, out_root, FUZZY_SET, fingerprint)
+    if not cfg.overwrite and pub.previous is not None and pub.previous.key == fingerprint and all(
+            pub.unchanged(r, fingerprint) for r in [*table.rels, SUMMARY]):
+        pub.abandon()
+        with fs.open(f"{out_root}/{SUMMARY}", "r") as fh:
+            result.skipped, result.summary = True, json.load(fh)
+        return result
+    staging = fs.unstrip_protocol(pub.staging)
 
     max_rows = rows_per_pass(budget)
     bands = _bands_per_doc(table, list(cols.values()))
@@ -338,7 +348,7 @@ def run_fuzzy(cfg: FuzzyConfig) -> FuzzyResult:
     if cfg.progress:
         print(f"dedup fuzzy: {table.n_docs:,} docs in {len(table.paths)} shard(s); thresholds "
               f"{', '.join(map(str, ts))}; at most {total:,} band rows -> disk ~{_human(total * ROW.itemsize)} "
-              f"of partitions; memory budget {_human(budget)} ({max_rows:,} rows per sort) -> "
+              f"of partitions; {plan.describe()} ({max_rows:,} rows per sort) -> "
               f"{', '.join(f'{t}: {1 << bits[t]}' for t in ts)} partition(s); plus ~16 B per candidate doc "
               f"for clustering"
               + ("; --verify exact then re-reads the candidates' texts, ~8 B per shingle of them on disk"
@@ -349,8 +359,7 @@ def run_fuzzy(cfg: FuzzyConfig) -> FuzzyResult:
         with_bands, edges, stats = ray_lsh(table, cols, bits, max_rows, address=cfg.address,
                                            tmp_dir=cfg.tmp_dir, progress=cfg.progress)
     else:
-        remove_stale_work_dirs(cfg.tmp_dir)  # partition spill of killed runs
-        work = work_dir("dedup-fuzzy", cfg.tmp_dir)
+        work = start_work("dedup-fuzzy", cfg.directory, cfg.tmp_dir)  # killed runs' spills are removed
         try:
             writers = {t: PartitionWriter(f"{work}/{tkey(t)}", bits[t], max(1, max_rows // (2 * len(ts))))
                        for t in ts}
@@ -369,7 +378,7 @@ def run_fuzzy(cfg: FuzzyConfig) -> FuzzyResult:
                 edges[t] = grouper.all_edges()
                 stats[t] = asdict(grouper.stats)
         finally:
-            shutil.rmtree(work, ignore_errors=True)
+            finish_work(work)
     if cfg.verify != "none":
         before = {t: int(e.shape[0]) for t, e in edges.items()}
         edges = _verify(cfg, table, prefix, edges)
@@ -388,7 +397,8 @@ def run_fuzzy(cfg: FuzzyConfig) -> FuzzyResult:
         progress.advance(int(table.n_rows[i]), int(table.n_rows[i]))
         base = table.read(i, ["id", "shard", "row"])
         ii = id_ints(base.column("id"))
-        write_set(table, out_dir, i, _columns(nodes, ii), info, base)
+        write_set(table, staging, i, _columns(nodes, ii), info, base)
+        pub.add(table.rels[i], fingerprint)
         for t in ts:  # member records of the largest clusters, for the summary
             nd = nodes[t]
             if not nd.ids.shape[0]:
@@ -401,11 +411,11 @@ def run_fuzzy(cfg: FuzzyConfig) -> FuzzyResult:
                      "ordinal": int(table.base[i] + k)})
     progress.close()
     summary = _summary(cfg, table, ts, nodes, tops, members, with_bands, stats, fingerprint)
-    with atomic_open(fs, f"{out_root}/summary.json", "w") as fh:
+    with atomic_open(fs, pub.staged(SUMMARY), "w") as fh:
         json.dump(summary, fh, indent=1, ensure_ascii=False, sort_keys=False)
         fh.write("\n")
-    with atomic_open(fs, state, "w") as fh:
-        json.dump({"fingerprint": fingerprint}, fh)
+    pub.add(SUMMARY, fingerprint)
+    pub.commit()
     result.summary, result.stats = summary, stats
     result.seconds = time.perf_counter() - start
     return result

@@ -145,6 +145,10 @@ def show(directory: str, cluster: int | None = None, threshold: float | None = N
 def export_rpv2_clusters(directory: str, threshold: float, output: str) -> int:
     """Write RPv2's cluster file: `id`, `id_int`, `cluster_id` of documents in clusters of >= 2,
     ordered by (cluster_id, id_int). Returns the number of rows."""
+    from textsieve.io.locations import source_locations
+    from textsieve.io.overlap import check_apart
+
+    check_apart("export rpv2-clusters", output, [directory, *source_locations(directory)])
     import fsspec
 
     fs, paths = attribute_shards(directory, FUZZY_SET)

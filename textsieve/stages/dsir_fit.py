@@ -29,10 +29,11 @@ before DSIR needs no materialize-and-re-annotate round trip. Every document is s
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import fsspec
 import numpy as np
@@ -43,7 +44,8 @@ from textsieve.dsir.names import check_name, column_names, set_name
 from textsieve.exec.progress import Progress
 from textsieve.io.atomic import AtomicParquetWriter
 from textsieve.io.attributes import META_KEY, attribute_set_dir, attribute_shards, read_shard_meta
-from textsieve.io.leftovers import remove_stale_temps
+from textsieve.io.leftovers import remove_stale_siblings, remove_stale_temps
+from textsieve.io.publish import Publication, contents
 from textsieve.io.texts import input_texts, shard_texts
 from textsieve.options import option, progress_option
 from textsieve.recipes.language import Recipe
@@ -155,6 +157,16 @@ def _masked_counts(fbs: list[NgramBatch], keep: np.ndarray, buckets: int) -> np.
     return out
 
 
+def _run_key(cfg: DsirFitConfig, params: Any, raw_shards: list, survivors_fp: str | None) -> str:
+    """What the set depends on, for the staging folder of this fit: settings, targets, raw shards."""
+    from textsieve.io.identity import file_identity
+    from textsieve.io.paths import expand_inputs
+
+    targets = [(s.path, file_identity(s.path)) for s in expand_inputs(cfg.targets)]
+    key = [repr(params), cfg.smoothing, cfg.model_path, raw_shards, survivors_fp, targets]
+    return hashlib.sha256(json.dumps(key, default=str).encode()).hexdigest()[:16]
+
+
 def run_fit(cfg: DsirFitConfig) -> DsirFitResult:
     from textsieve.dsir.features import HashedNgramParams, bucket_counts, doc_sums
     from textsieve.dsir.model import DsirModel
@@ -169,13 +181,18 @@ def run_fit(cfg: DsirFitConfig) -> DsirFitResult:
     model_path = cfg.model_path or f"{set_dir}/{MODEL_FILE}"
     cols = column_names(cfg.name)
     remove_stale_temps(fs, set_root)  # what a killed fit was writing (never a live run's files)
+    if cfg.model_path:  # a --model PATH elsewhere: its killed writes are beside it
+        remove_stale_siblings(*fsspec.core.url_to_fs(cfg.model_path))
 
     # streamed: the target's texts are counted batch by batch, never held together
     target_counts, target_docs = bucket_counts(input_texts(cfg.targets, cfg.text_field), params)
     if not target_docs:
         raise ValueError(f"no target documents in {', '.join(cfg.targets)}")
-    raw_shards = [[p[len(root) + 1:], pq.ParquetFile(fs.open(p, "rb")).metadata.num_rows] for p in shards]
-    total_rows = sum(n for _, n in raw_shards)
+    annotated = contents(fs, root, [p[len(root) + 1:] for p in shards])
+    # each raw shard by name, rows and published content hash: a changed shard means a refit
+    raw_shards = [[p[len(root) + 1:], pq.ParquetFile(fs.open(p, "rb")).metadata.num_rows,
+                   annotated[p[len(root) + 1:]][-16:]] for p in shards]
+    total_rows = sum(n for _, n, _ in raw_shards)
     from textsieve.recipes.survivors import as_recipe
 
     recipe = as_recipe(cfg.recipe)
@@ -186,6 +203,14 @@ def run_fit(cfg: DsirFitConfig) -> DsirFitResult:
 
         survivors_fp = survivors_fingerprint(within)
 
+    pub = Publication(fs, set_root, set_name(cfg.name), _run_key(cfg, params, raw_shards, survivors_fp))
+    in_set = cfg.model_path is None  # the default model file is published with the weights
+    if in_set and not cfg.overwrite and not pub.adoptable(MODEL_FILE) and pub.unchanged(MODEL_FILE, "model"):
+        pub.keep(MODEL_FILE)
+    elif in_set and not cfg.overwrite and pub.adoptable(MODEL_FILE):
+        pass  # saved by an interrupted fit with these settings: used below
+    model_path = fs.unstrip_protocol(pub.staged(MODEL_FILE)) if in_set and (
+        cfg.overwrite or MODEL_FILE not in pub.kept) else model_path
     model = None
     mfs, mpath = fsspec.core.url_to_fs(model_path)
     if not cfg.overwrite and mfs.exists(mpath):
@@ -203,7 +228,7 @@ def run_fit(cfg: DsirFitConfig) -> DsirFitResult:
         budget = cfg.memory_mb * 2**20
         used = 0
         prog = Progress("dsir fit (count)", total_rows, cfg.progress)
-        for path, (rel, _) in zip(shards, raw_shards):
+        for path, (rel, _, _) in zip(shards, raw_shards):
             keys, texts = shard_texts(fs, path)
             fbs = _featurize_all(texts, params)
             if within is None:
@@ -226,19 +251,26 @@ def run_fit(cfg: DsirFitConfig) -> DsirFitResult:
                           count(within) if within is not None else total_rows, cfg.smoothing, info=info)
         model.save(model_path)
     fingerprint = f"{model.target_fingerprint}:{model.raw_fingerprint}:{model.smoothing}"
+    if in_set and MODEL_FILE not in pub.kept:
+        pub.add(MODEL_FILE, "model")
 
     lr = model.log_ratio()
     res = DsirFitResult(model_path, set_dir, cols, total_rows, target_docs, reused, raw_documents=model.raw_docs)
     lo, hi = np.inf, -np.inf
     prog = Progress("dsir fit (weigh)", total_rows, cfg.progress)
-    for path, (rel, nrows) in zip(shards, raw_shards):
-        out = f"{set_root}/{rel}"
-        if not cfg.overwrite and fs.exists(out):
-            meta = read_shard_meta(fs, out)
-            if meta.get("model") == fingerprint:
-                res.shards_skipped.append(rel)
-                prog.update(nrows, prog.docs + nrows)
-                continue
+    for path, (rel, nrows, content) in zip(shards, raw_shards):
+        out = pub.staged(rel)
+        shard_fp = f"{fingerprint}:{content}"
+        if not cfg.overwrite and pub.unchanged(rel, shard_fp):
+            pub.keep(rel)
+            res.shards_skipped.append(rel)
+            prog.update(nrows, prog.docs + nrows)
+            continue
+        if not cfg.overwrite and pub.adoptable(rel) and read_shard_meta(fs, out).get("model") == fingerprint:
+            pub.add(rel, shard_fp)  # finished by an interrupted fit with these settings
+            res.shards_skipped.append(rel)
+            prog.update(nrows, prog.docs + nrows)
+            continue
         if rel in cache:
             keys, fbs = cache.pop(rel)
         else:
@@ -263,9 +295,12 @@ def run_fit(cfg: DsirFitConfig) -> DsirFitResult:
             writer.abort(exc)
             raise
         writer.close()
+        pub.add(rel, shard_fp)
         res.shards_written.append(rel)
         prog.update(nrows, prog.docs + nrows)
     prog.close()
+    pub.commit()
+    res.model_path = cfg.model_path or f"{set_dir}/{MODEL_FILE}"
     res.weight_range = (lo, hi) if res.shards_written else (0.0, 0.0)
     res.seconds = time.perf_counter() - t0
     return res

@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -38,6 +39,7 @@ from textsieve.io.atomic import atomic_open
 from textsieve.io.attributes import attribute_shards, read_shard_meta
 from textsieve.io.leftovers import remove_stale_temps
 from textsieve.io.locations import pool_workers
+from textsieve.io.publish import Publication
 from textsieve.io.runstate import holds_output
 from textsieve.options import address_option, check_choices, executor_option, option, progress_option
 from textsieve.recipes.language import Recipe
@@ -92,6 +94,11 @@ class SelectConfig:
     executor: str = executor_option("write the output shards on the local pool or as Ray tasks (same "
                                          "output)")
     address: str | None = address_option()
+    # folders the annotate footers' source files may lie in, besides the recorded inputs
+    source_roots: list[str] = option(
+        help="a folder the source documents may be read from besides the inputs annotate recorded (repeatable; "
+             "for sources that moved). Footers naming files elsewhere are refused", factory=list,
+        flag="--source-root", repeat=True, metavar="DIR")
 
 
 @dataclass
@@ -121,15 +128,21 @@ class _Task:
     ends: list[np.ndarray] | None = None
 
 
-def _shard_metas(directory: str) -> tuple[fsspec.AbstractFileSystem, str, dict[str, tuple[str, dict]]]:
-    """Source shard rel name -> (attribute shard rel, footer meta) for every annotate shard."""
+def _shard_metas(directory: str, source_roots: Sequence[str] = ()) -> tuple[fsspec.AbstractFileSystem, str,
+                                                                           dict[str, tuple[str, dict]]]:
+    """Source shard rel name -> (attribute shard rel, footer meta) for every annotate shard, each
+    footer's source checked to lie inside the folder's recorded inputs or `source_roots`."""
+    from textsieve.io.source_roots import allowed_roots, check_source
+
     fs, files = attribute_shards(directory)
     root = fsspec.core.url_to_fs(directory)[1].rstrip("/")
+    roots = allowed_roots(directory, source_roots)
     out = {}
     for path in files:
         meta = read_shard_meta(fs, path)
         if "source_shard" not in meta:
             raise SelectError(f"{path}: no source information in its footer; was it written by `textsieve annotate`?")
+        check_source(meta, roots, path)
         meta["_attr_size"] = fs.size(path)
         out[meta.get("shard") or meta["source_shard"]["rel"]] = (path[len(root) + 1:], meta)
     return fs, root, out
@@ -279,34 +292,37 @@ def run_select(cfg: SelectConfig) -> SelectResult:
     if cfg.format not in FORMATS:
         raise SelectError(f"--format must be one of {', '.join(FORMATS)}, not {cfg.format!r}")
     t0 = time.perf_counter()
-    fs_in, root, metas = _shard_metas(cfg.directory)
+    fs_in, root, metas = _shard_metas(cfg.directory, cfg.source_roots)
     inputs = [{"attribute_shard": rel, "size": m["_attr_size"], "fingerprint": m.get("fingerprint"),
                "source": m.get("source"), "source_size": m["source_shard"].get("size"), "documents": m.get("documents")}
               for rel, m in sorted(metas.values(), key=lambda x: x[0])]
+    _check_apart(cfg, metas)
     fs, out_root = fsspec.core.url_to_fs(cfg.output)
     out_root = out_root.rstrip("/")
-    fp = _fingerprint(cfg, inputs)
-    summary_path = f"{out_root}/{SUMMARY}"
-    old: dict = {}
-    if fs.exists(summary_path):
-        old = json.loads(fs.cat_file(summary_path))
-        if old.get("fingerprint") == fp and old.get("status") == "done" and not cfg.overwrite and all(
-                fs.exists(f"{out_root}/{_out_rel(rel, cfg.format)}") for rel, _ in metas.values()):
-            c = old["counts"]  # everything is already written: nothing to query
-            return SelectResult(cfg.output, c["selected"], 0, c["pool"], [], sorted(
-                f"{out_root}/{_out_rel(rel, cfg.format)}" for rel, _ in metas.values()), 0.0, old.get("dsir"))
-        # same settings resume (finished shards are kept, see below); other settings refuse,
-        # unless an interrupted run wrote no shard at all: then there is nothing to mix
-        if old.get("fingerprint") != fp and not cfg.overwrite and (
-                old.get("status") == "done" or holds_output(fs, out_root, (SUMMARY,))):
-            what = "an interrupted selection" if old.get("status") == "running" else "a selection"
-            raise SelectError(f"{cfg.output} holds {what} made with other settings or inputs "
-                              f"(fingerprint {old.get('fingerprint')} != {fp}); use --overwrite or another folder")
+    settings = _fingerprint(cfg, [])
+    fp = _fingerprint(cfg, inputs + [_published_inputs(cfg.directory)])
     fs.makedirs(out_root, exist_ok=True)
     remove_stale_temps(fs, out_root)  # shards a killed run was writing (never a live run's)
-    head = {"stage": "select", "status": "running", "fingerprint": fp, "format": cfg.format,
+    pub = Publication(fs, out_root, "select", fp, info={"settings": settings}, protect=True, overwrite=cfg.overwrite)
+    old = pub.previous
+    if old is not None and not cfg.overwrite:
+        if old.key == fp and all(pub.unchanged(_out_rel(rel, cfg.format), fp) for rel, _ in metas.values()) \
+                and pub.unchanged(SUMMARY, fp):
+            pub.abandon()
+            done = json.loads(fs.cat_file(f"{out_root}/{SUMMARY}"))
+            c = done["counts"]  # everything is already written: nothing to query
+            return SelectResult(cfg.output, c["selected"], 0, c["pool"], [], sorted(
+                f"{out_root}/{_out_rel(rel, cfg.format)}" for rel, _ in metas.values()), 0.0, done.get("dsir"))
+        if old.info.get("settings") != settings:  # the same settings on changed inputs re-run silently
+            pub.abandon()
+            raise SelectError(f"{cfg.output} holds a selection made with other settings (fingerprint "
+                              f"{old.info.get('settings')} != {settings}); use --overwrite or another folder")
+    elif old is None and not cfg.overwrite and holds_output(fs, out_root, (SUMMARY,)):
+        pub.abandon()
+        raise SelectError(f"{cfg.output} holds files that no textsieve selection published; use --overwrite or "
+                          "another folder")
+    head = {"stage": "select", "status": "done", "fingerprint": fp, "format": cfg.format,
             "recipe": recipe.to_dict() if recipe else None, "inputs": inputs}
-    _write_summary(fs, summary_path, head)
 
     selected, dsir_summary, used = _selected(cfg)
     pool = sum(int(m.get("documents") or 0) for _, m in metas.values())
@@ -317,14 +333,19 @@ def run_select(cfg: SelectConfig) -> SelectResult:
     prefix = "" if proto in ("file", "local") else f"{proto}://"
     tasks, skipped = [], []
     for shard, (rel, meta) in sorted(metas.items(), key=lambda x: x[1][0]):
-        final = f"{out_root}/{_out_rel(rel, cfg.format)}"
-        if fs.exists(final) and not cfg.overwrite:
-            skipped.append(final)
+        out_rel = _out_rel(rel, cfg.format)
+        final = pub.staged(out_rel)
+        if not cfg.overwrite and (pub.adoptable(out_rel) or pub.unchanged(out_rel, fp)):
+            # finished by an interrupted run with this key (staged) or published and current
+            pub.add(out_rel, fp) if pub.adoptable(out_rel) else pub.keep(out_rel)
+            skipped.append(f"{out_root}/{out_rel}")
             continue
         d = selected.get(shard) or {"rows": np.zeros(0, np.int64), "ids": [], "lengths": np.zeros(0, np.int64),
                                     "counts": np.zeros(0, np.int64)}
         tasks.append(_Task({k: v for k, v in meta.items() if k != "_attr_size"}, prefix + final, cfg.format,
                            d["rows"], d["ids"], d["lengths"], d["counts"], d.get("starts"), d.get("ends")))
+    if tasks:
+        pub.claim()  # refuses to discard a killed run's work of other settings (unless --overwrite)
     held = [cfg.directory, cfg.output] + [t.meta.get("source_shard", {}).get("path") or "" for t in tasks]
     workers = pool_workers("select", cfg.workers, max(1, min(cfg.workers or default_workers(), len(tasks) or 1)),
                            held, cfg.executor)  # memory:// cannot be seen by worker processes
@@ -332,7 +353,9 @@ def run_select(cfg: SelectConfig) -> SelectResult:
     written, records, chars = [], 0, 0
     try:
         for task, (final, n, c) in _mapper(cfg)(write_shard, tasks, workers=workers):
-            written.append(final)
+            out_rel = final[len(prefix + pub.staging) + 1:]
+            pub.add(out_rel, fp)
+            written.append(f"{out_root}/{out_rel}")
             records += n
             chars += c
             progress.advance(n, len(task.rows))
@@ -341,12 +364,37 @@ def run_select(cfg: SelectConfig) -> SelectResult:
     total_selected = sum(int(d["counts"].sum()) for d in selected.values())
     result = SelectResult(cfg.output, total_selected, chars, pool, written, skipped, time.perf_counter() - t0,
                           dsir_summary)
-    _write_summary(fs, summary_path, head | {
+    _write_summary(fs, pub.staged(SUMMARY), head | {
         "status": "done", "attribute_sets": used, "dsir": dsir_summary,
         "counts": {"pool": pool, "selected": total_selected,
                    "distinct": sum(len(d["rows"]) for d in selected.values()),
                    "characters_written_this_run": chars, "shards": len(metas), "shards_skipped": len(skipped)}})
+    pub.add(SUMMARY, fp)
+    pub.commit()
     return result
+
+
+def _published_inputs(directory: str) -> dict[str, str]:
+    """The published contents of the annotate folder and of every attribute set in it (their
+    manifest hashes): a selection made before any of them changed is not current."""
+    from textsieve.io.attributes import attribute_set_dir, attribute_sets
+    from textsieve.io.publish import content_key
+
+    fs, root = fsspec.core.url_to_fs(directory)
+    out = {"": content_key(fs, root)}
+    for name in attribute_sets(directory):
+        out[name] = content_key(fs, fsspec.core.url_to_fs(attribute_set_dir(directory, name))[1])
+    return out
+
+
+def _check_apart(cfg: SelectConfig, metas: dict[str, tuple[str, dict]]) -> None:
+    """The selection must not be written into the attribute folder or among the documents it
+    copies from (it would replace them, or be skipped as already done)."""
+    from textsieve.io.locations import source_locations
+    from textsieve.io.overlap import check_apart
+
+    sources = [m["source_shard"]["path"] for _, m in metas.values()]
+    check_apart("select", str(cfg.output), [cfg.directory, *source_locations(cfg.directory), *sources])
 
 
 __all__ = ["FORMATS", "SelectConfig", "SelectError", "SelectResult", "run_select", "selection_sql", "lit"]

@@ -1,0 +1,90 @@
+"""textsieve's own bookkeeping files, which are never documents, and the output folders they mark.
+
+Every stage writes JSON beside its outputs (``annotate.json``, ``selection.json``,
+``summary.json``, ``manifest.json``; ``.state.json`` and ``.publish.json`` are hidden, so input
+expansion never lists them). Their ``.json`` suffix reads as JSON Lines, so before this module a
+folder holding a previous stage's output (an output folder nested in an input, or an input that
+is a previous stage's output) had them read as documents, failing on a pretty-printed summary or
+taking a one-line one for a record.
+
+A file is bookkeeping only by name AND content: its name is one of `NAMES` and it is one JSON
+object with a ``"stage"`` key (every stage writes that key first). A user's JSON Lines file that
+happens to be called ``summary.json`` is still read. A folder below an input folder that holds
+a bookkeeping file is a textsieve output folder (attribute shards, a selection, a dedup set):
+none of its files are documents of that input, so `drop_bookkeeping` leaves the whole folder
+out, with a log line. The input folder itself may be a stage's output (a `select` output read
+as documents): there only the bookkeeping files are left out.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import posixpath
+from typing import Protocol, TypeVar
+
+import fsspec
+
+NAMES = frozenset({"annotate.json", "selection.json", "summary.json", "manifest.json", ".state.json", ".publish.json"})
+MAX_BYTES = 64 << 20  # larger files are never bookkeeping (textsieve's are kilobytes to a few MB)
+
+log = logging.getLogger("textsieve.io")
+
+
+class _Found(Protocol):
+    path: str
+    rel: str
+    size: int
+
+
+F = TypeVar("F", bound=_Found)
+
+
+def bookkeeping_stage(fs: fsspec.AbstractFileSystem, path: str, size: int | None = None) -> str | None:
+    """The stage that wrote `path` when it is a textsieve bookkeeping file (see the module doc),
+    else None. Only files named in `NAMES` are opened; an unreadable one is not bookkeeping."""
+    if posixpath.basename(path.rstrip("/")) not in NAMES:
+        return None
+    try:
+        if size is None:
+            size = int(fs.info(path).get("size") or 0)
+        if size > MAX_BYTES:
+            return None
+        with fs.open(path, "rb") as fh:
+            head = fh.read(1)
+            if head.lstrip() not in (b"{", b""):
+                return None
+            value = json.loads(head + fh.read())
+    except (OSError, ValueError, RecursionError):  # not JSON (e.g. JSON Lines), or unreadable
+        return None
+    if type(value) is dict and isinstance(value.get("stage"), str):
+        return str(value["stage"])
+    return None
+
+
+def drop_bookkeeping(fs: fsspec.AbstractFileSystem, found: list[F], where: str) -> list[F]:
+    """`found` (the files of one input, rel names relative to it) without textsieve's
+    bookkeeping files and without every file of an output folder nested below the input.
+    `where` names the input in the log lines."""
+    outputs: dict[str, str] = {}  # rel folder -> stage, for folders below the input
+    marked: set[str] = set()
+    for f in found:
+        stage = bookkeeping_stage(fs, f.path, f.size)
+        if stage is None:
+            continue
+        marked.add(f.path)
+        folder = posixpath.dirname(f.rel)
+        if folder:
+            outputs.setdefault(folder, stage)
+        else:
+            log.info("%s: %s is textsieve's %s bookkeeping, not documents; not read", where, f.rel, stage)
+    for folder, stage in sorted(outputs.items()):
+        if not any(folder.startswith(f"{other}/") for other in outputs):  # log the outermost only
+            log.warning("%s: %s/ is a textsieve output folder (%s) inside this input; its files are not "
+                        "documents and are not read", where, folder, stage)
+    return [f for f in found if f.path not in marked and not _inside_any(f.rel, outputs)]
+
+
+def _inside_any(rel: str, folders: dict[str, str]) -> bool:
+    parts = rel.split("/")
+    return any("/".join(parts[:i]) in folders for i in range(1, len(parts)))

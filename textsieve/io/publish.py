@@ -1,0 +1,334 @@
+"""Publishing a stage's outputs as one unit: staged beside the old ones, switched by a manifest.
+
+Why: a stage writes many files (one per shard plus a summary). Writing them in place means a
+killed run leaves some files of the new settings beside files of the old ones, and anything
+that trusts "the file exists" (a re-run's skip test, a later stage) serves a mix no single run
+made. So every stage writes through a `Publication`:
+
+1. New files go to a hidden staging folder `ROOT/.staging-KEY/` (KEY: the run's fingerprint, so a
+   re-run with the same settings adopts what a killed run finished there). Readers never look
+   there: names starting with '.' are never outputs. The published files stay untouched.
+2. `commit()` hashes every staged file and writes a journal `ROOT/.publish.json` (atomically):
+   the moves to make, the files of the old generation to remove and the new manifest. Writing
+   the journal is the switch: before it the old generation is the result, after it the new one.
+3. The journal is applied: files renamed into place, stale ones removed, `ROOT/manifest.json`
+   written, journal and staging folder removed. A kill during this step is finished by the next
+   run or reader (`recover`), which applies the journal again (every step is idempotent).
+
+`ROOT/manifest.json` lists each published file with its size, SHA-256 and the fingerprint of
+what it was made from. It is the only record of what is finished: a file not in it, or whose
+size differs, is not an output (`published`, `check_file`). Later stages fingerprint their inputs
+by the manifest's hashes, so a changed upstream result changes their keys.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import posixpath
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import fsspec
+
+from textsieve import __version__
+from textsieve.errors import TextsieveError
+from textsieve.io.atomic import atomic_open
+from textsieve.io.leftovers import writer_gone, writer_tag
+from textsieve.io.safe_paths import join_inside
+
+log = logging.getLogger("textsieve.publish")
+
+MANIFEST = "manifest.json"
+JOURNAL = ".publish.json"
+STAGING_PREFIX = ".staging-"
+_WRITER_MARK = ".writer-"  # `STAGING/.writer-PID@HOST`: who stages there, for removing dead runs' folders
+_INFO = ".info.json"  # `STAGING/.info.json`: the run's info (its settings fingerprint)
+FORMAT = 1
+
+
+class PublishError(TextsieveError, RuntimeError):
+    """A published output that is missing, incomplete or changed since it was published."""
+
+
+@dataclass
+class Manifest:
+    """What one published generation of a stage's outputs holds."""
+
+    stage: str
+    key: str  # the run's fingerprint (settings and inputs)
+    files: dict[str, dict[str, Any]] = field(default_factory=dict)  # rel -> {size, sha256, fingerprint}
+    info: dict[str, Any] = field(default_factory=dict)  # stage-specific (e.g. the settings fingerprint)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"textsieve_manifest": FORMAT, "stage": self.stage, "key": self.key, "version": __version__,
+                "info": self.info, "files": dict(sorted(self.files.items()))}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Manifest:
+        return cls(str(data.get("stage")), str(data.get("key")), dict(data.get("files") or {}),
+                   dict(data.get("info") or {}))
+
+    def fingerprint_of(self, rel: str) -> str | None:
+        entry = self.files.get(rel)
+        return None if entry is None else entry.get("fingerprint")
+
+
+def _root(fs: fsspec.AbstractFileSystem, root: str) -> str:
+    return root.rstrip("/") or "/"
+
+
+def file_sha256(fs: fsspec.AbstractFileSystem, path: str) -> tuple[int, str]:
+    """(size, SHA-256 hex) of a file, streamed."""
+    h, size = hashlib.sha256(), 0
+    with fs.open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+            size += len(chunk)
+    return size, h.hexdigest()
+
+
+def _apply(fs: fsspec.AbstractFileSystem, root: str, journal: dict[str, Any]) -> None:
+    """Make the journal's generation the published one (idempotent; see module doc, step 3)."""
+    files = journal["manifest"]["files"]
+    for staged, rel in journal["moves"]:
+        src, dst = join_inside(root, staged), join_inside(root, rel)
+        if fs.exists(src):
+            parent = dst.rpartition("/")[0]
+            if parent:
+                fs.makedirs(parent, exist_ok=True)
+            fs.mv(src, dst)
+        elif not fs.exists(dst) or int(fs.size(dst)) != int(files[rel]["size"]):
+            raise PublishError(f"{root}: cannot finish publishing: {src} and {dst} are both missing or "
+                               "incomplete; re-run the stage with --overwrite")
+    for rel in journal["remove"]:
+        path = join_inside(root, rel)
+        if fs.exists(path):
+            fs.rm(path)
+    with atomic_open(fs, f"{root}/{MANIFEST}", "w") as fh:
+        json.dump(journal["manifest"], fh, indent=1, ensure_ascii=False)
+        fh.write("\n")
+    fs.rm(f"{root}/{JOURNAL}")
+    staging = journal.get("staging")
+    if staging and fs.exists(join_inside(root, staging)):
+        fs.rm(join_inside(root, staging), recursive=True)
+
+
+def recover(fs: fsspec.AbstractFileSystem, root: str) -> bool:
+    """Finish a publish that was switched (journal written) but not applied when the run died.
+    Returns whether there was one. Safe to call from any reader: applying is idempotent."""
+    root = _root(fs, root)
+    path = f"{root}/{JOURNAL}"
+    if not fs.exists(path):
+        return False
+    with fs.open(path, "r") as fh:
+        journal = json.load(fh)
+    log.info("%s: finishing the publish of an interrupted run", root)
+    _apply(fs, root, journal)
+    return True
+
+
+def read_manifest(fs: fsspec.AbstractFileSystem, root: str) -> Manifest | None:
+    """The published manifest of `root` (after finishing an interrupted publish), or None."""
+    root = _root(fs, root)
+    try:
+        recover(fs, root)
+    except (OSError, PermissionError) as exc:  # a read-only location: report, do not guess
+        raise PublishError(f"{root}: an interrupted publish could not be finished ({exc})") from exc
+    path = f"{root}/{MANIFEST}"
+    if not fs.exists(path):
+        return None
+    with fs.open(path, "r") as fh:
+        try:
+            data = json.load(fh)
+        except ValueError as exc:
+            raise PublishError(f"{path}: not a textsieve manifest ({exc})") from exc
+    if not isinstance(data, dict) or "textsieve_manifest" not in data:
+        raise PublishError(f"{path}: not a textsieve manifest")
+    return Manifest.from_json(data)
+
+
+def published(fs: fsspec.AbstractFileSystem, root: str, what: str) -> Manifest:
+    """The manifest of `root`, or a clear error saying the outputs were never published whole."""
+    manifest = read_manifest(fs, root)
+    if manifest is None:
+        raise PublishError(f"{root}: no {MANIFEST}, so {what} was never published completely (a run that was "
+                           "interrupted, still running, or made by an older textsieve); run that stage again")
+    return manifest
+
+
+def check_file(fs: fsspec.AbstractFileSystem, root: str, manifest: Manifest, rel: str) -> str:
+    """The path of published file `rel`, checked to exist with its published size."""
+    path = join_inside(_root(fs, root), rel)
+    entry = manifest.files.get(rel)
+    if entry is None:
+        raise PublishError(f"{path}: not among the published outputs of {root}")
+    try:
+        size = int(fs.size(path))
+    except FileNotFoundError:
+        raise PublishError(f"{path}: published but missing; run {manifest.stage} again") from None
+    if size != int(entry["size"]):
+        raise PublishError(f"{path}: changed since it was published ({size:,} bytes, published {int(entry['size']):,});"
+                           f" run {manifest.stage} again")
+    return path
+
+
+def contents(fs: fsspec.AbstractFileSystem, root: str, rels: list[str] | None = None) -> dict[str, str]:
+    """rel -> content fingerprint of the output files under `root` (`rels`, default: every
+    `.parquet` shard, not the run summaries, which a re-run that changed nothing rewrites).
+    Published files give their manifest's SHA-256; a folder no textsieve stage published
+    (written by hand or another tool) gives size + modification time instead."""
+    root = _root(fs, root)
+    manifest = read_manifest(fs, root)
+    if manifest is not None:
+        chosen = sorted(r for r in manifest.files if r.endswith(".parquet")) if rels is None else rels
+        return {rel: str(manifest.files[rel]["sha256"]) for rel in chosen if rel in manifest.files}
+    if rels is None:
+        rels = sorted(p[len(root) + 1:] for p in fs.find(root) if p.endswith(".parquet")
+                      and not any(part.startswith(".") for part in p[len(root) + 1:].split("/")))
+    out = {}
+    for rel in rels:
+        info = fs.info(join_inside(root, rel))
+        out[rel] = f"stat:{info.get('size')}:{info.get('mtime', info.get('created'))}"
+    return out
+
+
+def content_key(fs: fsspec.AbstractFileSystem, root: str, rels: list[str] | None = None) -> str:
+    """One fingerprint of `contents(fs, root, rels)`, for later stages' keys."""
+    parts = sorted(contents(fs, root, rels).items())
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
+
+
+class Publication:
+    """One run's new generation of outputs under `root` (see the module doc).
+
+    Usage: `pub = Publication(fs, root, "dedup_fuzzy", key)`; write each file to
+    `pub.staged(rel)`, then `pub.add(rel, fingerprint)`; carry over unchanged published files
+    with `pub.keep(rel)`; finally `pub.commit()`. `pub.previous` is the published manifest (or
+    None) for skip and refusal decisions; `pub.adoptable(rel)` says whether a killed run with the
+    same key left `rel` finished in staging."""
+
+    def __init__(self, fs: fsspec.AbstractFileSystem, root: str, stage: str, key: str,
+                 info: dict[str, Any] | None = None, protect: bool = False, overwrite: bool = False):
+        """`info["settings"]` (optional) fingerprints the user's settings apart from the inputs.
+        With `protect`, finished work that a killed run with *other settings* staged is not
+        discarded silently: the run refuses unless `overwrite` (that work resumes if the user
+        re-runs those settings). Without it, such staging folders are removed."""
+        self.fs, self.root, self.stage, self.key = fs, _root(fs, root), stage, key
+        self.info = dict(info or {})
+        self.previous = read_manifest(fs, self.root)
+        self.staging_rel = f"{STAGING_PREFIX}{stage}-{key}"
+        self.staging = f"{self.root}/{self.staging_rel}"
+        self._files: dict[str, dict[str, Any]] = {}
+        self._moves: list[tuple[str, str]] = []
+        self.kept: set[str] = set()  # rels carried over from the published generation
+        self._blocked: list[str] = []  # killed runs' staged work of other settings (with `protect`)
+        self._remove_dead_staging(protect and not overwrite)
+        fs.makedirs(self.staging, exist_ok=True)
+        self._mark = f"{self.staging}/{_WRITER_MARK}{writer_tag()}"
+        with fs.open(self._mark, "wb"):
+            pass
+        with fs.open(f"{self.staging}/{_INFO}", "w") as fh:
+            json.dump(self.info, fh)
+
+    def _remove_dead_staging(self, protect: bool) -> None:
+        """Staging folders of this stage whose writers are all gone and whose key differs: a killed
+        run of other settings or inputs. (Those of this key are adopted.)"""
+        fs = self.fs
+        for path in fs.ls(self.root, detail=False) if fs.exists(self.root) else []:
+            name = path.rstrip("/").rsplit("/", 1)[-1]
+            if not name.startswith(f"{STAGING_PREFIX}{self.stage}-") or name == self.staging_rel:
+                continue
+            names = [p.rstrip("/").rsplit("/", 1)[-1] for p in fs.ls(path, detail=False)]
+            alive = False
+            for mark in (n for n in names if n.startswith(_WRITER_MARK)):
+                pid, _, host = mark[len(_WRITER_MARK):].partition("@")
+                try:
+                    mtime = fs.modified(f"{path}/{mark}").timestamp()
+                except (OSError, NotImplementedError, AttributeError, ValueError):
+                    mtime = None
+                if pid.isdigit() and not writer_gone(int(pid), host or None, mtime, time.time()):
+                    alive = True
+            if alive:
+                continue
+            work = [n for n in names if not n.startswith(_WRITER_MARK) and n != _INFO]
+            if protect and work:
+                try:
+                    with fs.open(f"{path}/{_INFO}", "r") as fh:
+                        settings = json.load(fh).get("settings")
+                except (OSError, ValueError):
+                    settings = None
+                if settings != self.info.get("settings"):
+                    self._blocked.append(path)  # refused by `claim`, only if this run writes anything
+                    continue
+            log.info("removing %s, left by an interrupted run with other settings or inputs", path)
+            fs.rm(path, recursive=True)
+
+    def claim(self) -> None:
+        """Call before computing anything: with `protect`, refuses when a killed run with other
+        settings left finished work here (a run that has nothing to compute leaves it alone, so
+        re-running the published settings stays a no-op)."""
+        if self._blocked:
+            self.abandon()
+            raise PublishError(
+                f"{self.root}: an interrupted run with other settings left finished work in {self._blocked[0]}; "
+                "re-run with those settings to resume it, or use --overwrite to discard it")
+
+    def staged(self, rel: str) -> str:
+        """Where to write output `rel` of this generation."""
+        return join_inside(self.staging, rel)
+
+    def adoptable(self, rel: str) -> bool:
+        """Whether a killed run with this key finished `rel` in staging (files there are written
+        atomically, so an existing name is a complete file)."""
+        return bool(self.fs.exists(self.staged(rel)))
+
+    def unchanged(self, rel: str, fingerprint: str | None) -> bool:
+        """Whether the published generation holds `rel`, made from `fingerprint`, intact."""
+        prev = self.previous
+        if prev is None or rel not in prev.files or prev.fingerprint_of(rel) != fingerprint:
+            return False
+        try:
+            check_file(self.fs, self.root, prev, rel)
+        except PublishError:
+            return False
+        return True
+
+    def add(self, rel: str, fingerprint: str | None = None, **extra: Any) -> None:
+        """Record staged file `rel` (written to `staged(rel)`) as part of this generation."""
+        size, sha = file_sha256(self.fs, self.staged(rel))
+        self._files[rel] = {"size": size, "sha256": sha, "fingerprint": fingerprint, **extra}
+        self._moves.append((posixpath.join(self.staging_rel, rel), rel))
+
+    def keep(self, rel: str) -> None:
+        """Carry published file `rel` over into this generation unchanged."""
+        if self.previous is None or rel not in self.previous.files:
+            raise KeyError(rel)
+        self._files[rel] = dict(self.previous.files[rel])
+        self.kept.add(rel)
+
+    def commit(self) -> Manifest:
+        """Switch to this generation (atomically) and apply it; returns its manifest."""
+        manifest = Manifest(self.stage, self.key, dict(self._files), self.info)
+        old = set(self.previous.files) if self.previous else set()
+        journal = {"manifest": manifest.to_json(), "moves": self._moves,
+                   "remove": sorted(old - set(self._files)), "staging": self.staging_rel}
+        with atomic_open(self.fs, f"{self.root}/{JOURNAL}", "w") as fh:
+            json.dump(journal, fh, ensure_ascii=False)
+        _apply(self.fs, self.root, journal)
+        self.previous = manifest
+        return manifest
+
+    def abandon(self) -> None:
+        """Give up before writing anything: remove the staging folder if it holds no work."""
+        fs = self.fs
+        if fs.exists(self.staging) and all(n.startswith(_WRITER_MARK) or n == _INFO for n in (
+                p.rstrip("/").rsplit("/", 1)[-1] for p in fs.ls(self.staging, detail=False))):
+            fs.rm(self.staging, recursive=True)
+
+    def discard(self) -> None:
+        """Drop this run's staging folder (e.g. when the stage found nothing to do)."""
+        if self.fs.exists(self.staging):
+            self.fs.rm(self.staging, recursive=True)

@@ -1,0 +1,93 @@
+"""Where an attribute folder may send a reader: source references stay inside the input roots.
+
+Why: every annotate shard's footer names the source file its rows point into
+(`source_shard.path`), and `select` copies that file's records into the selection. An attribute
+folder is data like any other (downloaded, shared, edited); a footer pointing at `/etc/passwd`
+or at another user's files must not make textsieve copy them. So a source is read only when it
+lies inside one of the roots the folder's annotate run recorded as its inputs (`annotate.json`),
+or inside a root the user names (`--source-root`, or `TEXTSIEVE_SOURCE_ROOT`, separated by the
+platform's path separator), which also serves folders whose sources moved. Checked each time a
+footer is turned into a reader.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Sequence
+
+import fsspec
+
+from textsieve.errors import TextsieveError
+from textsieve.io.overlap import _place, _within
+
+SOURCE_ROOT_ENV = "TEXTSIEVE_SOURCE_ROOT"
+
+
+class UntrustedSourceError(TextsieveError, ValueError):
+    """A shard footer names a source outside every allowed root."""
+
+
+def recorded_roots(directory: str) -> list[str]:
+    """The inputs annotate recorded for `directory` (annotate.json's `input_roots`, absolute; else
+    its config.inputs), [] if none."""
+    fs, root = fsspec.core.url_to_fs(directory)
+    try:
+        with fs.open(f"{root.rstrip('/')}/annotate.json", "rb") as fh:
+            summary = json.loads(fh.read())
+    except (OSError, ValueError):
+        return []
+    inputs = summary.get("input_roots") or summary.get("config", {}).get("inputs") or []
+    return [inputs] if isinstance(inputs, str) else [str(i) for i in inputs]
+
+
+def absolute_root(location: str) -> str:
+    """`location` with a local path (or a chained URL's local archive) made absolute, so the
+    recorded root means the same from any working directory."""
+    if "::" in location:
+        head, _, chain = location.rpartition("::")
+        return f"{head}::{absolute_root(chain)}"
+    if "://" in location:
+        return location
+    return os.path.abspath(os.path.expanduser(location))
+
+
+def allowed_roots(directory: str, extra: Sequence[str] | None = None) -> list[str]:
+    """Recorded input roots of `directory`, plus `extra` and `$TEXTSIEVE_SOURCE_ROOT`."""
+    env = [p for p in os.environ.get(SOURCE_ROOT_ENV, "").split(os.pathsep) if p]
+    return [*recorded_roots(directory), *(extra or ()), *env]
+
+
+def check_source(meta: dict, roots: Iterable[str], where: str) -> None:
+    """Raise `UntrustedSourceError` unless the source of footer `meta` (and every member of a
+    txt shard) lies inside one of `roots`. `where` names the shard for the message."""
+    src = meta.get("source_shard") or {}
+    paths = [str(p) for p in (src.get("members") or ())] or [str(src.get("path") or "")]
+    places = [_place(r) for r in roots]
+    for path in paths:
+        proto, p = _place(path)
+        if not any(proto == rp and _within(p, rpath) for rp, rpath in places):
+            raise UntrustedSourceError(
+                f"{where}: its footer names the source {path}, which lies outside the inputs recorded for this "
+                f"folder ({', '.join(map(str, roots)) or 'none'}); if the sources moved there, pass --source-root "
+                f"FOLDER (or set {SOURCE_ROOT_ENV})")
+
+
+def shard_roots(fs: fsspec.AbstractFileSystem, path: str, extra: Sequence[str] | None = None) -> list[str]:
+    """`allowed_roots` of the annotate folder holding shard `path` (the nearest parent folder with
+    an annotate.json), for readers that start from a shard rather than from its folder."""
+    parent = path.rstrip("/").rpartition("/")[0]
+    for _ in range(64):
+        if not parent:
+            break
+        if fs.exists(f"{parent}/annotate.json"):
+            return allowed_roots(fs.unstrip_protocol(parent), extra)
+        parent = parent.rpartition("/")[0]
+    return allowed_roots("", extra) if extra else [*(extra or ())]
+
+
+def trusted(meta: dict, fs: fsspec.AbstractFileSystem, path: str, extra: Sequence[str] | None = None) -> dict:
+    """`meta` (the footer of annotate shard `path`) after `check_source` against its folder's roots."""
+    if "source_shard" in meta:
+        check_source(meta, shard_roots(fs, path, extra), path)
+    return meta
