@@ -8,6 +8,7 @@ from __future__ import annotations
 import gzip
 import itertools
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -325,3 +326,27 @@ def test_dedup_exact_tree_peak_within_memory(line_docs: Path, tmp_path: Path, me
     assert len(working) >= 1 + (workers if workers > 1 else 0)
     bound = parse_memory(memory) + len(working) * PROCESS_ALLOWANCE
     assert sum(working) <= bound, f"peak {sum(working) / 1e6:.0f} MB > {bound / 1e6:.0f} MB: {peak.peaks}"
+
+
+def test_duckdb_spills_into_a_work_folder_that_is_cleaned(tmp_path):
+    """Item 21, DuckDB: an in-memory connection spilled to `./.tmp` in the user's folder, and a
+    killed query left it there. Now every connection textsieve opens spills into this process's
+    `textsieve-duckdb-PID@HOST.*` work folder, removed at exit, and a dead run's is removed by the
+    next one."""
+    import subprocess
+    import sys
+
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    dead = tmp / "textsieve-duckdb-999999@x.abcdefgh"  # another host: only age removes it
+    dead.mkdir()
+    os.utime(dead, (1, 1))
+    code = ("from textsieve.recipes.funnel import connect\n"
+            "c = connect(1)\n"
+            "print(c.execute(\"select current_setting('temp_directory')\").fetchone()[0])\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                         env=dict(os.environ, TMPDIR=str(tmp)))
+    assert run.returncode == 0, run.stderr
+    used = Path(run.stdout.strip())
+    assert used.parent == tmp and used.name.startswith("textsieve-duckdb-")
+    assert not used.exists() and not dead.exists() and not (tmp_path / ".tmp").exists()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import fsspec
@@ -75,6 +75,16 @@ class ShardTable:
     def read(self, i: int, columns: list[str]) -> pa.Table:
         with self.fs.open(self.paths[i], "rb") as fh:
             return pq.read_table(fh, columns=columns)
+
+    def batches(self, i: int, columns: list[str], rows: int = 32768) -> Iterator[tuple[int, pa.RecordBatch]]:
+        """Shard i's `columns` in batches of at most `rows`, each with the row offset it starts
+        at: a pass over a large shard holds one batch, not the shard (ids become Python strings
+        to hash, ~100 B each)."""
+        offset = 0
+        with self.fs.open(self.paths[i], "rb") as fh:
+            for rb in pq.ParquetFile(fh).iter_batches(batch_size=rows, columns=columns, use_threads=False):
+                yield offset, rb
+                offset += rb.num_rows
 
 
 def id_ints(ids: pa.Array | pa.ChunkedArray) -> np.ndarray:

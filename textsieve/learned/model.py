@@ -248,7 +248,9 @@ def _read_source(src: LabelledSource, features: list[str] | None) -> tuple[Any, 
         tables.append(t)
     table = pa.concat_tables(tables, promote_options="permissive")
     if src.where:
-        con = duckdb.connect()
+        from textsieve.exec.duckdb_spill import point_spill
+
+        con = point_spill(duckdb.connect())
         con.register("attributes", table)
         try:
             table = con.sql(f"SELECT * FROM attributes WHERE {src.where}").to_arrow_table()

@@ -32,7 +32,9 @@ _local = threading.local()
 def _con() -> duckdb.DuckDBPyConnection:
     con = getattr(_local, "con", None)
     if con is None:
-        con = _local.con = duckdb.connect()
+        from textsieve.exec.duckdb_spill import point_spill
+
+        con = _local.con = point_spill(duckdb.connect())
         con.execute("SET threads = 1")
     return con
 

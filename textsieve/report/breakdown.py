@@ -24,6 +24,7 @@ import pyarrow as pa
 from textsieve.errors import TextsieveError
 from textsieve.io.attributes import attribute_shards, read_shard_meta, source_documents
 from textsieve.io.fields import MISSING, FieldPath
+from textsieve.io.source_roots import trusted
 from textsieve.recipes.funnel_query import funnel_sql
 from textsieve.recipes.schema import Schema, q
 from textsieve.recipes.sql import Compiled, lit
@@ -79,6 +80,7 @@ def _first_record(ann: str) -> tuple[dict, dict, str | None]:
     if "source_shard" not in meta:
         return meta, {}, f"{paths[0]} records no source shard"
     try:
+        trusted(meta, fs, paths[0])  # a source outside the recorded inputs is not read
         if meta["source_shard"].get("format") == "parquet":
             import pyarrow.parquet as pq
 
@@ -122,7 +124,7 @@ def record_values(ann: str, fields: list[str], lang: bool, workers: int | None =
     from textsieve.exec.local import default_workers, ordered_map
 
     fs, paths = attribute_shards(ann)
-    metas = [m for m in (read_shard_meta(fs, p) for p in paths) if "source_shard" in m]
+    metas = [trusted(m, fs, p) for m, p in ((read_shard_meta(fs, p), p) for p in paths) if "source_shard" in m]
     docs = sum(int(m.get("documents") or 0) for m in metas)
     n = min(len(metas), workers or default_workers()) if docs >= PARALLEL_DOCS else 1
     parts = [cols for _, cols in ordered_map(_shard_values, [(m, fields, lang) for m in metas], workers=n)]

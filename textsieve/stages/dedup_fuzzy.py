@@ -38,8 +38,8 @@ from textsieve.dedup.partitions import ROW, Grouper, PartitionWriter, partition_
 from textsieve.exec.arrow_memory import lean_arrow_memory
 from textsieve.exec.budget import memory_plan
 from textsieve.exec.progress import Progress
-from textsieve.io.atomic import atomic_open
-from textsieve.io.attributes import LENGTH_COLUMN, attribute_set_dir
+from textsieve.io.atomic import AtomicParquetWriter, atomic_open
+from textsieve.io.attributes import LENGTH_COLUMN, META_KEY, attribute_set_dir
 from textsieve.io.leftovers import finish_work, remove_stale_temps, start_work, work_parent
 from textsieve.io.locations import pool_workers, source_locations
 from textsieve.io.publish import Publication
@@ -192,13 +192,13 @@ def _locate(table: ShardTable, want: np.ndarray,
     found_ord: list[np.ndarray] = []
     found_cols: dict[str, list[pa.Array]] = {c: [] for c in extra}
     for i in range(len(table.paths)):
-        t = table.read(i, ["id", *extra])
-        ii = id_ints(t.column("id"))
-        hit = np.flatnonzero(np.isin(ii, want))
-        found_ii.append(ii[hit])
-        found_ord.append(hit + table.base[i])
-        for c in extra:
-            found_cols[c].append(t.column(c).take(pa.array(hit)))
+        for offset, rb in table.batches(i, ["id", *extra]):  # one batch of ids at a time (memory)
+            ii = id_ints(rb.column("id"))
+            hit = np.flatnonzero(np.isin(ii, want))
+            found_ii.append(ii[hit])
+            found_ord.append(hit + offset + table.base[i])
+            for c in extra:
+                found_cols[c].append(rb.column(c).take(pa.array(hit)))
     ii = np.concatenate(found_ii) if found_ii else np.zeros(0, np.uint64)
     ords = np.concatenate(found_ord) if found_ord else np.zeros(0, np.int64)
     order = np.lexsort((ords, ii))
@@ -291,6 +291,22 @@ def _columns(nodes: dict[float, _Nodes], ii: np.ndarray) -> dict[str, pa.Array]:
         cols[f"{tkey(t)}_keep"] = pa.array(np.where(hit, nd.keep[pos] if nd.ids.shape[0] else True, True),
                                            type=pa.bool_())
     return cols
+
+
+def _add_members(nodes: dict[float, _Nodes], want: set[int], ii: np.ndarray, base: pa.RecordBatch, first: int,
+                 members: dict[int, list[dict]]) -> None:
+    """Member records of the largest clusters (`want`) among one batch of documents (ordinals
+    from `first`), for the summary."""
+    wanted = list(want)
+    for nd in nodes.values():
+        if not nd.ids.shape[0]:
+            continue
+        pos = np.minimum(np.searchsorted(nd.ids, ii), nd.ids.shape[0] - 1)
+        for k in np.flatnonzero((nd.ids[pos] == ii) & np.isin(nd.cid[pos], wanted)):
+            members.setdefault(int(nd.cid[pos[k]]), []).append(
+                {"id": base.column("id")[int(k)].as_py(), "id_int": int(ii[k]),
+                 "shard": base.column("shard")[int(k)].as_py(), "row": int(base.column("row")[int(k)].as_py()),
+                 "ordinal": first + int(k)})
 
 
 def _top_clusters(nd: _Nodes) -> list[tuple[int, int]]:
@@ -395,20 +411,22 @@ def run_fuzzy(cfg: FuzzyConfig) -> FuzzyResult:
     progress = Progress("dedup fuzzy [write]", table.n_docs, enabled=cfg.progress)
     for i in range(len(table.paths)):
         progress.advance(int(table.n_rows[i]), int(table.n_rows[i]))
-        base = table.read(i, ["id", "shard", "row"])
-        ii = id_ints(base.column("id"))
-        write_set(table, staging, i, _columns(nodes, ii), info, base)
+        writer = None
+        for offset, base in table.batches(i, ["id", "shard", "row"]):  # a batch at a time (memory)
+            ii = id_ints(base.column("id"))
+            out = pa.Table.from_batches([base]).replace_schema_metadata(None)  # not annotate's footer
+            for name, arr in _columns(nodes, ii).items():
+                out = out.append_column(name, arr)
+            if writer is None:
+                writer = AtomicParquetWriter(fs, pub.staged(table.rels[i]), out.schema)
+            writer.write(out)
+            _add_members(nodes, want, ii, base, int(table.base[i]) + offset, members)
+        if writer is None:  # a shard without rows still gets its (empty) file
+            write_set(table, staging, i, _columns(nodes, np.zeros(0, np.uint64)), info)
+        else:
+            writer.add_metadata({META_KEY: json.dumps(info, sort_keys=True).encode()})
+            writer.close()
         pub.add(table.rels[i], fingerprint)
-        for t in ts:  # member records of the largest clusters, for the summary
-            nd = nodes[t]
-            if not nd.ids.shape[0]:
-                continue
-            pos = np.minimum(np.searchsorted(nd.ids, ii), nd.ids.shape[0] - 1)
-            for k in np.flatnonzero((nd.ids[pos] == ii) & np.isin(nd.cid[pos], list(want))):
-                members.setdefault(int(nd.cid[pos[k]]), []).append(
-                    {"id": base.column("id")[int(k)].as_py(), "id_int": int(ii[k]),
-                     "shard": base.column("shard")[int(k)].as_py(), "row": int(base.column("row")[int(k)].as_py()),
-                     "ordinal": int(table.base[i] + k)})
     progress.close()
     summary = _summary(cfg, table, ts, nodes, tops, members, with_bands, stats, fingerprint)
     with atomic_open(fs, pub.staged(SUMMARY), "w") as fh:
