@@ -422,3 +422,16 @@ def test_a_killed_run_of_other_settings_leaves_the_published_result_current(web,
     assert _published_shards(folder) == reference  # nothing of B is visible
     assert main([*a, "-q"]) == 0
     assert _published_shards(folder) == reference
+
+
+def test_a_recipe_that_keeps_nothing_is_an_empty_selection(web, tmp_path):
+    """Item 13: an empty selection is a valid result (the audit saw an IndexError in the old
+    materialize step; the restructured select already handled it; this keeps it so)."""
+    recipe = tmp_path / "none.yaml"
+    recipe.write_text("rules:\n  none: rps_doc_word_count < 0\n")
+    out = tmp_path / "sel"
+    assert main(["select", str(web["attrs"]), "-r", str(recipe), "-o", str(out), "-q"]) == 0
+    counts = json.loads((out / "selection.json").read_text())["counts"]
+    assert counts["selected"] == 0 and counts["pool"] == 1800
+    assert sorted(p.name for p in out.glob("*.jsonl.gz")) == [f"s{k}.jsonl.gz" for k in range(N_SHARDS)]
+    assert all(read_jsonl(p) == [] for p in out.glob("*.jsonl.gz"))

@@ -154,3 +154,25 @@ def test_string_literals_round_trip_exactly(literal, value):
 def test_unknown_escape_names_the_rule():
     with pytest.raises(RecipeError, match=r"rule 'bad': unknown escape \\x in a string literal"):
         _ = Recipe.from_rules({"bad": "id == '\\x'"}).rules[0].node
+
+
+@pytest.mark.parametrize("text, match", [
+    ("rps_doc_word_count > 1e999", r"rule 'big': the number 1e999 is out of range"),
+    ("rps_doc_word_count > -1e400", r"rule 'big': the number 1e400 is out of range"),
+    ("rps_doc_word_count > 100000000000000000000000", r"rule 'big': the integer 1\d+ does not fit in 64 bits"),
+])
+def test_out_of_range_numbers_name_the_rule(text, match):
+    """Issue 16, item 15: `x > 1e999` became `CAST(inf AS DOUBLE)` and DuckDB failed with a
+    BinderError traceback ('Referenced column "inf" not found'); now the rule is named."""
+    with pytest.raises(RecipeError, match=match):
+        _ = Recipe.from_rules({"big": text}).rules[0].node
+
+
+def test_non_finite_floats_reach_duckdb_as_values():
+    """The Python API can build a literal the language refuses; it still renders as a value."""
+    import duckdb
+
+    from textsieve.recipes.sql import lit
+
+    assert duckdb.connect().execute(f"SELECT {lit(float('inf'))} > 1e308, {lit(-float('inf'))} < 0").fetchall() == [
+        (True, True)]

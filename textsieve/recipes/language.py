@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -283,7 +284,14 @@ class _Parser:
         kind, tok, _ = self.toks[self.i]
         if kind == "num":
             self.i += 1
-            return Lit(float(tok) if any(c in tok for c in ".eE") else int(tok))
+            value: int | float = float(tok) if any(c in tok for c in ".eE") else int(tok)
+            if isinstance(value, float) and not math.isfinite(value):
+                raise RecipeError(f"rule {self.rule!r}: the number {tok} is out of range (a double holds up to "
+                                  f"about 1.8e308) in {self.text!r}")
+            if isinstance(value, int) and not -(2**63) <= value < 2**63:
+                raise RecipeError(f"rule {self.rule!r}: the integer {tok} does not fit in 64 bits; write it as a "
+                                  f"decimal number (e.g. {float(value):.6g}) in {self.text!r}")
+            return Lit(value)
         if kind == "str":
             self.i += 1
             return Lit(self.unescape(tok[1:-1]))

@@ -11,6 +11,7 @@ kind, is `schema`'s job.
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,8 +60,8 @@ def lit(value: object) -> str:
         return "TRUE" if value else "FALSE"
     if isinstance(value, int):
         return str(value)
-    if isinstance(value, float):
-        return f"CAST({value!r} AS DOUBLE)"
+    if isinstance(value, float):  # inf/nan (from the API; the recipe language refuses them) as strings
+        return f"CAST({value!r} AS DOUBLE)" if math.isfinite(value) else f"CAST('{value!r}' AS DOUBLE)"
     return "'" + str(value).replace("'", "''") + "'"
 
 
