@@ -32,3 +32,13 @@ def read_jsonl(path: Path | str) -> list[Any]:
             return [json.loads(line) for line in fh]
     with open(path, encoding="utf-8") as fh:
         return [json.loads(line) for line in fh]
+
+
+def web_docs(dev_dir: Path, n: int) -> list[dict[str, Any]]:
+    """The first `n` records of the dev corpus's web pool (`web_sample.jsonl.gz`), as dicts."""
+    import gzip
+    import itertools
+    import json
+
+    with gzip.open(Path(dev_dir) / "web_sample.jsonl.gz", "rt", encoding="utf-8") as fh:
+        return [json.loads(line) for line in itertools.islice(fh, n)]

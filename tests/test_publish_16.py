@@ -16,7 +16,7 @@ from pathlib import Path
 import fsspec
 import pyarrow.parquet as pq
 import pytest
-from _files import read_jsonl
+from _files import read_jsonl, web_docs
 from hooks.slow_progress import kill_when
 
 from textsieve.cli import main
@@ -37,12 +37,7 @@ def web(dev_dir, tmp_path_factory) -> dict[str, Path]:
     tenth of words cut, so `first` and `longest` keep different members), in six shards,
     annotated with MinHash."""
     tmp = tmp_path_factory.mktemp("pub16")
-    docs = []
-    with gzip.open(dev_dir / "web_sample.jsonl.gz", "rt", encoding="utf-8") as fh:
-        for line in fh:
-            docs.append(json.loads(line))
-            if len(docs) == 1500:
-                break
+    docs = web_docs(dev_dir, 1500)
     for d in [d for d in docs if len(d["text"].split()) >= 200][:300]:
         words = d["text"].split(" ")
         docs.append(dict(d, id=f"{d['id']}-near", text=" ".join(words[: len(words) * 9 // 10])))
@@ -188,12 +183,7 @@ def test_select_after_a_changed_annotate_shard_is_redone(web, tmp_path):
 def test_annotate_reruns_a_shard_whose_input_grew(tmp_path, dev_dir):
     """Item 4. Before: a file that grew from 20 to 50 documents was "already done" and 30 were
     never annotated. After: the shard's fingerprint includes the input's size and mtime."""
-    docs = []
-    with gzip.open(dev_dir / "web_sample.jsonl.gz", "rt", encoding="utf-8") as fh:
-        for line in fh:
-            docs.append(line)
-            if len(docs) == 50:
-                break
+    docs = [json.dumps(d) + "\n" for d in web_docs(dev_dir, 50)]
     src = tmp_path / "in" / "a.jsonl"
     src.parent.mkdir()
     src.write_text("".join(docs[:20]), encoding="utf-8")
@@ -209,8 +199,7 @@ def test_annotate_reruns_a_shard_whose_input_grew(tmp_path, dev_dir):
 def test_verify_inputs_sees_a_same_size_edit_that_kept_its_mtime(tmp_path, dev_dir):
     """Item 4, `--verify-inputs`: content hashes catch what size + mtime cannot (a copy that kept
     the old time and size)."""
-    with gzip.open(dev_dir / "web_sample.jsonl.gz", "rt", encoding="utf-8") as fh:
-        rows = [json.loads(next(fh)) for _ in range(10)]
+    rows = web_docs(dev_dir, 10)
     src = tmp_path / "in" / "a.jsonl"
     src.parent.mkdir()
     src.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
@@ -282,8 +271,7 @@ def test_txt_folders_and_underscore_inputs_are_shards_downstream(tmp_path, dev_d
     """Item 6. Before: a folder of .txt files became `_txt.parquet`, which dedup and select skipped
     ("13 documents" instead of 14; a .txt-only folder: "no attribute shards"). After: shards are
     the files annotate's manifest lists, so names never decide."""
-    with gzip.open(dev_dir / "web_sample.jsonl.gz", "rt", encoding="utf-8") as fh:
-        rows = [json.loads(next(fh)) for _ in range(14)]
+    rows = web_docs(dev_dir, 14)
     docs = tmp_path / "docs"
     (docs / "_2024").mkdir(parents=True)
     for k, r in enumerate(rows[:13]):
