@@ -423,3 +423,112 @@ def test_a_recipe_that_keeps_nothing_is_an_empty_selection(web, tmp_path):
     assert counts["selected"] == 0 and counts["pool"] == 1800
     assert sorted(p.name for p in out.glob("*.jsonl.gz")) == [f"s{k}.jsonl.gz" for k in range(N_SHARDS)]
     assert all(read_jsonl(p) == [] for p in out.glob("*.jsonl.gz"))
+
+
+# ---------------------------------------------------------------- review findings (each failed first)
+
+def _small_docs(dev_dir: Path, folder: Path, name: str, start: int, n: int = 12) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text("".join(json.dumps(d) + "\n" for d in web_docs(dev_dir, start + n)[start:]), encoding="utf-8")
+    return path
+
+
+def test_a_folder_annotated_in_two_runs_keeps_both_source_roots(dev_dir, tmp_path):
+    """Shards kept from an earlier run stay readable: annotate.json records that run's roots too
+    (before: select refused the first run's shards as 'outside the inputs recorded')."""
+    a = _small_docs(dev_dir, tmp_path / "A", "a.jsonl", 0)
+    b = _small_docs(dev_dir, tmp_path / "B", "b.jsonl", 12)
+    out = tmp_path / "out"
+    for src in (a.parent, b.parent):
+        assert main(["annotate", str(src), "-o", str(out), "--signals", "rps_doc_word_count", "--workers", "1",
+                     "-q"]) == 0
+    recipe = tmp_path / "all.yaml"
+    recipe.write_text("rules:\n  all: rps_doc_word_count >= 0\n")
+    assert main(["select", str(out), "-r", str(recipe), "-o", str(tmp_path / "sel"), "-q"]) == 0
+    assert json.loads((tmp_path / "sel" / "selection.json").read_text())["counts"]["selected"] == 24
+
+
+def test_a_symlinked_input_file_is_read_back_by_select(dev_dir, tmp_path):
+    """Item 7 and 17 together: annotate follows a link to a file outside the input folder, and
+    select may read it through the link (before: refused after resolving the link)."""
+    real = _small_docs(dev_dir, tmp_path / "elsewhere", "x.jsonl", 0)
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "link.jsonl").symlink_to(real)
+    out = tmp_path / "out"
+    assert main(["annotate", str(data), "-o", str(out), "--signals", "rps_doc_word_count", "--workers", "1",
+                 "-q"]) == 0
+    recipe = tmp_path / "all.yaml"
+    recipe.write_text("rules:\n  all: rps_doc_word_count >= 0\n")
+    assert main(["select", str(out), "-r", str(recipe), "-o", str(tmp_path / "sel"), "-q"]) == 0
+    assert len(read_jsonl(tmp_path / "sel" / "link.jsonl.gz")) == 12
+
+
+def test_a_set_made_before_the_documents_were_annotated_again_is_not_joined(dev_dir, tmp_path, capsys):
+    """Before: after new documents were annotated, select joined the old `_dedup_exact` set and
+    the new documents got NULL flags and were dropped silently. Now the set is left out with a
+    warning (a rule using it fails naming the column) until dedup runs again."""
+    src = _small_docs(dev_dir, tmp_path / "in", "a.jsonl", 0)
+    out = tmp_path / "out"
+    ann = ["annotate", str(src.parent), "-o", str(out), "--signals", "rps_doc_word_count", "--workers", "1", "-q"]
+    assert main(ann) == 0
+    assert main(["dedup", "exact", str(out), "-q"]) == 0
+    src.write_text(src.read_text() + "".join(json.dumps(d) + "\n" for d in web_docs(dev_dir, 14)[12:]))
+    assert main(ann) == 0
+    recipe = tmp_path / "u.yaml"
+    recipe.write_text("rules:\n  unique: dup_exact_keep\n")
+    capsys.readouterr()
+    assert main(["select", str(out), "-r", str(recipe), "-o", str(tmp_path / "sel")]) == 2
+    err = capsys.readouterr().err
+    assert "annotated again" in err and "dup_exact_keep" in err
+    assert main(["dedup", "exact", str(out), "-q"]) == 0  # re-run: joined again, all 14 kept
+    assert main(["select", str(out), "-r", str(recipe), "-o", str(tmp_path / "sel"), "-q"]) == 0
+    assert json.loads((tmp_path / "sel" / "selection.json").read_text())["counts"]["selected"] == 14
+
+
+def test_overwrite_adopts_its_own_staged_work(dev_dir, tmp_path, monkeypatch):
+    """A run with --overwrite that died after finishing a shard: the same command adopts that
+    shard instead of recomputing it (before: everything was recomputed, and without --overwrite
+    the published other settings refused)."""
+    import textsieve.stages.annotate as annotate_mod
+    from textsieve.stages.annotate import AnnotateConfig, run_annotate
+
+    _small_docs(dev_dir, tmp_path / "in", "a.jsonl", 0)
+    _small_docs(dev_dir, tmp_path / "in", "b.jsonl", 12)
+    out = tmp_path / "out"
+    base = dict(inputs=[str(tmp_path / "in")], output=str(out), workers=1, batch_size=12, progress=False)
+    run_annotate(AnnotateConfig(**base, signals="rps_doc_word_count"))
+    real, calls = annotate_mod.annotate_batch, {"n": 0}
+
+    def dies_on_b(task):
+        calls["n"] += 1
+        if task.shard == "b.jsonl" and task.ids:
+            raise RuntimeError("killed")
+        return real(task)
+
+    monkeypatch.setattr(annotate_mod, "annotate_batch", dies_on_b)
+    other = AnnotateConfig(**base, signals="rps_doc_word_count,rps_doc_mean_word_length", overwrite=True)
+    with pytest.raises(RuntimeError, match="killed"):
+        run_annotate(other)
+    monkeypatch.setattr(annotate_mod, "annotate_batch", real)
+    result = run_annotate(other)
+    assert result.shards_skipped == ["a.jsonl"] and result.shards_written == ["b.jsonl"]
+
+
+def test_globs_stand_for_their_folder_and_ctime_is_not_a_change(tmp_path, monkeypatch):
+    """A glob without a fixed prefix is the working folder (before: `*.jsonl` and `./*.jsonl`
+    were compared differently); chmod changes a file's ctime, not its content (before: every
+    shard was annotated again)."""
+    from textsieve.io.identity import file_identity
+    from textsieve.io.overlap import OverlapError, _place, check_apart
+
+    monkeypatch.chdir(tmp_path)
+    assert _place("*.jsonl") == _place("./*.jsonl") == _place(".")
+    with pytest.raises(OverlapError):
+        check_apart("x", "out", ["**/*.jsonl"])
+    f = tmp_path / "a.jsonl"
+    f.write_text("{}\n")
+    before = file_identity(str(f))
+    os.chmod(f, 0o600)
+    assert file_identity(str(f)) == before

@@ -19,13 +19,16 @@ includes `source_shard` and `read_options`, enough to re-open the source and rea
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator
 
 import fsspec
 import pyarrow.parquet as pq
 
 from textsieve.document import Document
-from textsieve.io.publish import check_file, read_manifest
+from textsieve.io.publish import Manifest, PublishError, check_file, content_key, read_manifest
+
+log = logging.getLogger("textsieve.attributes")
 
 META_KEY = b"textsieve"
 SET_PREFIX = "_"
@@ -47,6 +50,10 @@ def attribute_shards(directory: str, attribute_set: str | None = None) -> tuple[
     root = root.rstrip("/")
     base = f"{root}/{SET_PREFIX}{attribute_set}" if attribute_set else root
     manifest = read_manifest(fs, base)
+    if manifest is not None and attribute_set is not None and _stale(fs, root, manifest):
+        raise PublishError(f"{base}: attribute set {attribute_set!r} was made from an earlier version of the annotate "
+                           f"output in {directory} (documents were annotated again since); re-run the stage that "
+                           "made it (dedup exact, dedup fuzzy or dsir fit)")
     if manifest is not None:
         found = [check_file(fs, base, manifest, rel) for rel in sorted(manifest.files) if rel.endswith(".parquet")]
     else:
@@ -67,6 +74,12 @@ def attribute_shards(directory: str, attribute_set: str | None = None) -> tuple[
     return fs, found
 
 
+def _stale(fs: fsspec.AbstractFileSystem, root: str, manifest: Manifest) -> bool:
+    """Whether a set's manifest says it was built from other annotate contents than the current."""
+    built_from = manifest.info.get("built_from")
+    return bool(built_from) and built_from != content_key(fs, root)
+
+
 def attribute_set_dir(directory: str, name: str) -> str:
     """Where a stage writes its attribute set `name` inside an annotate output folder."""
     return f"{directory.rstrip('/')}/{SET_PREFIX}{name}"
@@ -80,9 +93,30 @@ def attribute_sets(directory: str) -> list[str]:
     root = root.rstrip("/")
     manifest = read_manifest(fs, root)
     owned = {rel.split("/", 1)[0] for rel in manifest.files if "/" in rel} if manifest else set()
-    return sorted(p.rstrip("/").rsplit("/", 1)[-1][len(SET_PREFIX):] for p in fs.ls(root, detail=False)
-                  if p.rstrip("/").rsplit("/", 1)[-1].startswith(SET_PREFIX) and fs.isdir(p)
-                  and p.rstrip("/").rsplit("/", 1)[-1] not in owned)
+    names = sorted(p.rstrip("/").rsplit("/", 1)[-1][len(SET_PREFIX):] for p in fs.ls(root, detail=False)
+                   if p.rstrip("/").rsplit("/", 1)[-1].startswith(SET_PREFIX) and fs.isdir(p)
+                   and p.rstrip("/").rsplit("/", 1)[-1] not in owned)
+    stale = set(stale_attribute_sets(directory, names))
+    for name in sorted(stale):  # a set made from an earlier annotate output would join stale flags
+        log.warning("%s: attribute set %r was made before the documents were annotated again; it is left out "
+                    "until you re-run the stage that made it", directory, name)
+    return [n for n in names if n not in stale]
+
+
+def stale_attribute_sets(directory: str, names: list[str] | None = None) -> list[str]:
+    """The `_<name>` sets (of `names`, default all) whose manifest says they were built from
+    other annotate contents than the folder's current ones."""
+    fs, root = fsspec.core.url_to_fs(directory)
+    root = root.rstrip("/")
+    if names is None:
+        names = [p.rstrip("/").rsplit("/", 1)[-1][len(SET_PREFIX):] for p in fs.ls(root, detail=False)
+                 if p.rstrip("/").rsplit("/", 1)[-1].startswith(SET_PREFIX) and fs.isdir(p)]
+    out = []
+    for name in names:
+        set_manifest = read_manifest(fs, f"{root}/{SET_PREFIX}{name}")
+        if set_manifest is not None and _stale(fs, root, set_manifest):
+            out.append(name)
+    return sorted(out)
 
 
 def read_shard_meta(fs: fsspec.AbstractFileSystem, path: str) -> dict:

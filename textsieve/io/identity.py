@@ -32,7 +32,8 @@ def file_identity(location: str, verify: bool = False) -> dict[str, Any]:
                 h.update(chunk)
         out["sha256"] = h.hexdigest()
         return out
-    for key in _CHANGE_KEYS:
+    keys = [k for k in _CHANGE_KEYS if k != "created"] if "mtime" in info else _CHANGE_KEYS
+    for key in keys:  # a local file's `created` is its ctime: chmod or `cp -p` change it, not the bytes
         if key in info and info[key] is not None:
             value = info[key]
             out[key] = value if isinstance(value, (int, float, str)) else str(value)

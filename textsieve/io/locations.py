@@ -68,7 +68,9 @@ def source_locations(directory: str) -> list[str]:
     fs, root = fsspec.core.url_to_fs(directory)
     try:
         with fs.open(f"{root.rstrip('/')}/annotate.json", "rb") as fh:
-            inputs = json.loads(fh.read()).get("config", {}).get("inputs") or []
+            summary = json.loads(fh.read())
+        # absolute (`input_roots`), else as the user typed them (older folders)
+        inputs = summary.get("input_roots") or summary.get("config", {}).get("inputs") or []
     except (OSError, ValueError):
         return []
     return [inputs] if isinstance(inputs, str) else [str(i) for i in inputs]

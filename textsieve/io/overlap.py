@@ -31,7 +31,8 @@ def _place(location: str) -> tuple[str, str]:
         if "://" not in chain and "::" not in chain:  # a local archive: by its resolved path
             chain = os.path.realpath(os.path.expanduser(chain))
         return f"{proto}::{chain}", posixpath.normpath("/" + _fixed_prefix(path).lstrip("/"))
-    location = _fixed_prefix(location) or location
+    if any(c in _MAGIC for c in location):  # a glob stands for its fixed prefix ("*.jsonl": ".")
+        location = _fixed_prefix(location) or ("/" if location.startswith("/") else ".")
     if "://" in location:
         import fsspec
 

@@ -110,7 +110,10 @@ def _apply(fs: fsspec.AbstractFileSystem, root: str, journal: dict[str, Any]) ->
     with atomic_open(fs, f"{root}/{MANIFEST}", "w") as fh:
         json.dump(journal["manifest"], fh, indent=1, ensure_ascii=False)
         fh.write("\n")
-    fs.rm(f"{root}/{JOURNAL}")
+    try:
+        fs.rm(f"{root}/{JOURNAL}")
+    except FileNotFoundError:
+        pass  # a reader's `recover` finished the same journal meanwhile
     staging = journal.get("staging")
     if staging and fs.exists(join_inside(root, staging)):
         fs.rm(join_inside(root, staging), recursive=True)
@@ -274,7 +277,7 @@ class Publication:
             self.abandon()
             raise PublishError(
                 f"{self.root}: an interrupted run with other settings left finished work in {self._blocked[0]}; "
-                "re-run with those settings to resume it, or use --overwrite to discard it")
+                "re-run with those settings to resume it, or use --overwrite (or delete that folder) to discard it")
 
     def staged(self, rel: str) -> str:
         """Where to write output `rel` of this generation."""

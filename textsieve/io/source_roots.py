@@ -52,10 +52,13 @@ def absolute_root(location: str) -> str:
     return os.path.abspath(os.path.expanduser(location))
 
 
+def _env_roots() -> list[str]:
+    return [p for p in os.environ.get(SOURCE_ROOT_ENV, "").split(os.pathsep) if p]
+
+
 def allowed_roots(directory: str, extra: Sequence[str] | None = None) -> list[str]:
     """Recorded input roots of `directory`, plus `extra` and `$TEXTSIEVE_SOURCE_ROOT`."""
-    env = [p for p in os.environ.get(SOURCE_ROOT_ENV, "").split(os.pathsep) if p]
-    return [*recorded_roots(directory), *(extra or ()), *env]
+    return [*recorded_roots(directory), *(extra or ()), *_env_roots()]
 
 
 def check_source(meta: dict, roots: Iterable[str], where: str) -> None:
@@ -63,14 +66,29 @@ def check_source(meta: dict, roots: Iterable[str], where: str) -> None:
     txt shard) lies inside one of `roots`. `where` names the shard for the message."""
     src = meta.get("source_shard") or {}
     paths = [str(p) for p in (src.get("members") or ())] or [str(src.get("path") or "")]
-    places = [_place(r) for r in roots]
+    roots = list(roots)
+    places = [_place(r) for r in roots] + [_lexical(r) for r in roots]
     for path in paths:
-        proto, p = _place(path)
-        if not any(proto == rp and _within(p, rpath) for rp, rpath in places):
+        # resolved (symlinks followed) or as written with `..` folded: an input folder's own
+        # symlink to a file elsewhere is the user's data, and annotate followed it (item 7)
+        mine = (_place(path), _lexical(path))
+        if not any(proto == rp and _within(p, rpath) for proto, p in mine for rp, rpath in places):
             raise UntrustedSourceError(
                 f"{where}: its footer names the source {path}, which lies outside the inputs recorded for this "
-                f"folder ({', '.join(map(str, roots)) or 'none'}); if the sources moved there, pass --source-root "
-                f"FOLDER (or set {SOURCE_ROOT_ENV})")
+                f"folder ({', '.join(map(str, roots)) or 'none'}); if the sources moved there, give that folder "
+                f"(`select --source-root FOLDER`, or {SOURCE_ROOT_ENV}=FOLDER for every stage)")
+
+
+def _lexical(location: str) -> tuple[str, str]:
+    """(protocol, path) of a local location made absolute with `..` folded but symlinks kept."""
+    if "://" in location or "::" in location:
+        return _place(location)
+    from textsieve.io.overlap import _MAGIC, _fixed_prefix
+
+    loc = os.path.expanduser(location)
+    if any(c in _MAGIC for c in loc):
+        loc = _fixed_prefix(loc) or "."
+    return "file", os.path.normpath(os.path.abspath(loc))
 
 
 def shard_roots(fs: fsspec.AbstractFileSystem, path: str, extra: Sequence[str] | None = None) -> list[str]:
@@ -83,7 +101,7 @@ def shard_roots(fs: fsspec.AbstractFileSystem, path: str, extra: Sequence[str] |
         if fs.exists(f"{parent}/annotate.json"):
             return allowed_roots(fs.unstrip_protocol(parent), extra)
         parent = parent.rpartition("/")[0]
-    return allowed_roots("", extra) if extra else [*(extra or ())]
+    return [*(extra or ()), *_env_roots()]
 
 
 def trusted(meta: dict, fs: fsspec.AbstractFileSystem, path: str, extra: Sequence[str] | None = None) -> dict:

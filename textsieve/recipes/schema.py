@@ -20,7 +20,7 @@ import fsspec
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from textsieve.io.attributes import LENGTH_COLUMN, SCORE_SUFFIX, attribute_sets, attribute_shards
+from textsieve.io.attributes import LENGTH_COLUMN, SCORE_SUFFIX, attribute_sets, attribute_shards, stale_attribute_sets
 from textsieve.recipes.language import RecipeError
 
 KEY_COLUMNS = ("id", "shard", "row")
@@ -72,6 +72,7 @@ class Schema:
     sets: dict[str, str]  # alias -> attribute set name
     columns: dict[str, Column] = field(default_factory=dict)
     ambiguous: dict[str, list[str]] = field(default_factory=dict)
+    stale: list[str] = field(default_factory=list)  # sets left out: made before a re-annotate
 
     def valid_names(self) -> list[str]:
         return sorted(self.columns)
@@ -116,7 +117,9 @@ def read_schema(directory: str) -> Schema:
         except FileNotFoundError:
             continue
         sets.append((name, _arrow_schema(sfs, sfiles[0]), [_local(p, sfs) for p in sfiles]))
-    return schema_from_arrow(directory, sets)
+    schema = schema_from_arrow(directory, sets)
+    schema.stale = stale_attribute_sets(directory)
+    return schema
 
 
 def _arrow_schema(fs: fsspec.AbstractFileSystem, path: str) -> pa.Schema:

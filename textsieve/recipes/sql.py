@@ -103,6 +103,10 @@ class _Compiler:
             valid = self.schema.valid_names() + [f"{m}.predict" for m in self.models]
             near = difflib.get_close_matches(name, valid, n=1, cutoff=0.6)
             hint = f"did you mean {near[0]!r}? " if near else ""
+            stale = getattr(self.schema, "stale", [])
+            if stale:
+                hint = (f"attribute set(s) {', '.join(map(repr, stale))} were left out: made before the documents "
+                        "were annotated again; re-run the stage that made them. ") + hint
             raise self.fail(f"unknown column {name!r}; {hint}valid names: {', '.join(valid)}")
         self.used.add(col.alias)
         return col

@@ -453,13 +453,29 @@ def _executor(cfg: AnnotateConfig):
     return partial(ray_ordered_map, address=cfg.address), workers
 
 
+def _earlier_roots(fs: fsspec.AbstractFileSystem, pub: Publication) -> list[str]:
+    """The input roots the published annotate.json recorded (for shards this run keeps)."""
+    from textsieve.io.source_roots import absolute_root
+
+    try:
+        with fs.open(f"{pub.root}/{SUMMARY}", "rb") as fh:
+            old = json.loads(fh.read())
+    except (OSError, ValueError):
+        return []
+    return [str(r) for r in old.get("input_roots") or [absolute_root(str(i)) for i in
+                                                         old.get("config", {}).get("inputs") or []]]
+
+
 def _write_summary(fs: fsspec.AbstractFileSystem, pub: Publication, cfg: AnnotateConfig, result: AnnotateResult,
                    fingerprint: str) -> None:
     from textsieve.io.source_roots import absolute_root
 
+    roots = [absolute_root(str(i)) for i in cfg.inputs]
+    if any(rel not in {output_rel(s) for s in result.shards_written + result.shards_skipped}
+           for rel in pub.kept if rel.endswith(".parquet")):  # shards of earlier runs stay published: their roots too
+        roots += [r for r in _earlier_roots(fs, pub) if r not in roots]
     summary = {"stage": "annotate", "version": __version__, "fingerprint": fingerprint,
-               "config": asdict(cfg), "input_roots": [absolute_root(str(i)) for i in cfg.inputs],
-               "result": asdict(result)}
+               "config": asdict(cfg), "input_roots": roots, "result": asdict(result)}
     with atomic_open(fs, pub.staged(SUMMARY), "wb") as fh:
         fh.write(json.dumps(summary, indent=2).encode())
     pub.add(SUMMARY)

@@ -75,15 +75,17 @@ def plan_shards(shards: list[Shard], pub: Publication, fingerprint: str, overwri
             continue
         if old is not None:
             log.info("%s changed since it was annotated: annotating it again", shard.path)
-        if (not overwrite and pub.adoptable(rel)
-                and read_shard_meta(fs, staged).get("shard_fingerprint") == shard_fp):
+        # a killed run with these settings and this input finished it: adopted even with
+        # --overwrite, which replaces other settings' output, not this run's own staged work
+        if pub.adoptable(rel) and read_shard_meta(fs, staged).get("shard_fingerprint") == shard_fp:
             log.info("skip %s: finished by an interrupted run", shard.rel)  # staged, published below
             result.shards_skipped.append(shard.rel)
             pub.add(rel, shard_fp, settings=fingerprint)
             drop_parts(fs, staged)  # left if a run was killed between finishing the shard and cleaning up
             continue
         todo.append(shard)
-        resumes[shard.rel] = resume = find_parts(fs, staged, shard_fp, shard, part_size, overwrite)
+        # parts in this run's own staging folder (its key is the settings): kept under --overwrite too
+        resumes[shard.rel] = resume = find_parts(fs, staged, shard_fp, shard, part_size, False)
         if resume.parts:
             log.info("%s: resuming after %d finished part(s) (%d documents) of an interrupted run", shard.rel,
                      len(resume.parts), resume.documents)

@@ -129,6 +129,9 @@ class ExactSettingsError(ValueError):
 def _check_existing(fs: fsspec.AbstractFileSystem, set_root: str, info: dict, cfg: ExactConfig) -> None:
     """Refuse to replace a set made with other result-changing settings (see module doc): a
     set of this name from an older textsieve (other normalization), or other Bloom settings."""
+    from textsieve.io.publish import read_manifest
+
+    read_manifest(fs, set_root)  # finishes an interrupted publish first: compare with the current set
     path = f"{set_root}/summary.json"
     if cfg.overwrite or not fs.exists(path):
         return
@@ -200,6 +203,10 @@ def _sources(cfg: ExactConfig) -> tuple[list[_Source], str, bool]:
     """The corpus shards in corpus order, the output folder and whether sizes are doc counts."""
     if len(cfg.inputs) == 1:
         fs, root = fsspec.core.url_to_fs(cfg.inputs[0])
+        if fs.isdir(root):
+            from textsieve.io.publish import read_manifest
+
+            read_manifest(fs, root)  # an interrupted annotate publish is finished before looking
         if fs.isdir(root) and fs.exists(f"{root.rstrip('/')}/annotate.json"):
             fs, paths = attribute_shards(cfg.inputs[0])
             root = root.rstrip("/")
@@ -327,6 +334,17 @@ def _run_key(cfg: ExactConfig, info: dict, sources: list[_Source]) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
+def _built_from(cfg: ExactConfig, annotated: bool) -> dict[str, str]:
+    """For a set inside an annotate folder: the annotate contents it was made from, so readers
+    can tell when the documents were annotated again since (`io.attributes`)."""
+    if not annotated or (cfg.output and cfg.output.rstrip("/") != cfg.inputs[0].rstrip("/")):
+        return {}  # raw inputs, or a set written outside the annotate folder
+    from textsieve.io.publish import content_key
+
+    fs, root = fsspec.core.url_to_fs(cfg.inputs[0])
+    return {"built_from": content_key(fs, root)}
+
+
 def _check_apart(cfg: ExactConfig, out: str, annotated: bool) -> None:
     """The set must not land among the documents it flags: the raw inputs, or the sources an
     annotate folder was made from."""
@@ -382,7 +400,8 @@ def run_exact(cfg: ExactConfig) -> ExactResult:
     _check_apart(cfg, out, counted)
     if counted:  # results are keyed by id: repeated ids fail before any work (`dedup.id_table`)
         check_unique_ids(ShardTable.open(cfg.inputs[0]), budget, work_parent(out, cfg.tmp_dir), "dedup exact")
-    pub = Publication(fs, set_root, set_name, _run_key(cfg, info, sources))  # published as one unit
+    pub = Publication(fs, set_root, set_name, _run_key(cfg, info, sources),  # published as one unit
+                      info=_built_from(cfg, counted))
     if cfg.progress:
         docs = f"{n_known:,} docs" if n_known is not None else "documents"
         disk = (f"~{n_known * ROW.itemsize / 1e6:,.1f} MB" if n_known is not None else "24 MB per million docs")

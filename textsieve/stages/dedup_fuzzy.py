@@ -330,8 +330,6 @@ def run_fuzzy(cfg: FuzzyConfig) -> FuzzyResult:
     table = ShardTable.open(cfg.directory)
     pool_workers("dedup fuzzy", cfg.workers, cfg.workers, [cfg.directory, *source_locations(cfg.directory)],
                  cfg.executor)  # raises when worker processes or Ray would have to read memory://
-    # documents are keyed by id_int
-    check_unique_ids(table, budget, work_parent(cfg.directory, cfg.tmp_dir), "dedup fuzzy")
     cols = {t: band_column(prefix, t) for t in ts}
     for i in range(len(table.paths)):
         names = table.schema(i).names
@@ -348,7 +346,7 @@ def run_fuzzy(cfg: FuzzyConfig) -> FuzzyResult:
     result = FuzzyResult(output=out_dir)
     # the resume key lives in the manifest (`io.publish`), kept out of summary.json, which must not
     # depend on shard names; the set is published as one unit, so a killed run never leaves a mix
-    pub = Publication(fs, out_root, FUZZY_SET, fingerprint)
+    pub = Publication(fs, out_root, FUZZY_SET, fingerprint, info={"built_from": table.content_key()})
     if not cfg.overwrite and pub.previous is not None and pub.previous.key == fingerprint and all(
             pub.unchanged(r, fingerprint) for r in [*table.rels, SUMMARY]):
         pub.abandon()
@@ -357,6 +355,8 @@ def run_fuzzy(cfg: FuzzyConfig) -> FuzzyResult:
         return result
     staging = fs.unstrip_protocol(pub.staging)
 
+    # documents are keyed by id_int (after the skip test: an up-to-date set was checked when made)
+    check_unique_ids(table, budget, work_parent(cfg.directory, cfg.tmp_dir), "dedup fuzzy")
     max_rows = rows_per_pass(budget)
     bands = _bands_per_doc(table, list(cols.values()))
     bits = {t: partition_bits(table.n_docs * bands[cols[t]], max_rows) for t in ts}

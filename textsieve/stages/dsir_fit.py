@@ -45,7 +45,7 @@ from textsieve.exec.progress import Progress
 from textsieve.io.atomic import AtomicParquetWriter
 from textsieve.io.attributes import META_KEY, attribute_set_dir, attribute_shards, read_shard_meta
 from textsieve.io.leftovers import remove_stale_siblings, remove_stale_temps
-from textsieve.io.publish import Publication, contents
+from textsieve.io.publish import Publication, content_key, contents
 from textsieve.io.texts import input_texts, shard_texts
 from textsieve.options import option, progress_option
 from textsieve.recipes.language import Recipe
@@ -191,7 +191,7 @@ def run_fit(cfg: DsirFitConfig) -> DsirFitResult:
     annotated = contents(fs, root, [p[len(root) + 1:] for p in shards])
     # each raw shard by name, rows and published content hash: a changed shard means a refit
     raw_shards = [[p[len(root) + 1:], pq.ParquetFile(fs.open(p, "rb")).metadata.num_rows,
-                   annotated[p[len(root) + 1:]][-16:]] for p in shards]
+                   hashlib.sha256(annotated[p[len(root) + 1:]].encode()).hexdigest()[:16]] for p in shards]
     total_rows = sum(n for _, n, _ in raw_shards)
     from textsieve.recipes.survivors import as_recipe
 
@@ -203,7 +203,8 @@ def run_fit(cfg: DsirFitConfig) -> DsirFitResult:
 
         survivors_fp = survivors_fingerprint(within)
 
-    pub = Publication(fs, set_root, set_name(cfg.name), _run_key(cfg, params, raw_shards, survivors_fp))
+    pub = Publication(fs, set_root, set_name(cfg.name), _run_key(cfg, params, raw_shards, survivors_fp),
+                      info={"built_from": content_key(fs, root)})
     in_set = cfg.model_path is None  # the default model file is published with the weights
     if in_set and not cfg.overwrite and not pub.adoptable(MODEL_FILE) and pub.unchanged(MODEL_FILE, "model"):
         pub.keep(MODEL_FILE)
@@ -266,7 +267,7 @@ def run_fit(cfg: DsirFitConfig) -> DsirFitResult:
             res.shards_skipped.append(rel)
             prog.update(nrows, prog.docs + nrows)
             continue
-        if not cfg.overwrite and pub.adoptable(rel) and read_shard_meta(fs, out).get("model") == fingerprint:
+        if pub.adoptable(rel) and read_shard_meta(fs, out).get("model") == fingerprint:
             pub.add(rel, shard_fp)  # finished by an interrupted fit with these settings
             res.shards_skipped.append(rel)
             prog.update(nrows, prog.docs + nrows)

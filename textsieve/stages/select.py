@@ -335,8 +335,9 @@ def run_select(cfg: SelectConfig) -> SelectResult:
     for shard, (rel, meta) in sorted(metas.items(), key=lambda x: x[1][0]):
         out_rel = _out_rel(rel, cfg.format)
         final = pub.staged(out_rel)
-        if not cfg.overwrite and (pub.adoptable(out_rel) or pub.unchanged(out_rel, fp)):
-            # finished by an interrupted run with this key (staged) or published and current
+        # finished by an interrupted run with this key (staged: adopted even with --overwrite, the
+        # key covers settings and inputs) or published and current
+        if pub.adoptable(out_rel) or (not cfg.overwrite and pub.unchanged(out_rel, fp)):
             pub.add(out_rel, fp) if pub.adoptable(out_rel) else pub.keep(out_rel)
             skipped.append(f"{out_root}/{out_rel}")
             continue
