@@ -36,7 +36,7 @@ from textsieve.dedup.id_table import check_unique_ids
 from textsieve.dedup.lsh import BAND_PREFIXES, band_column, band_rows, band_values, estimated_jaccard, signature_column
 from textsieve.dedup.partitions import ROW, Grouper, PartitionWriter, partition_bits, rows_per_pass
 from textsieve.exec.arrow_memory import lean_arrow_memory
-from textsieve.exec.budget import memory_plan
+from textsieve.exec.budget import memory_plan, parse_memory
 from textsieve.exec.progress import Progress
 from textsieve.io.atomic import AtomicParquetWriter, atomic_open
 from textsieve.io.attributes import LENGTH_COLUMN, META_KEY, attribute_set_dir
@@ -220,12 +220,17 @@ def _verify(cfg: FuzzyConfig, table: ShardTable, prefix: str,
         if sig_col is None:
             raise ValueError(f"--verify estimated: no {prefix}* column in {table.paths[0]}")
         ii, _, cols = _locate(table, ends, [sig_col])
-        _, sig = band_values(cols[sig_col], f"column {sig_col}")
+        _, sig = band_values(cols.pop(sig_col), f"column {sig_col}")
         sig = sig.reshape(sig.shape[0], -1)
+        # pairs a chunk at a time: gathering both ends of every edge at once costs 2 x edges x 512 B
+        step = max(1024, parse_memory(cfg.memory) // (8 * max(1, sig.shape[1] * sig.itemsize)))
         out = {}
         for t, e in edges.items():
             a, b = np.searchsorted(ii, e[:, 0]), np.searchsorted(ii, e[:, 1])
-            out[t] = e[estimated_jaccard(sig[a], sig[b]) >= t]
+            keep = np.zeros(e.shape[0], dtype=bool)
+            for s in range(0, e.shape[0], step):
+                keep[s:s + step] = estimated_jaccard(sig[a[s:s + step]], sig[b[s:s + step]]) >= t
+            out[t] = e[keep]
         return out
     ii, ords, _ = _locate(table, ends)
     order = np.argsort(ords, kind="stable")  # the store is indexed by sorted ordinal
