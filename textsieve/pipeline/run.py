@@ -62,26 +62,13 @@ class PipelineResult:
 
 
 def input_fingerprints(inputs: list[str], mode: str = "stat") -> list[dict[str, Any]]:
-    """Per input file: path, size and mtime (`stat`) or a SHA-256 of its bytes (`content`)."""
+    """Per input file: path, size and mtime (`stat`) or a SHA-256 of its bytes (`content`), the
+    same identity annotate keys its shards on (`io.identity`)."""
+    from textsieve.io.identity import file_identity
     from textsieve.io.paths import expand_inputs
 
-    out = []
-    for shard in expand_inputs(inputs):
-        for path in shard.members or (shard.path,):
-            fs, p = fsspec.core.url_to_fs(path)
-            info = fs.info(p)
-            rec: dict[str, Any] = {"path": path, "size": int(info.get("size") or 0)}
-            if mode == "content":
-                h = hashlib.sha256()
-                with fs.open(p, "rb") as fh:
-                    for chunk in iter(lambda: fh.read(1 << 20), b""):
-                        h.update(chunk)
-                rec["sha256"] = h.hexdigest()
-            else:
-                mtime = info.get("mtime", info.get("LastModified", info.get("created")))
-                rec["mtime"] = float(mtime) if isinstance(mtime, (int, float)) else str(mtime)
-            out.append(rec)
-    return out
+    return [{"path": path, **file_identity(path, verify=mode == "content")}
+            for shard in expand_inputs(inputs) for path in (shard.members or (shard.path,))]
 
 
 def resolved_document(cfg: PipelineConfig) -> dict[str, Any]:
