@@ -62,25 +62,5 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
-def entry() -> None:
-    """The `textsieve` command. After an error it leaves without interpreter finalization (atexit
-    handlers and stdio flushes still run): a native thread pool torn down during finalization
-    after a failed run (seen about once in 40 disk-full runs of `dsir fit`) can abort with
-    "terminate called without an active exception", turning the one-line error's exit 2 into a
-    crash. A successful run exits normally. `main()` itself (tests, embedding) never exits."""
-    rc = main()
-    if rc == 0:
-        sys.exit(0)
-    import atexit
-
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
-    os._exit(rc)
-
-
 if __name__ == "__main__":
-    entry()
+    sys.exit(main())
