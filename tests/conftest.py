@@ -62,6 +62,12 @@ def _isolated_user_cache(tmp_path_factory, monkeypatch) -> None:
 #: (`pytest -m "not slow"`, under 90 s). A listed name that matches no test fails collection,
 #: so a rename cannot silently move a slow test into the quick suite.
 SLOW_TESTS = {
+    "test_extract.py::test_pipeline_extracts_first_and_the_report_shows_it",
+    "test_extract.py::test_workers_and_formats_give_the_same_records",
+    "test_extract.py::test_killed_run_publishes_nothing_and_the_rerun_adopts_finished_shards",
+    "test_extract.py::test_cli_summary_line",
+    "test_extract.py::test_rerun_keeps_changed_input_reruns_other_settings_refused",
+    "test_dedup_lines.py::test_killed_run_publishes_nothing_and_resumes",
     "test_annotate.py::test_empty_and_huge_documents",
     "test_annotate.py::test_golden_files_exact_through_cli_and_export",
     "test_annotate.py::test_output_identical_for_any_worker_count_and_batch_size",

@@ -82,6 +82,19 @@ def _write_wet(path: Path, records: list[dict]) -> None:
             writer.write_record(rec)
 
 
+def _write_crawl(base: Path) -> None:
+    """`crawl/`: the sample as web pages in WARC files (`textsieve sample --crawl`), and `pages/`:
+    a few of those pages as `.html` files, for the `extract` examples."""
+    from textsieve.sample_crawl import build_sample_crawl, page_html
+
+    build_sample_crawl(base / "crawl")
+    (base / "pages").mkdir()
+    for k, topic in enumerate(("Getting started", "Installing", "Configuration")):
+        text = [f"{topic} is the subject of this page, written as a short article with several sentences.",
+                "Each paragraph says something about the subject, so the main-content extractor keeps it."]
+        (base / "pages" / f"page-{k}.html").write_text(page_html(topic, text), encoding="utf-8")
+
+
 def _build_base(base: Path) -> None:
     from pydoc_data.topics import topics
 
@@ -100,6 +113,7 @@ def _build_base(base: Path) -> None:
     _write_jsonl_gz(base / "ccnet.jsonl.gz",
                     [r for r in records if r["source"] in ("debian-copyright", "python-source")])
     _write_wet(base / "crawl.warc.wet.gz", records[::12][:40])
+    _write_crawl(base)
     for category, domains in (("adult", ["adult.example.com"]), ("gambling", ["casino.example.net"])):
         (base / "blacklists" / category).mkdir(parents=True)
         (base / "blacklists" / category / "domains").write_text("\n".join(domains) + "\n")

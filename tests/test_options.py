@@ -20,7 +20,8 @@ from textsieve.pipeline.config import STAGES, schema
 from textsieve.pipeline.twins import CLI_COMMANDS, yaml_path
 
 #: the fewest arguments each stage command parses with (its required ones)
-REQUIRED_ARGS = {"annotate": ["in.jsonl", "-o", "out"], "dedup_exact": ["attrs"], "dedup_fuzzy": ["attrs"],
+REQUIRED_ARGS = {"extract": ["crawl.warc.gz", "-o", "out"], "dedup_lines": ["attrs"],
+                 "annotate": ["in.jsonl", "-o", "out"], "dedup_exact": ["attrs"], "dedup_fuzzy": ["attrs"],
                  "dsir": ["--target", "t.jsonl", "--raw", "attrs", "--name", "wiki"], "select": ["attrs"]}
 
 

@@ -50,7 +50,8 @@ def _set(doc: dict, dotted: str, value) -> None:
 
 
 MINIMAL = {"inputs": ["docs.jsonl.gz"], "output": "out"}
-REQUIRED_SECTIONS = {"dsir": {"name": "wiki", "targets": ["t.jsonl"]}, "select": {"recipe": "gopher"}}
+REQUIRED_SECTIONS = {"dsir": {"name": "wiki", "targets": ["t.jsonl"]}, "select": {"recipe": "gopher"},
+                     "extract": {"fix_text": False}}
 
 
 #: a valid non-null value per field name, for fields whose default is null or empty
@@ -58,7 +59,8 @@ SAMPLES = {"inputs": ["docs.jsonl.gz"], "targets": ["t.jsonl"], "name": "wiki", 
            "models": {"m": "builtin:py3langid"}, "signals": ["rps_doc_word_count", "minhash"], "lang_field": "lang",
            "workers": 2, "threads": 2, "resources": "res", "tmp_dir": "tmp", "bloom_fp": 0.01, "bloom_capacity": 10,
            "model_path": "m.dsir", "k": 5, "lang": "de", "thresholds": [0.9, 0.7], "dsir": "wiki", "tokens": 100,
-           "address": "localhost:6379", "executor": "ray", "dedupe_ids": "suffix", "source_roots": ["docs"]}
+           "address": "localhost:6379", "executor": "ray", "dedupe_ids": "suffix", "source_roots": ["docs"],
+           "group_shards": 2}
 
 
 @pytest.mark.parametrize("spec", STAGES, ids=lambda s: s.name)
@@ -85,7 +87,7 @@ def test_every_config_field_is_a_yaml_key(spec):
                 else dict(REQUIRED_SECTIONS[section])
         elif section.startswith("dedup."):
             _set(doc, section + ".keep" if section.endswith("fuzzy") else section + ".normalize",
-                 "first" if section.endswith("fuzzy") else "none")
+                 {"dedup.fuzzy": "first", "dedup.lines": "ccnet"}.get(section, "none"))
         _set(doc, path, value)
         if f.name == "dsir" and spec.name == "select":
             doc["select"] = {"dsir": "wiki", "k": 5}
@@ -185,8 +187,9 @@ def test_relative_paths_resolve_against_the_pipeline_file(tmp_path):
 
 def test_schema_lists_every_stage_section():
     sch = schema()
-    assert set(sch) >= {"inputs", "output", "executor", "address", "read", "annotate", "dedup", "dsir", "select"}
-    assert set(sch["dedup"]) == {"exact", "fuzzy"}
+    assert set(sch) >= {"inputs", "output", "executor", "address", "read", "extract", "annotate", "dedup", "dsir",
+                        "select"}
+    assert set(sch["dedup"]) == {"exact", "fuzzy", "lines"}
     assert "thresholds" in sch["dedup"]["fuzzy"] and "recipe" in sch["select"] and "buckets" in sch["dsir"][0]
 
 

@@ -240,3 +240,18 @@ def test_sample_pipeline_on_ray_matches_local(tmp_path):
     assert any(k.startswith("selected/") for k in compared)
     for name in compared:
         assert outs["ray"].get(name) == outs["local"][name], f"{name} differs between executors"
+
+
+def test_extract_on_ray_matches_local(tmp_path):
+    """Issue 12 item 4: extract runs one Ray task per WARC, with the local executor's bytes."""
+    from textsieve.sample_crawl import build_sample_crawl
+    from textsieve.stages.extract import ExtractConfig, run_extract
+
+    build_sample_crawl(tmp_path / "crawl")
+    local = run_extract(ExtractConfig([str(tmp_path / "crawl")], str(tmp_path / "local"), workers=1, progress=False))
+    on_ray = run_extract(ExtractConfig([str(tmp_path / "crawl")], str(tmp_path / "ray"), workers=2, executor="ray",
+                                       progress=False))
+    assert on_ray.documents == local.documents == 120
+    a, b = _files(tmp_path / "local"), _files(tmp_path / "ray")
+    shards = [k for k in a if k.endswith(".jsonl.gz")]
+    assert len(shards) == 3 and all(a[k] == b[k] for k in shards)

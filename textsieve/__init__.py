@@ -1,7 +1,7 @@
 """textsieve: curate LLM pre-training text with RedPajama-V2 quality signals, dedup and selection.
 
 `import textsieve as ts` gives the Python API (`textsieve.api`): `ts.annotate`, `ts.dedup_exact`,
-`ts.dedup_fuzzy`, `ts.dsir_fit`, `ts.select`, `ts.funnel`, `ts.run`, `ts.load_recipe`,
+`ts.dedup_fuzzy`, `ts.dedup_lines`, `ts.dsir_fit`, `ts.select`, `ts.funnel`, `ts.run`, `ts.load_recipe`,
 `ts.read_documents` and `ts.attributes`. They are loaded on first use (PEP 562), so `import
 textsieve` stays cheap: the CLI imports it for `__version__` on every call.
 """
@@ -17,8 +17,8 @@ try:  # one source: the version in pyproject.toml, as installed
 except _metadata.PackageNotFoundError:  # a source tree on sys.path without an install
     __version__ = "0.0.0+unknown"
 
-__all__ = ["__version__", "annotate", "dedup_exact", "dedup_fuzzy", "dsir_fit", "select", "funnel", "run",
-           "load_recipe", "read_documents", "attributes"]
+__all__ = ["__version__", "extract", "annotate", "dedup_exact", "dedup_fuzzy", "dedup_lines", "dsir_fit", "select",
+           "funnel", "run", "load_recipe", "read_documents", "attributes"]
 #: the names `textsieve.api` exports at the top level
 _API = tuple(__all__[1:])
 
@@ -28,7 +28,9 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time `__getattr__` loads
         attributes,
         dedup_exact,
         dedup_fuzzy,
+        dedup_lines,
         dsir_fit,
+        extract,
         funnel,
         load_recipe,
         read_documents,

@@ -1,8 +1,10 @@
 """The Python API: `import textsieve as ts`, then one function per stage.
 
+    ts.extract("crawl/*.warc.gz", output="docs")            # web archives -> documents
     ts.annotate("data/*.jsonl.gz", output="attrs", workers=2)
     ts.dedup_exact("attrs")
     ts.dedup_fuzzy("attrs", thresholds=[0.8])
+    ts.dedup_lines("attrs", group_shards=2)               # CCNet line dedup, `line: dup_lines_seen == 0`
     ts.dsir_fit("attrs", targets="wiki.jsonl.gz", name="wiki")
     ts.select("attrs", recipe="gopher", dry_run=True)      # the funnel
     ts.select("attrs", recipe="gopher", output="selected")
@@ -40,7 +42,9 @@ from textsieve.recipes.language import Recipe
 from textsieve.stages.annotate import AnnotateConfig, AnnotateResult
 from textsieve.stages.dedup_exact import ExactConfig, ExactResult
 from textsieve.stages.dedup_fuzzy import FuzzyConfig, FuzzyResult
+from textsieve.stages.dedup_lines import LinesConfig, LinesResult
 from textsieve.stages.dsir_fit import DsirFitConfig, DsirFitResult
+from textsieve.stages.extract import ExtractConfig, ExtractResult
 from textsieve.stages.select import SelectConfig, SelectResult
 
 if TYPE_CHECKING:
@@ -48,8 +52,8 @@ if TYPE_CHECKING:
     import polars
     import pyarrow
 
-__all__ = ["annotate", "dedup_exact", "dedup_fuzzy", "dsir_fit", "select", "funnel", "run", "load_recipe",
-           "read_documents", "attributes", "build_config"]
+__all__ = ["annotate", "dedup_exact", "dedup_fuzzy", "dedup_lines", "dsir_fit", "select", "funnel", "run",
+           "load_recipe", "read_documents", "attributes", "build_config"]
 
 PathLike = str | os.PathLike
 Inputs = PathLike | Sequence[PathLike]
@@ -147,6 +151,14 @@ def _stage(cls: type[C], api_name: str, first: str | None, first_value: Any, opt
 
 # ---------------------------------------------------------------- stages
 
+def extract(inputs: Inputs, **options: Any) -> ExtractResult:
+    """Main-content text of the HTML pages in `inputs` (WARC/ARC files, HTML files, folders,
+    globs or URLs) as document shards under `output` (`textsieve extract`)."""
+    from textsieve.stages.extract import run_extract
+
+    return run_extract(_stage(ExtractConfig, "extract", "inputs", inputs, options))
+
+
 def annotate(inputs: Inputs, **options: Any) -> AnnotateResult:
     """Compute quality signals for `inputs` (files, folders, globs or URLs) into attribute
     shards under `output` (`textsieve annotate`)."""
@@ -169,6 +181,15 @@ def dedup_fuzzy(directory: PathLike, **options: Any) -> FuzzyResult:
     from textsieve.stages.dedup_fuzzy import run_fuzzy
 
     return run_fuzzy(_stage(FuzzyConfig, "dedup_fuzzy", "directory", directory, options))
+
+
+def dedup_lines(directory: PathLike, **options: Any) -> LinesResult:
+    """CCNet-style duplicate lines of an annotate folder, per group of `group_shards` shards,
+    written as `_dedup_lines` (`textsieve dedup lines`); drop them in a recipe with
+    `line: dup_lines_seen == 0`."""
+    from textsieve.stages.dedup_lines import run_lines
+
+    return run_lines(_stage(LinesConfig, "dedup_lines", "directory", directory, options))
 
 
 def dsir_fit(raw: PathLike, **options: Any) -> DsirFitResult:
@@ -296,9 +317,11 @@ def attributes(directory: PathLike, as_: str = "duckdb", *, columns: Sequence[st
                  connection=connection)
 
 
+_signature(extract, ExtractConfig, "inputs")
 _signature(annotate, AnnotateConfig, "inputs")
 _signature(dedup_exact, ExactConfig, "inputs")
 _signature(dedup_fuzzy, FuzzyConfig, "directory")
+_signature(dedup_lines, LinesConfig, "directory")
 _signature(dsir_fit, DsirFitConfig, "raw")
 _signature(select, SelectConfig, "directory",
            [inspect.Parameter("dry_run", inspect.Parameter.KEYWORD_ONLY, default=False, annotation="bool")])

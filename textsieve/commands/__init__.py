@@ -3,5 +3,5 @@
 
 from __future__ import annotations
 
-COMMAND_MODULES = ("annotate", "dedup", "select", "dsir", "learn", "eval", "train", "models", "export", "signals",
-                   "resources", "sample", "run", "report")
+COMMAND_MODULES = ("extract", "annotate", "dedup", "select", "dsir", "learn", "eval", "train", "models", "export",
+                   "signals", "resources", "sample", "run", "report")

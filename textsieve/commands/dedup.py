@@ -1,4 +1,5 @@
-"""`textsieve dedup exact|fuzzy|show`: exact and MinHash-LSH deduplication, and cluster reports."""
+"""`textsieve dedup exact|fuzzy|lines|show`: exact, MinHash-LSH and CCNet line deduplication, and cluster
+reports."""
 
 from __future__ import annotations
 
@@ -36,6 +37,22 @@ def run_fuzzy(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_lines(args: argparse.Namespace) -> int:
+    from textsieve.stages.dedup_lines import LinesConfig
+    from textsieve.stages.dedup_lines import run_lines as run
+
+    res = run(config_from_args(LinesConfig, args))
+    if not args.quiet:
+        if res.skipped:
+            print(f"dedup lines: already done with these settings ({res.output}); --overwrite to redo",
+                  file=sys.stderr)
+        share = res.duplicate_lines / res.lines if res.lines else 0.0
+        print(f"dedup lines: {res.duplicate_lines:,} of {res.lines:,} lines are duplicates ({100 * share:.1f}%) in "
+              f"{res.documents:,} documents, {res.groups:,} group(s) ({res.seconds:.1f} s) -> {res.output}",
+              file=sys.stderr)
+    return 0
+
+
 def run_show(args: argparse.Namespace) -> int:
     """`dedup show`: the cluster list without --cluster, else that cluster (library: `show`)."""
     from textsieve.stages.dedup_show import show
@@ -45,7 +62,7 @@ def run_show(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    d = sub.add_parser("dedup", parents=[common], help="exact and fuzzy (MinHash-LSH) deduplication")
+    d = sub.add_parser("dedup", parents=[common], help="exact, fuzzy (MinHash-LSH) and line deduplication")
     dsub = d.add_subparsers(dest="mode", required=True, metavar="MODE")
     from textsieve.stages.dedup_exact import ExactConfig
     from textsieve.stages.dedup_fuzzy import FuzzyConfig
@@ -72,6 +89,24 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                                     "DIR/_dedup_fuzzy/ and summary.json.")
     add_config_options(f, FuzzyConfig)
     f.set_defaults(func=run_fuzzy)
+
+    from textsieve.stages.dedup_lines import LinesConfig
+
+    ln = dsub.add_parser("lines", parents=[common], help="flag lines repeated across documents (CCNet line dedup)",
+                         formatter_class=ExamplesFormatter,
+                         epilog=examples("textsieve dedup lines attrs/",
+                                         "textsieve dedup lines attrs/ --group-shards 2 --memory 512MB --overwrite",
+                                         "textsieve dedup lines attrs/ --normalize punct --bloom-fp 0.001 --overwrite"),
+                         description="CCNet's line dedup: lines are normalised (strip, lowercase, digits -> 0, CCNet's "
+                                     "punctuation removed) and hashed; within each group of --group-shards consecutive "
+                                     "shards, a line whose normalised text occurs in two or more documents is a "
+                                     "duplicate (every occurrence, the first included), as is a repeat within one "
+                                     "document; blank lines never are. Writes the line-level span column "
+                                     "dup_lines_seen (1 = duplicate) and dup_lines_count/_chars/_frac to "
+                                     "DIR/_dedup_lines/. Drop the lines in a recipe: "
+                                     "'line: dup_lines_seen == 0'.")
+    add_config_options(ln, LinesConfig)
+    ln.set_defaults(func=run_lines)
 
     s = dsub.add_parser("show", parents=[common], help="list the largest fuzzy clusters, or print one cluster's "
                         "members and their similarity",

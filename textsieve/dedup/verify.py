@@ -12,18 +12,29 @@ streamed (one task per shard); pairs are then checked in order, reading two smal
 disk at a time. A shingle hash is the splitmix64 finaliser of a polynomial over the xxh3-64
 hashes of its words; two different shingles collide with probability ~2**-64, so the
 computed Jaccard equals the exact one for any corpus that fits on Earth.
+
+Both modes first find the candidates in the annotate shards (`locate`): a pass over the id
+column (and, for `estimated`, the signature column) in budget-sized batches, keeping only the
+hits, so the pass stays within `--memory` whatever the corpus size.
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import xxhash
 
 from textsieve.text.normalize import normalize
+
+if TYPE_CHECKING:  # dedup.corpus imports this module's store lazily, and so does this module
+    from textsieve.dedup.corpus import ShardTable
 
 NGRAM = 13  # = textsieve.dedup.minhash.NGRAM (§7.1)
 
@@ -112,3 +123,113 @@ class ShingleStore:
             for fd in fds:
                 os.close(fd)
         return out
+
+
+# --- the candidates' data, read within the budget, and the two verification modes ----------
+
+def shard_batches(table: ShardTable, i: int, columns: list[str], rows: int) -> Iterator[tuple[int, pa.RecordBatch]]:
+    """Shard i's `columns` in batches of at most `rows`, each with the row offset it starts at.
+    Read with `pre_buffer=False`: pyarrow's default pre-buffering keeps every column chunk read
+    so far until the file is closed, i.e. a whole shard's band or signature columns (~1 MB per
+    row group and column), whatever the batch size."""
+    offset = 0
+    with table.fs.open(table.paths[i], "rb") as fh:
+        for rb in pq.ParquetFile(fh, pre_buffer=False).iter_batches(batch_size=rows, columns=columns,
+                                                                    use_threads=False):
+            yield offset, rb
+            offset += rb.num_rows
+
+
+#: bytes per document of a batch being read in `locate`: its id as a Python string and SHA-1
+ID_ROW_BYTES = 300
+#: ... plus, for `--verify estimated`, its 128-value signature as Arrow list<binary> and as uint32
+SIG_ROW_BYTES = 1600
+
+
+def locate(table: ShardTable, want: np.ndarray, budget: int, extra: str | None = None,
+           decode: Callable[[pa.Array], np.ndarray] | None = None,
+           row_bytes: int = ID_ROW_BYTES) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """For sorted unique id_ints `want`: (ids found, their ordinals, `decode(extra column)` rows)
+    sorted by id_int. An id_int present twice in the corpus maps to its first occurrence.
+    Memory: the outputs are allocated once, one slot per wanted id, and filled batch by batch
+    (batches of `budget / 8` at `row_bytes` a document, each hit decoded at once), so the peak
+    is the result plus one batch, not the Arrow values of every hit, their concatenation and
+    their reordered copy, with a 32,768-row batch of 128-value signatures (~35 MB) beside them."""
+    from textsieve.dedup.corpus import id_ints
+
+    n = want.shape[0]
+    ords = np.full(n, -1, dtype=np.int64)
+    values: np.ndarray | None = None
+    rows = int(max(1024, min(32768, budget // (8 * row_bytes))))
+    for i in range(len(table.paths)):
+        for offset, rb in shard_batches(table, i, ["id", *([extra] if extra else [])], rows):
+            ii = id_ints(rb.column("id"))
+            pos = np.minimum(np.searchsorted(want, ii), max(0, n - 1))
+            hit = np.flatnonzero(want[pos] == ii) if n else np.zeros(0, dtype=np.int64)
+            hit = hit[ords[pos[hit]] < 0]  # not found in an earlier batch
+            slot, first = np.unique(pos[hit], return_index=True)  # nor earlier in this one
+            hit = hit[first]
+            if not hit.shape[0]:
+                continue
+            ords[slot] = hit + offset + table.base[i]
+            if extra is not None and decode is not None:
+                got = decode(rb.column(extra).take(pa.array(hit)))
+                if values is None:
+                    values = np.zeros((n, *got.shape[1:]), dtype=got.dtype)
+                values[slot] = got
+    if extra is not None and values is None:  # nothing found
+        values = np.zeros(0, dtype=np.int64)
+    found = ords >= 0
+    if found.all():
+        return want, ords, values
+    return want[found], ords[found], (values[found] if values is not None else None)
+
+
+def estimated_edges(table: ShardTable, sig_col: str, edges: dict[float, np.ndarray], ends: np.ndarray,
+                    budget: int) -> dict[float, np.ndarray]:
+    """`--verify estimated`: per threshold, the edges whose MinHash estimate (`sig_col`, the
+    128-value signature) is >= T. `ends`: the sorted distinct documents of all edges. Memory:
+    the candidates' signatures (512 B each) and one chunk of pairs."""
+    from textsieve.dedup.lsh import band_values, estimated_jaccard
+
+    def decode(arr: pa.Array) -> np.ndarray:
+        valid, sig = band_values(arr, f"column {sig_col}")
+        if not valid.all():  # a candidate's bands come from its signature
+            raise ValueError(f"--verify estimated: a candidate document has no {sig_col}")
+        return sig.reshape(sig.shape[0], -1)
+
+    ii, _, sig = locate(table, ends, budget, sig_col, decode, ID_ROW_BYTES + SIG_ROW_BYTES)
+    assert sig is not None
+    # pairs a chunk at a time: gathering both ends of every edge at once costs 2 x edges x 512 B
+    step = max(1024, budget // (16 * max(1, sig.shape[1] * sig.itemsize)))
+    out = {}
+    for t, e in edges.items():
+        a, b = np.searchsorted(ii, e[:, 0]), np.searchsorted(ii, e[:, 1])
+        keep = np.zeros(e.shape[0], dtype=bool)
+        for s in range(0, e.shape[0], step):
+            keep[s:s + step] = estimated_jaccard(sig[a[s:s + step]], sig[b[s:s + step]]) >= t
+        out[t] = e[keep]
+    return out
+
+
+def exact_edges(table: ShardTable, edges: dict[float, np.ndarray], ends: np.ndarray, budget: int, work: str,
+                workers: int = 1, progress: bool = False) -> dict[float, np.ndarray]:
+    """`--verify exact`: per threshold, the edges whose exact shingle Jaccard is >= T, from a
+    `ShingleStore` of the candidates built in the folder `work`."""
+    from textsieve.dedup.corpus import shingle_store
+    from textsieve.exec.progress import Progress
+
+    ii, ords, _ = locate(table, ends, budget)
+    order = np.argsort(ords, kind="stable")  # the store is indexed by sorted ordinal
+    bar = Progress("dedup fuzzy [verify: re-read texts]", ords.shape[0], enabled=progress)
+    store = shingle_store(table, ords[order], work, workers=workers, progress=bar)
+    bar.close()
+    slot = np.empty(order.shape[0], dtype=np.int64)
+    slot[order] = np.arange(order.shape[0])  # id_int position -> store index
+    out = {}
+    for t, e in edges.items():
+        a, b = slot[np.searchsorted(ii, e[:, 0])], slot[np.searchsorted(ii, e[:, 1])]
+        bar = Progress(f"dedup fuzzy [verify t{t}]", e.shape[0], enabled=progress, unit="pairs")
+        out[t] = e[store.jaccard(a, b, progress=bar) >= t]
+        bar.close()
+    return out

@@ -25,7 +25,8 @@ from typing import Protocol, TypeVar
 
 import fsspec
 
-NAMES = frozenset({"annotate.json", "selection.json", "summary.json", "manifest.json", ".state.json", ".publish.json"})
+NAMES = frozenset({"annotate.json", "extract.json", "selection.json", "summary.json", "manifest.json", ".state.json",
+                   ".publish.json"})
 MAX_BYTES = 64 << 20  # larger files are never bookkeeping (textsieve's are kilobytes to a few MB)
 
 log = logging.getLogger("textsieve.io")

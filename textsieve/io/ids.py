@@ -41,7 +41,7 @@ def record_location(shard: Shard, row: int) -> str:
     `path:record N`."""
     if shard.format == "jsonl":
         return f"{shard.path}:{row + 1}"
-    if shard.format == "txt" and 0 <= row < len(shard.members):
+    if shard.format in ("txt", "html") and 0 <= row < len(shard.members):
         return shard.members[row]
     if shard.format == "parquet":
         return f"{shard.path}:row {row}"

@@ -7,7 +7,8 @@ because output paths and default document ids are derived from it.
 Conventions:
 - ``rel`` is relative to the folder for folder inputs, relative to the non-magic prefix for globs
   (``data/**/*.jsonl`` -> ``2024/a.jsonl``), and the basename for a named file.
-- Every input file is one shard, except ``.txt`` files: all .txt files of one folder form one shard
+- Every input file is one shard, except ``.txt`` files (and likewise ``.html``/``.htm``/``.html.gz``
+  pages, as ``_html`` shards of format "html"): all .txt files of one folder form one shard
   whose ``rel`` is ``<folder rel>/_txt`` (just ``_txt`` for the top folder or for named files), whose
   ``path`` is the folder, and whose ``members`` are the files, sorted. Each file is one document with
   id = the file's rel path (``sub/a.txt``) and row = its index in ``members``. ``_txt`` rather than
@@ -63,12 +64,14 @@ _SUFFIX_FORMATS: list[tuple[str, str]] = sorted(
         ".warc.wet": "wet",
         ".warc.wet.gz": "wet",
         ".txt": "txt",
+        **{f".{ext}{comp}": "html" for ext in ("html", "htm") for comp in ("", ".gz")},
     }.items(),
     key=lambda item: -len(item[0]),
 )
-FORMATS = ("jsonl", "parquet", "wet", "warc", "txt")  # the built-in formats
+FORMATS = ("jsonl", "parquet", "wet", "warc", "txt", "html")  # the built-in formats
+GROUPED = {"txt": "_txt", "html": "_html"}  # formats whose files are one document each, a shard per folder
 _FORMAT_NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
-TXT_SHARD_NAME = "_txt"
+TXT_SHARD_NAME = GROUPED["txt"]
 _MAGIC = frozenset("*?[")
 
 log = logging.getLogger("textsieve.io")
@@ -254,22 +257,23 @@ def _glob(fs: fsspec.AbstractFileSystem, pattern: str) -> list[_Found]:
 
 
 def _group(found: list[tuple[str, _Found]]) -> list[tuple[str, Shard]]:
-    """One shard per file, except .txt files, which are grouped per folder (see module doc)."""
+    """One shard per file, except .txt and .html files, which are grouped per folder (see module doc)."""
     shards = []
-    txt: dict[tuple[str, str], list[tuple[str, _Found]]] = {}
+    txt: dict[tuple[str, str, str], list[tuple[str, _Found]]] = {}
     for raw, f in found:
-        if f.format == "txt":
+        if f.format in GROUPED:
             base, sep, chain = f.path.partition("::")  # a chained URL keeps its target (see `_chain_rest`)
             folder = base.rstrip("/").rsplit("/", 1)[0] + sep + chain
-            txt.setdefault((folder, posixpath.dirname(f.rel)), []).append((raw, f))
+            txt.setdefault((f.format, folder, posixpath.dirname(f.rel)), []).append((raw, f))
         else:
             shards.append((raw, Shard(f.path, f.rel, f.format, f.size)))
-    for (folder, folder_rel), files in txt.items():
+    for (fmt, folder, folder_rel), files in txt.items():
         files.sort(key=lambda item: item[1].rel)
+        name = GROUPED[fmt]
         shard = Shard(
             path=folder,
-            rel=posixpath.join(folder_rel, TXT_SHARD_NAME) if folder_rel else TXT_SHARD_NAME,
-            format="txt",
+            rel=posixpath.join(folder_rel, name) if folder_rel else name,
+            format=fmt,
             size=sum(f.size for _, f in files),
             members=tuple(f.path for _, f in files),
         )

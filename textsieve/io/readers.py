@@ -28,6 +28,7 @@ from textsieve import extensions
 from ..document import Document
 from .errors import InputError, SkippedRecord
 from .fields import FieldPath
+from .html_files import read_html
 from .jsonl import read_jsonl
 from .limits import doc_size_ok
 from .parquet import read_parquet
@@ -152,6 +153,7 @@ _READERS: dict[str, Read] = {
     "warc": read_warc,
     "wet": read_wet,
     "txt": read_txt,
+    "html": read_html,
 }
 
 

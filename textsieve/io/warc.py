@@ -23,6 +23,8 @@ holds are then all intact.)
 
 from __future__ import annotations
 
+import io
+import logging
 import re
 import zlib
 from collections.abc import Iterator
@@ -40,6 +42,7 @@ if TYPE_CHECKING:
 
 _WARCIO_ERRORS = (ArchiveLoadFailed, StatusAndHeadersParserException, EOFError, zlib.error, ValueError)
 _DRAIN = 1 << 16
+log = logging.getLogger("textsieve.io")
 
 
 def read_warc(ctx: ShardReader) -> Iterator[Document]:
@@ -51,6 +54,14 @@ def read_wet(ctx: ShardReader) -> Iterator[Document]:
 
 
 def _read_archive(ctx: ShardReader, wanted: str) -> Iterator[Document]:
+    rel = ctx.shard.rel
+    for row, record, body, _ in archive_records(ctx, wanted):
+        yield _document(rel, row, record, body)
+
+
+def archive_records(ctx: ShardReader, wanted: str) -> Iterator[tuple[int, Any, bytes, int]]:
+    """(row, warcio record, decoded body, byte offset) of each checked `wanted` record of the
+    shard; problems go to `ctx.bad`. `textsieve.io.warc_pages` reads ARC files through it."""
     shard = ctx.shard
     with fsspec.open(shard.path, "rb") as raw:
         records = _CheckedRecords(raw)
@@ -83,6 +94,23 @@ def _read_archive(ctx: ShardReader, wanted: str) -> Iterator[Document]:
                         f"not a WARC or ARC record (header line: {_header_line(record)!r}){_after(row - 1)}")
                 return
             missing = getattr(record.raw_stream, "limit", 0)
+            if wanted == "conversion" and (missing > 0 or records.bad_end is not None):
+                if records.reader.decompressor is not None:  # warcio read on across members: start over here
+                    yield from _wet_members(ctx, raw, start, row)
+                    return
+                recovered = _recover_wet(raw, start, ambiguous_ok=ctx.options.on_error == "skip")
+                if recovered is not None:  # a malformed separator or Content-Length: the record is kept
+                    block, boundary, note = recovered
+                    if note:
+                        log.warning("%s: %s", location, note)
+                    if record.rec_type == wanted:
+                        yield row, record, block, start
+                    row += 1
+                    if boundary is None:
+                        return
+                    raw.seek(boundary)  # plain file: go on at the next header
+                    records = _CheckedRecords(raw)
+                    continue
             if records.cut is not None and missing <= 0:
                 ctx.bad(location, f"the gzip member of this record (at byte {start}) {records.cut}, so its content "
                                   f"cannot be verified; the rest of the file is not read{_after(row - 1)}")
@@ -116,7 +144,7 @@ def _read_archive(ctx: ShardReader, wanted: str) -> Iterator[Document]:
                 row += 1
                 continue
             if body is not None:
-                yield _document(shard.rel, row, record, body)
+                yield row, record, body, start
             row += 1
 
 
@@ -233,6 +261,107 @@ def _resync(raw: Any, start: int) -> _CheckedRecords | None:
         tail = data[-16:]
         base += len(chunk)
     return None
+
+
+_WET_NEXT = re.compile(rb"\nWARC/1\.[01]\r?\n")
+_SEPARATORS = (b"\r\n\r\n", b"\n\n", b"\r\n", b"\n", b"")
+
+
+def _recover_wet(raw: Any, start: int, *, ambiguous_ok: bool) -> tuple[bytes, int | None, str] | None:
+    """The block of a plain WET file's record at byte `start` whose end is not where its
+    Content-Length says, taken up to the next ``WARC/1.x`` line: (block, where the next record
+    starts or None, a note when the block is a guess), or None (not recoverable)."""
+    raw.seek(start)
+    region, boundary = b"", None
+    while chunk := raw.read(_DRAIN * 16):
+        region += chunk
+        found = _WET_NEXT.search(region, 1)
+        if found is not None:
+            boundary = start + found.start() + 1
+            region = region[: found.start() + 1]
+            break
+    block = _wet_block(region, bounded=boundary is not None, ambiguous_ok=ambiguous_ok)
+    return None if block is None else (block[0], boundary, block[1])
+
+
+def _wet_block(region: bytes, *, bounded: bool, ambiguous_ok: bool) -> tuple[bytes, str] | None:
+    """The block of the WET record `region` (headers to the next record), and a note if it is a guess.
+
+    cc_net-era tools wrote WET files with ``\n\n``, ``\r\n`` or no blank line between records,
+    or a Content-Length counted for other newlines. The record is unambiguous (kept in fail
+    mode too) when its WARC-Block-Digest matches one reading of the block, or, without a
+    digest, when only the separator is off (Content-Length bytes, then nothing but newlines
+    before the next record). Otherwise the block is the text up to the next record minus one
+    separator: kept in skip mode only (`ambiguous_ok`), with a note, and only when a next
+    record (or a clean separator at the end of the file) bounds it, never for a cut file."""
+    head_end = region.find(b"\r\n\r\n")
+    if head_end < 0:
+        return None
+    head, body = region[:head_end], region[head_end + 4 :]
+    length = re.search(rb"(?im)^content-length:[ \t]*(\d+)[ \t]*\r?$", head)
+    digest = re.search(rb"(?im)^warc-block-digest:[ \t]*(\S+)[ \t]*\r?$", head)
+    declared = int(length.group(1)) if length else -1
+    exact = 0 <= declared <= len(body) and not body[declared:].strip(b"\r\n") and len(body) - declared <= 8
+    readings = ([body[:declared]] if exact else []) + [body[: len(body) - len(sep)] for sep in _SEPARATORS
+                                                        if body.endswith(sep)]
+    if digest is not None:
+        from .warc_frames import digest_ok
+
+        checks = [(block, digest_ok(digest.group(1).decode("ascii", "replace"), block)) for block in readings]
+        if any(ok is not None for _, ok in checks):
+            matched = [block for block, ok in checks if ok]
+            return (matched[0], "") if matched else None
+    if exact:
+        return body[:declared], ""
+    if not ambiguous_ok or not (bounded or body.endswith((b"\r\n\r\n", b"\n\n"))) or not readings:
+        return None
+    return readings[0], (f"the block does not end where its Content-Length ({declared}) says; its text was taken "
+                         f"up to the next record ({len(readings[0])} bytes) and kept")
+
+
+def _wet_members(ctx: ShardReader, raw: Any, start: int, row: int) -> Iterator[tuple[int, Any, bytes, int]]:
+    """The conversion records of a .wet.gz from the member at byte `start` on, one record per
+    member, each recovered with `_wet_block` (warcio cannot read on after a malformed end)."""
+    ambiguous_ok = ctx.options.on_error == "skip"
+    raw.seek(start)
+    pos, buf = start, b""
+    while True:
+        if not buf and not (buf := raw.read(_DRAIN)):
+            return
+        at, inflate, parts = pos, zlib.decompressobj(31), []
+        while True:
+            try:
+                parts.append(inflate.decompress(buf))
+            except zlib.error as exc:
+                ctx.bad(f"{ctx.shard.path}:record {row}", f"corrupt gzip data in this record's gzip member (at byte "
+                                                          f"{at}) ({exc}); the rest of the file is not read")
+                return
+            if inflate.eof:
+                buf = inflate.unused_data
+                pos = raw.tell() - len(buf)
+                break
+            if not (buf := raw.read(_DRAIN)):
+                ctx.bad(f"{ctx.shard.path}:record {row}", f"record is truncated: the file ends inside its gzip "
+                                                          f"member (at byte {at}); the file is cut")
+                return
+        region = b"".join(parts)
+        location = f"{ctx.shard.path}:record {row}"
+        recovered = _wet_block(region, bounded=True, ambiguous_ok=ambiguous_ok)
+        if recovered is None:
+            ctx.bad(location, f"the block of this record (at byte {at}) does not end where its Content-Length says, "
+                              "and its end cannot be told (no matching WARC-Block-Digest)")
+        else:
+            block, note = recovered
+            if note:
+                log.warning("%s: %s", location, note)
+            head = region[: region.find(b"\r\n\r\n")]
+            size = str(len(block)).encode()
+            head = re.sub(rb"(?im)^(content-length:[ \t]*)\d+", rb"\g<1>" + size, head)
+            record = next(ArchiveIterator(io.BytesIO(head + b"\r\n\r\n" + block + b"\r\n\r\n"), arc2warc=False))
+            if record.rec_type == "conversion":
+                yield row, record, block, at
+        row += 1
+        ctx.bytes_read = pos
 
 
 def _after(last_good_row: int) -> str:

@@ -4,7 +4,8 @@ The pipeline never re-implements a stage: it fills `AnnotateConfig`, `ExactConfi
 `FuzzyConfig`, `DsirFitConfig` and `SelectConfig` (own section + shared keys + the fields the
 output layout fixes) and calls the stage's `run_*` function, exactly as the CLI does.
 
-Output layout: `OUT/attrs/` (annotate shards and the `_dedup_*`, `_dsir_*` sets beside them),
+Output layout: `OUT/docs/` (extracted documents, when the file has an `extract:` section; annotate
+then reads them), `OUT/attrs/` (annotate shards and the `_dedup_*`, `_dsir_*` sets beside them),
 `OUT/selected/` (the selection), `OUT/pipeline.resolved.yaml`.
 """
 
@@ -17,12 +18,18 @@ from typing import Any
 from textsieve.pipeline.config import STAGES, PipelineConfig, PipelineConfigError, StageSpec, parse_dsir_targets
 
 ATTRS = "attrs"
+DOCS = "docs"
 SELECTED = "selected"
 SPECS = {s.name: s for s in STAGES}
 
 
 def attrs_dir(cfg: PipelineConfig) -> str:
     return f"{cfg.output.rstrip('/')}/{ATTRS}"
+
+
+def docs_dir(cfg: PipelineConfig) -> str:
+    """Where `extract` writes its documents (annotate's input when the pipeline extracts)."""
+    return f"{cfg.output.rstrip('/')}/{DOCS}"
 
 
 def selected_dir(cfg: PipelineConfig) -> str:
@@ -45,9 +52,13 @@ def _section(data: dict[str, Any], spec: StageSpec, index: int | None) -> dict[s
 def derived_values(cfg: PipelineConfig, name: str, progress: bool) -> dict[str, Any]:
     """The fields the output layout fixes, per stage (see `StageSpec.derived`)."""
     attrs = attrs_dir(cfg)
-    fixed: dict[str, dict[str, Any]] = {"annotate": {"output": attrs},
+    extracts = cfg.data.get("extract") is not None
+    fixed: dict[str, dict[str, Any]] = {"extract": {"output": docs_dir(cfg)},
+                                        "annotate": {"output": attrs} | ({"inputs": [docs_dir(cfg)]} if extracts
+                                                                         else {}),
                                         "dedup_exact": {"inputs": [attrs], "output": attrs},
                                         "dedup_fuzzy": {"directory": attrs},
+                                        "dedup_lines": {"directory": attrs},
                                         "dsir": {"raw": attrs},
                                         "select": {"directory": attrs, "output": selected_dir(cfg)}}
     return fixed[name] | {"progress": progress}

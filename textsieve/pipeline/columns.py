@@ -53,6 +53,13 @@ def fuzzy_set(cfg: PipelineConfig) -> tuple[str, pa.Schema]:
     return FUZZY_SET, _set(cols)
 
 
+def lines_set(cfg: PipelineConfig) -> tuple[str, pa.Schema]:
+    """(set name, schema) that `dedup lines` will write: the line spans and their doc-level twins."""
+    from textsieve.stages.dedup_lines import LINES_SET, output_schema
+
+    return LINES_SET, output_schema()
+
+
 def dsir_set(name: str) -> tuple[str, pa.Schema]:
     """(set name, schema) that `dsir fit --name NAME` writes."""
     from textsieve.dsir.names import column_names, set_name
@@ -90,6 +97,8 @@ def planned_sets(cfg: PipelineConfig) -> list[tuple[str, str, pa.Schema]]:
         out.append(("dedup_exact", *exact_set(cfg)))
     if d["dedup"]["fuzzy"] is not None:
         out.append(("dedup_fuzzy", *fuzzy_set(cfg)))
+    if d["dedup"]["lines"] is not None:
+        out.append(("dedup_lines", *lines_set(cfg)))
     for fit in d["dsir"]:
         out.append((f"dsir:{fit['name']}", *dsir_set(fit["name"])))
     return out

@@ -8,13 +8,15 @@ dataclass field, with the same type and default; `tests/test_pipeline.py` checks
 mechanically against the CLI parsers too.
 
 Layout of the file (all sections optional except `inputs` and `output`; a stage runs when its
-section is present, annotate always runs):
+section is present, annotate always runs, after extract when there is one):
 
     inputs: [docs/*.jsonl.gz]      output: out/      executor: local|ray   address: null
     workers: null                  overwrite: false  fingerprint: stat|content
     read:     {text_field, id_field, lang_field, on_error}
+    extract:  {engine, fix_text, format, ...}   (web archives/HTML pages -> OUT/docs, which annotate reads)
     annotate: {signals, lang, models, resources, batch_size, workers}
-    dedup:    {exact: {normalize, bloom_fp, ...}, fuzzy: {thresholds, bands, verify, keep, ...}}
+    dedup:    {exact: {normalize, bloom_fp, ...}, fuzzy: {thresholds, bands, verify, keep, ...},
+               lines: {normalize, group_shards, bloom_fp, ...}}
     dsir:     [{name, targets, buckets, ngrams, ..., recipe}, ...]   (recipe: fit the raw side on its survivors)
     select:   {recipe and/or dsir, k, tokens, format, ...}  (both: DSIR draws from the survivors)
 
@@ -37,7 +39,9 @@ from textsieve.options import choices_of, default_of
 from textsieve.stages.annotate import AnnotateConfig
 from textsieve.stages.dedup_exact import ExactConfig
 from textsieve.stages.dedup_fuzzy import FuzzyConfig
+from textsieve.stages.dedup_lines import LinesConfig
 from textsieve.stages.dsir_fit import DsirFitConfig
+from textsieve.stages.extract import ExtractConfig
 from textsieve.stages.select import SelectConfig
 
 EXECUTORS = ("local", "ray")
@@ -73,6 +77,10 @@ class StageSpec:
 
 
 STAGES: tuple[StageSpec, ...] = (
+    StageSpec("extract", ExtractConfig, "extract",
+              shared={"inputs": "inputs", "on_error": "read.on_error", "overwrite": "overwrite"},
+              derived={"output": "always OUT/docs (annotate then reads OUT/docs instead of the inputs)",
+                       "progress": PROGRESS_REASON}),
     StageSpec("annotate", AnnotateConfig, "annotate",
               shared={"inputs": "inputs", "text_field": "read.text_field", "id_field": "read.id_field",
                       "lang_field": "read.lang_field", "on_error": "read.on_error", "overwrite": "overwrite"},
@@ -84,6 +92,8 @@ STAGES: tuple[StageSpec, ...] = (
                                  "_dedup_exact_rpv2 etc. named by the settings)",
                        "progress": PROGRESS_REASON}),
     StageSpec("dedup_fuzzy", FuzzyConfig, "dedup.fuzzy", shared={"overwrite": "overwrite"},
+              derived={"directory": "always the annotate folder OUT/attrs", "progress": PROGRESS_REASON}),
+    StageSpec("dedup_lines", LinesConfig, "dedup.lines", shared={"overwrite": "overwrite"},
               derived={"directory": "always the annotate folder OUT/attrs", "progress": PROGRESS_REASON}),
     StageSpec("dsir", DsirFitConfig, "dsir[]", shared={"overwrite": "overwrite"},
               derived={"raw": "always the annotate folder OUT/attrs", "progress": PROGRESS_REASON},
@@ -313,11 +323,13 @@ class PipelineConfig:
     def stages(self) -> list[str]:
         """Stage names in run order."""
         d = self.data
-        out = ["annotate"]
+        out = (["extract"] if d["extract"] is not None else []) + ["annotate"]
         if d["dedup"]["exact"] is not None:
             out.append("dedup_exact")
         if d["dedup"]["fuzzy"] is not None:
             out.append("dedup_fuzzy")
+        if d["dedup"]["lines"] is not None:
+            out.append("dedup_lines")
         out += [f"dsir:{fit['name']}" for fit in d["dsir"]]
         if d["select"] is not None:
             out.append("select")
@@ -338,7 +350,8 @@ def _absolute(value: Any, base: Path) -> Any:
 def _resolve_paths(d: dict[str, Any], base: Path) -> None:
     d["inputs"] = _absolute([d["inputs"]] if isinstance(d["inputs"], str) else d["inputs"], base)
     d["output"] = _absolute(d["output"], base)
-    sections = [d["annotate"], d["dedup"]["exact"], d["dedup"]["fuzzy"], d["select"], *d["dsir"]]
+    dedup = d["dedup"]
+    sections = [d["extract"], d["annotate"], dedup["exact"], dedup["fuzzy"], dedup["lines"], d["select"], *d["dsir"]]
     for sec in sections:
         if not sec:
             continue

@@ -23,6 +23,10 @@ ATTR_BYTES_PER_DOC = 4_150
 #: Peak RSS of one annotate worker process (word lists, kernels, a batch), measured on the dev
 #: corpus with --workers 1: ~310 MB.
 WORKER_BYTES = 310_000_000
+#: Peak RSS of one extract worker (the extraction engine, the language-id model, one page) and
+#: gzipped output bytes per kept page, measured on the dev WARCs with --workers 1.
+EXTRACT_WORKER_BYTES = 250_000_000
+EXTRACT_BYTES_PER_DOC = 1_500
 #: Bytes per document of a dedup/DSIR attribute set (id, shard, row + a few scalar columns).
 SET_BYTES_PER_DOC = 60
 #: MinHash bands per document of each RPv2 threshold (spec §8: optimal_param).
@@ -115,6 +119,17 @@ class _Estimate:
     mean_chars: int
 
 
+def _extract_plan(e: _Estimate, index: int | None) -> StagePlan:
+    from textsieve.exec.local import default_workers
+    from textsieve.pipeline.build import docs_dir
+
+    ex = build(e.cfg, "extract", progress=False)
+    workers = ex.workers or e.cfg.data["workers"] or default_workers()
+    return StagePlan("extract", f"engine {ex.engine}: main-content text -> {docs_dir(e.cfg)}",
+                     workers * EXTRACT_WORKER_BYTES, e.docs * EXTRACT_BYTES_PER_DOC,
+                     f"{workers} worker(s); ~{e.docs:,} response records, pages that are not HTML are left out")
+
+
 def _annotate_plan(e: _Estimate, index: int | None) -> StagePlan:
     from textsieve.exec.local import default_workers
     from textsieve.stages.annotate_lang import check_lang
@@ -175,8 +190,8 @@ def _select_plan(e: _Estimate, index: int | None) -> StagePlan:
 #: per stage kind (as `textsieve run` names them, `dsir` for `dsir:NAME`): its estimate; a
 #: stage without one is listed with zeros
 ESTIMATES: dict[str, Callable[[_Estimate, int | None], StagePlan]] = {
-    "annotate": _annotate_plan, "dedup_exact": _dedup_exact_plan, "dedup_fuzzy": _dedup_fuzzy_plan,
-    "dsir": _dsir_plan, "select": _select_plan}
+    "extract": _extract_plan, "annotate": _annotate_plan, "dedup_exact": _dedup_exact_plan,
+    "dedup_fuzzy": _dedup_fuzzy_plan, "dsir": _dsir_plan, "select": _select_plan}
 
 
 def make_plan(cfg: PipelineConfig) -> Plan:

@@ -33,7 +33,7 @@ import yaml
 
 from textsieve import __version__
 from textsieve.io.atomic import atomic_open
-from textsieve.pipeline.build import attrs_dir, build, executor_support, selected_dir
+from textsieve.pipeline.build import attrs_dir, build, docs_dir, executor_support, selected_dir
 from textsieve.pipeline.config import PipelineConfig, PipelineConfigError
 
 log = logging.getLogger("textsieve.pipeline")
@@ -217,6 +217,18 @@ def _set_complete(cfg: PipelineConfig, set_name: str, summary: bool = True) -> b
         r in manifest.files for r in rels)
 
 
+def _extract(c: Any) -> Outcome:
+    from textsieve.stages.extract import run_extract
+
+    res = run_extract(c)
+    left = ", ".join(f"{n:,} {r}" for r, n in res.skipped.items()) or "none left out"
+    return Outcome({"pages": res.pages, "documents": res.documents, "skipped": res.skipped,
+                    "bad_records": res.bad_records, "shards_written": len(res.shards_written),
+                    "shards_skipped": len(res.shards_skipped)}, ran=bool(res.shards_written),
+                   summary=f"extract: {res.documents:,} of {res.pages:,} pages kept ({left}); "
+                           f"{len(res.shards_written)} shard(s) written, {len(res.shards_skipped)} already done")
+
+
 def _annotate(c: Any) -> Outcome:
     from textsieve.stages.annotate import run_annotate
 
@@ -247,6 +259,14 @@ def _dedup_fuzzy(c: Any) -> Outcome:
 
     r = run_fuzzy(c)
     return Outcome({f"t{t}": s["n_removed"] for t, s in r.summary["thresholds"].items()} | {"resumed": r.skipped})
+
+
+def _dedup_lines(c: Any) -> Outcome:
+    from textsieve.stages.dedup_lines import run_lines
+
+    r = run_lines(c)
+    return Outcome({"documents": r.documents, "lines": r.lines, "duplicate_lines": r.duplicate_lines,
+                    "groups": r.groups})
 
 
 def _dsir_fit(c: Any) -> Outcome:
@@ -290,9 +310,11 @@ def _every_other_stage(cfg: PipelineConfig, name: str, c: Any, names: list[str],
     return [keys[n] for n in names if n not in ("annotate", name)]
 
 
+register_stage("extract", StageRunner(_extract, output_key=lambda cfg: _annotate_key(docs_dir(cfg))))
 register_stage("annotate", StageRunner(_annotate, output_key=lambda cfg: _annotate_key(attrs_dir(cfg))))
 register_stage("dedup_exact", StageRunner(_dedup_exact, complete=_dedup_exact_complete))
 register_stage("dedup_fuzzy", StageRunner(_dedup_fuzzy, complete=lambda cfg, name, c: _set_complete(cfg, name)))
+register_stage("dedup_lines", StageRunner(_dedup_lines, complete=lambda cfg, name, c: _set_complete(cfg, name)))
 register_stage("dsir", StageRunner(_dsir_fit, upstream=_dsir_upstream,
                                    complete=lambda cfg, name, c: _set_complete(cfg, name.replace(":", "_"), False)))
 register_stage("select", StageRunner(_select, complete=_select_complete, upstream=_every_other_stage))

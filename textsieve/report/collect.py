@@ -133,6 +133,7 @@ class ReportData:
     notes: list[str] = field(default_factory=list)
     breakdowns: list = field(default_factory=list)  # report.breakdown.Breakdown: per source, per language
     dedup_exact_sets: dict[str, dict] = field(default_factory=dict)  # every `dedup exact` set: its summary
+    extraction: dict | None = None  # the `extract.json` of the run the documents came from (report.extraction)
 
 
 # ---------------------------------------------------------------- locating the run
@@ -479,11 +480,12 @@ def collect(run_dir: str, recipe_spec: str | None = None, selection_dir: str | N
         notes.append("No recipe: give --recipe NAME|PATH (or a select output folder) to see thresholds, "
                      "the funnel and examples.")
     from textsieve.report.breakdown import breakdowns
+    from textsieve.report.extraction import extraction_summary
 
     views, view_notes = breakdowns(con, ann, schema, compiled, by)
     return ReportData(run_dir, ann, int(docs), int(chars), recipe, funnel, signals, derived, dsir, fuzzy, exact,
                       sizes, ex or [], selection, read_text(pipe) if pipe else None, sets, notes + view_notes,
-                      views, exact_sets)
+                      views, exact_sets, extraction_summary(ann))
 
 
 __all__ = ["collect", "locate", "comparisons", "histogram", "Threshold", "Histogram", "Quantity", "ReportData",

@@ -14,6 +14,7 @@ from typing import Any
 from textsieve import __version__
 from textsieve.report.charts import fmt, funnel_svg, histogram_svg
 from textsieve.report.collect import Example, Histogram, Quantity, ReportData
+from textsieve.report.extraction import extraction_section
 from textsieve.report.html_views import breakdown_links, breakdown_sections, distinct_clusters
 
 TEXT_CHARS = 700
@@ -315,7 +316,8 @@ def _examples(d: ReportData) -> str:
 
 
 def _nav(d: ReportData) -> str:
-    links = [("overview", "Overview", 1), ("funnel", "Selection funnel", 1), *breakdown_links(d),
+    links = [("overview", "Overview", 1), *([("extraction", "Extraction", 1)] if d.extraction else []),
+             ("funnel", "Selection funnel", 1), *breakdown_links(d),
              ("signals", "Signals", 1)]
     if d.derived:
         links.append(("derived", "Rule quantities", 2))
@@ -336,5 +338,5 @@ def render(d: ReportData) -> str:
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" '
             f'content="width=device-width, initial-scale=1"><title>{escape(title)}</title>{JS_HEAD}<style>{CSS}</style>'
             f'</head><body><header><h1>{escape(title)}</h1><div class="sub">{sub}</div></header><div class="wrap">'
-            f'{_nav(d)}<main>{_overview(d)}{_funnel(d)}{breakdown_sections(d)}{_signals(d)}{_dedup(d)}{_dsir(d)}{_examples(d)}</main></div>'
+            f'{_nav(d)}<main>{_overview(d)}{extraction_section(d.extraction)}{_funnel(d)}{breakdown_sections(d)}{_signals(d)}{_dedup(d)}{_dsir(d)}{_examples(d)}</main></div>'
             f'{JS_TAIL}</body></html>')

@@ -57,7 +57,7 @@ from textsieve.signals.resources import (
 from textsieve.signals.selection import select_signals
 from textsieve.stages.annotate_lang import check_lang, no_lists_warning, pop_counts
 from textsieve.stages.annotate_parts import Resume, ShardOutput
-from textsieve.stages.annotate_plan import SUMMARY, AnnotateError, output_rel, plan_shards
+from textsieve.stages.annotate_plan import SUMMARY, AnnotateError, output_rel, plan_shards, warn_markup
 from textsieve.stages.annotate_worker import (
     AUTO_LANG,
     BatchTask,
@@ -333,6 +333,7 @@ def run_annotate(cfg: AnnotateConfig) -> AnnotateResult:
     signals, lists = _word_lists(cfg, signals)
     shards = expand_inputs(cfg.inputs)
     check_apart("annotate", cfg.output, cfg.inputs)
+    warn_markup(shards)
     fs, root = fsspec.core.url_to_fs(cfg.output)
     root = root.rstrip("/")
     fingerprint = _fingerprint(cfg, signals, with_minhash, lists, plan)

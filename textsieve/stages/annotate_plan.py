@@ -110,3 +110,13 @@ def _keep_others(pub: Publication, targets: dict[str, str], fingerprint: str, ov
             raise AnnotateError(f"{root}/{rel} (from an earlier run) was made with other settings (fingerprint "
                                 f"{entry.get('settings')} != {fingerprint}); use --overwrite or another "
                                 "--output folder")
+
+
+def warn_markup(shards: list[Shard]) -> None:
+    """Signals of raw HTML say little (almost every page fails Gopher's `no_alpha_words`): say
+    so, and point at `extract`, which turns WARC records and pages into main-content text."""
+    markup = [s for s in shards if s.format in ("warc", "html")]
+    if markup:
+        log.warning("%d input shard(s) hold web pages (%s ...): annotate reads their HTML as is, markup and "
+                    "boilerplate included; run `textsieve extract` on them first and annotate its output",
+                    len(markup), markup[0].rel)

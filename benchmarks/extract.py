@@ -1,0 +1,178 @@
+"""Main-content extraction: quality per engine on the extraction dev pages (and, later, speed end to end).
+
+Usage: python benchmarks/extract.py [--pages N] [--engines a,b] [--shared DIR] [--keep DIR] [--misses N]
+
+Quality part: every registered engine plus trafilatura's own defaults (``trafilatura.extract(html_bytes)``
+with no options: the reference row) on the 495 pages of ``shared/corpora/extraction``. Each page is
+decoded with `textsieve.extraction.decode.decode_html` (the reference row gets the raw bytes, as
+trafilatura's own evaluation does), extracted, and only the extraction is timed (CPU ms per page,
+``time.process_time``, one process). The texts are written as ``.jsonl`` records and scored by the
+set's own ``score_dev.py --json``, so the numbers are exactly the scorer's.
+
+Speed part: `speed_section` (end-to-end WARC -> documents vs datatrove, see _extract_datatrove.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_SHARED = HERE.parent.parent / "shared"
+REFERENCE = "trafilatura-defaults"
+
+
+@dataclass
+class Page:
+    page_id: str
+    body: bytes
+    url: str | None
+
+
+@dataclass
+class Row:
+    engine: str
+    precision: float
+    recall: float
+    f1: float
+    ms_per_page: float
+
+
+def load_pages(extraction_dir: Path, limit: int | None) -> list[Page]:
+    """The dev pages (sorted by id; the first ``limit`` when given) with their URLs."""
+    expectations = json.loads((extraction_dir / "expectations.json").read_text())
+    files = sorted((extraction_dir / "html").glob("*.html.gz"))[:limit]
+    pages = []
+    for f in files:
+        page_id = f.name[: -len(".html.gz")]
+        pages.append(Page(page_id, gzip.decompress(f.read_bytes()), expectations.get(page_id, {}).get("url")))
+    return pages
+
+
+def run_extractor(name: str, extract: Callable[[Page], str], pages: list[Page], out_dir: Path) -> float:
+    """Extract every page, write ``out_dir/<name>/pages.jsonl``; CPU ms per page of extraction alone."""
+    texts = []
+    cpu = 0.0
+    for page in pages:
+        t0 = time.process_time()
+        text = extract(page)
+        cpu += time.process_time() - t0
+        texts.append({"id": page.page_id, "text": text})
+    folder = out_dir / name
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / "pages.jsonl", "w", encoding="utf-8") as fh:
+        for rec in texts:
+            fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+    return 1000.0 * cpu / max(len(pages), 1)
+
+
+def score(extraction_dir: Path, folder: Path, page_ids: list[str]) -> dict:
+    """The set's own scorer on ``folder``; restricted to ``page_ids`` (via a trimmed expectations file)
+    when running on a subset."""
+    cmd = [sys.executable, str(extraction_dir / "score_dev.py"), str(folder), "--json"]
+    expectations = json.loads((extraction_dir / "expectations.json").read_text())
+    if len(page_ids) < len(expectations):
+        subset = folder / "expectations.subset.json"
+        subset.write_text(json.dumps({k: expectations[k] for k in page_ids if k in expectations}))
+        cmd += ["--expectations", str(subset)]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+def extractors(engine_names: list[str]) -> dict[str, Callable[[Page], str]]:
+    """``{row name: page -> text}``: the reference row, then each textsieve engine (decode + extract)."""
+    from textsieve.extraction.decode import decode_html
+    from textsieve.extraction.engines import get_engine
+
+    decoded: dict[str, str] = {}
+
+    def text_of(page: Page) -> str:
+        if page.page_id not in decoded:
+            decoded[page.page_id] = decode_html(page.body, None).text
+        return decoded[page.page_id]
+
+    def reference(page: Page) -> str:
+        import trafilatura
+
+        return trafilatura.extract(page.body) or ""
+
+    out: dict[str, Callable[[Page], str]] = {REFERENCE: reference}
+    for name in engine_names:
+        try:
+            engine = get_engine(name)
+        except ValueError as err:
+            print(f"skipping {name}: {err}", file=sys.stderr)
+            continue
+        out[name] = lambda page, engine=engine: engine.extract(text_of(page), page.url).text
+    return out
+
+
+def quality_section(args: argparse.Namespace) -> list[Row]:
+    """Score every engine on the dev pages and print the table."""
+    from textsieve.extraction.engines import ENGINE_NAMES
+
+    extraction_dir = Path(args.shared) / "corpora" / "extraction"
+    pages = load_pages(extraction_dir, args.pages)
+    names = args.engines.split(",") if args.engines else list(ENGINE_NAMES)
+    # decode once up front so no engine's timing includes it
+    runners = extractors(names)
+    from textsieve.extraction.decode import decode_html
+
+    for page in pages:
+        decode_html(page.body, None)
+    keep = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="ts-extract-bench-"))
+    rows = []
+    for name, fn in runners.items():
+        fn(pages[0])  # warm-up: lazy imports and caches are not page costs
+        ms = run_extractor(name, fn, pages, keep)
+        s = score(extraction_dir, keep / name, [p.page_id for p in pages])
+        rows.append(Row(name, s["precision"], s["recall"], s["f1"], ms))
+        print(f"  {name}: F1 {s['f1']:.3f}, {ms:.2f} ms/page", file=sys.stderr)
+        if args.misses:
+            subprocess.run([sys.executable, str(extraction_dir / "score_dev.py"), str(keep / name),
+                            "--misses", str(args.misses)], check=False)
+    print_table(rows, len(pages))
+    print(f"(texts kept in {keep})")
+    return rows
+
+
+def print_table(rows: list[Row], n_pages: int) -> None:
+    ref = next((r for r in rows if r.engine == "trafilatura"), None) or next(
+        (r for r in rows if r.engine == REFERENCE), None)
+    print(f"\nMain-content extraction on {n_pages} dev pages (CPU ms/page, extraction only, one process);"
+          f" speed ratio vs {ref.engine if ref else '-'}")
+    print(f"| {'engine':<22} | precision | recall |    F1 | ms/page | speed vs trafilatura |")
+    print(f"| {'-' * 22} | --------: | -----: | ----: | ------: | -------------------: |")
+    for r in rows:
+        ratio = f"{ref.ms_per_page / r.ms_per_page:.1f}x" if ref and r.ms_per_page > 0 else "-"
+        print(f"| {r.engine:<22} | {r.precision:9.3f} | {r.recall:6.3f} | {r.f1:5.3f} | {r.ms_per_page:7.2f} |"
+              f" {ratio:>20} |")
+
+
+def speed_section(args: argparse.Namespace) -> None:
+    """End-to-end WARC -> documents speed vs datatrove (reader + trafilatura), in its own venv."""
+    print("(end-to-end section: see _extract_datatrove.py)")
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--pages", type=int, default=None, help="only the first N dev pages (sorted by id)")
+    ap.add_argument("--engines", default="", help="comma-separated engine names (default: all registered)")
+    ap.add_argument("--shared", default=str(DEFAULT_SHARED), help="the shared data folder")
+    ap.add_argument("--keep", default="", help="write the extracted texts here (default: a temp folder)")
+    ap.add_argument("--misses", type=int, default=0, help="also print the N worst pages per engine")
+    args = ap.parse_args(argv)
+    quality_section(args)
+    speed_section(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,260 @@
+"""Issue 12 item 1: `textsieve extract` on real archives and pages.
+
+Fixtures: the bundled sample crawl (`textsieve sample --crawl`: the sample corpus as article
+pages with menus, cookie banners and footers, plus a redirect, a PDF, an image, a 404 and an
+empty body per file), real pages from the extraction dev set (../shared/corpora/extraction)
+and the real dev WARCs (../shared/corpora/dev/raw).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from _files import read_jsonl
+
+import textsieve as ts
+from textsieve.errors import TextsieveError
+from textsieve.sample_crawl import build_sample_crawl
+from textsieve.stages.extract import ExtractConfig, ExtractResult
+
+CLI = [sys.executable, "-m", "textsieve.cli"]
+
+
+@pytest.fixture(scope="module")
+def crawl(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("crawl") / "crawl"
+    build_sample_crawl(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def extracted(crawl: Path, tmp_path_factory) -> tuple[Path, ExtractResult]:
+    out = tmp_path_factory.mktemp("ext") / "docs"
+    res = ts.extract([str(crawl)], output=str(out), workers=1, progress=False)
+    return out, res
+
+
+def _records(out: Path) -> list[dict]:
+    return [r for p in sorted(out.rglob("*.jsonl.gz")) for r in read_jsonl(p)]
+
+
+def test_sample_crawl_counts_every_reason(extracted, crawl):
+    out, res = extracted
+    files = sorted(crawl.glob("*.warc.gz"))
+    assert res.pages == 120 + 5 * len(files)
+    assert res.documents == 120
+    assert res.skipped == {"redirect": len(files), "http_error": len(files), "not_html": 2 * len(files),
+                           "empty_body": len(files)}
+    summary = json.loads((out / "extract.json").read_text())
+    assert summary["stage"] == "extract"
+    per_shard = summary["shards"]["crawl-0000.jsonl.gz"]
+    assert per_shard["kept"] == 40 and per_shard["skipped"]["not_html"] == 2
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert set(manifest["files"]) == {f"crawl-{k:04d}.jsonl.gz" for k in range(len(files))} | {"extract.json"}
+    assert manifest["files"]["crawl-0000.jsonl.gz"]["counts"]["kept"] == 40
+
+
+def test_records_hold_main_text_and_metadata(extracted, crawl):
+    out, _ = extracted
+    recs = _records(out)
+    first = recs[0]
+    assert set(first) == {"id", "text", "url", "title", "date", "content_type", "charset", "lang", "lang_score",
+                          "meta"}
+    assert first["id"].startswith("urn:uuid:")
+    assert first["url"].startswith("https://docs.example.org/")
+    assert first["date"] == "2024-05-01T12:00:00Z"
+    assert first["meta"]["extract"]["engine"] == ExtractConfig.__dataclass_fields__["engine"].default
+    assert first["meta"]["extract"]["version"]
+    assert all(r["lang"] == "en" for r in recs)
+    text = "\n".join(r["text"] for r in recs)
+    for boilerplate in ("Accept all cookies", "Copyright 2024 Example Docs", "Privacy policy", "Related pages"):
+        assert boilerplate not in text, boilerplate
+    # every page's body paragraphs survive (the sample docs are prose)
+    with gzip.open(next(iter(sorted(crawl.glob("*.warc.gz")))), "rb") as fh:
+        raw = fh.read()
+    assert b"Accept all cookies" in raw
+    assert sum(r["title"] is not None for r in recs) == len(recs)
+
+
+def test_charsets_from_meta_and_detection(extracted):
+    out, _ = extracted
+    recs = _records(out)
+    cp = [r for r in recs if r["content_type"] == "text/html" and r["meta"]["decode"]["source"] == "meta"]
+    assert cp, "pages declaring windows-1252 in <meta> only"
+    assert all(r["charset"] in ("cp1252", "windows-1252") for r in cp)
+    assert all("\ufffd" not in r["text"] for r in recs)
+    assert all(r["meta"]["decode"]["replaced"] == 0 for r in recs)
+
+
+def test_rerun_keeps_changed_input_reruns_other_settings_refused(crawl, tmp_path):
+    src = tmp_path / "crawl"
+    shutil.copytree(crawl, src)
+    out = tmp_path / "docs"
+    first = ts.extract([str(src)], output=str(out), workers=1, progress=False)
+    assert len(first.shards_written) == 3
+    again = ts.extract([str(src)], output=str(out), workers=1, progress=False)
+    assert again.shards_written == [] and len(again.shards_skipped) == 3
+    assert again.documents == first.documents  # totals cover kept shards too
+    # a changed input is extracted again, the others are kept
+    victim = src / "crawl-0001.warc.gz"
+    shutil.copy(src / "crawl-0002.warc.gz", victim)
+    st = victim.stat()
+    os.utime(victim, (st.st_atime, st.st_mtime + 10))
+    third = ts.extract([str(src)], output=str(out), workers=1, progress=False)
+    assert third.shards_written == ["crawl-0001.warc.gz"]
+    ids_1 = [r["id"] for r in read_jsonl(out / "crawl-0001.jsonl.gz")]
+    ids_2 = [r["id"] for r in read_jsonl(out / "crawl-0002.jsonl.gz")]
+    assert ids_1 == ids_2
+    # other settings into the same folder: refused, then replaced with overwrite
+    with pytest.raises(TextsieveError, match="other settings"):
+        ts.extract([str(src)], output=str(out), workers=1, progress=False, engine="resiliparse", fix_text=True)
+    assert read_jsonl(out / "crawl-0001.jsonl.gz")[0]["meta"]["extract"]["fix_text"] is False
+    ts.extract([str(src)], output=str(out), workers=1, progress=False, fix_text=True, overwrite=True)
+    assert read_jsonl(out / "crawl-0001.jsonl.gz")[0]["meta"]["extract"]["fix_text"] is True
+
+
+def test_workers_and_formats_give_the_same_records(crawl, extracted, tmp_path):
+    out1, _ = extracted
+    out2 = tmp_path / "two"
+    ts.extract([str(crawl)], output=str(out2), workers=2, progress=False)
+    for p in sorted(out1.glob("*.jsonl.gz")):
+        assert (out2 / p.name).read_bytes() == p.read_bytes()  # byte-identical whatever the workers
+    zst = tmp_path / "zst"
+    ts.extract([str(crawl)], output=str(zst), workers=1, progress=False, format="jsonl.zst")
+    import zstandard
+
+    with open(zst / "crawl-0000.jsonl.zst", "rb") as fh:
+        lines = zstandard.ZstdDecompressor().stream_reader(fh).read().decode().splitlines()
+    assert [json.loads(x) for x in lines] == read_jsonl(out1 / "crawl-0000.jsonl.gz")
+    pqt = tmp_path / "pq"
+    ts.extract([str(crawl)], output=str(pqt), workers=1, progress=False, format="parquet")
+    rows = pq.read_table(pqt / "crawl-0000.parquet").to_pylist()
+    want = read_jsonl(out1 / "crawl-0000.jsonl.gz")
+    assert [r["text"] for r in rows] == [r["text"] for r in want]
+    assert json.loads(rows[0]["meta"]["extract"]["settings"]) == want[0]["meta"]["extract"]["settings"]
+
+
+def test_annotate_reads_the_extracted_documents(extracted, tmp_path):
+    out, res = extracted
+    ann = ts.annotate([str(out)], output=str(tmp_path / "attrs"), workers=1, progress=False,
+                      signals="rps_doc_word_count")
+    assert ann.documents == res.documents
+
+
+@pytest.mark.shared
+def test_html_pages_keep_ids_and_main_content(shared_dir, tmp_path):
+    pages = shared_dir / "corpora" / "extraction" / "html"
+    expect = json.loads((shared_dir / "corpora" / "extraction" / "expectations.json").read_text())
+    names = sorted(p.name for p in pages.glob("*.html.gz"))[:12]
+    folder = tmp_path / "pages"
+    folder.mkdir()
+    for n in names:
+        shutil.copy(pages / n, folder / n)
+    out = tmp_path / "docs"
+    res = ts.extract([str(folder)], output=str(out), workers=1, progress=False)
+    recs = {r["id"]: r for r in read_jsonl(out / "_html.jsonl.gz")}
+    assert res.pages == 12
+    ids = [n[: -len(".html.gz")] for n in names]
+    assert set(recs) <= set(ids) and len(recs) + sum(res.skipped.values()) == 12
+    found = sum(s in recs[i]["text"] for i in recs for s in expect[i]["with"])
+    total = sum(len(expect[i]["with"]) for i in recs)
+    assert found / total > 0.8
+    leaked = sum(s in recs[i]["text"] for i in recs for s in expect[i]["without"])
+    assert leaked / sum(len(expect[i]["without"]) for i in recs) < 0.25
+
+
+@pytest.mark.shared
+def test_dev_warcs_give_text_not_markup(shared_dir, tmp_path):
+    raw = shared_dir / "corpora" / "dev" / "raw"
+    out = tmp_path / "docs"
+    res = ts.extract([str(raw / "dolma_sample-0000.warc.gz"), str(raw / "dolma_sample-0001.warc.gz")],
+                     output=str(out), workers=1, progress=False)
+    recs = _records(out)
+    assert res.documents == len(recs) > 20
+    assert not any("<div" in r["text"] or "<script" in r["text"] for r in recs)
+    assert all(r["id"].startswith("urn:uuid:") and r["url"] for r in recs)
+
+
+def test_inputs_that_are_not_web_pages_are_refused(tmp_path):
+    data = tmp_path / "a.jsonl"
+    data.write_text('{"id": "1", "text": "hello"}\n')
+    with pytest.raises(TextsieveError, match="annotate them directly"):
+        ts.extract([str(data)], output=str(tmp_path / "out"), progress=False)
+
+
+def test_output_inside_the_input_is_refused(crawl, tmp_path):
+    src = tmp_path / "crawl"
+    shutil.copytree(crawl, src)
+    with pytest.raises(TextsieveError, match="lies inside the input"):
+        ts.extract([str(src)], output=str(src / "docs"), progress=False)
+
+
+def test_annotate_on_a_warc_warns_and_points_at_extract(crawl, tmp_path):
+    res = subprocess.run([*CLI, "annotate", str(crawl / "crawl-0000.warc.gz"), "-o", str(tmp_path / "b"),
+                          "--signals", "rps_doc_word_count", "--workers", "1"], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert "textsieve extract" in res.stderr
+
+
+def test_cli_summary_line(crawl, tmp_path):
+    res = subprocess.run([*CLI, "extract", str(crawl), "-o", str(tmp_path / "d"), "--workers", "1"],
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert "extracted 120 of 135 pages in 3 shard(s)" in res.stderr
+    assert "3 redirect" in res.stderr
+
+
+def test_pipeline_extracts_first_and_the_report_shows_it(crawl, tmp_path):
+    """Items 4 and 7: `extract:` runs before annotate in a pipeline file (planned by --dry-run,
+    resumed on a re-run), and the report shows its counts and pages beside their markup."""
+    (tmp_path / "pipe.yaml").write_text(
+        f"inputs: [{crawl}]\noutput: out/\nextract: {{}}\nannotate: {{signals: rps_doc_word_count}}\n"
+        "select: {recipe: {name: words, rules: {words: 'rps_doc_word_count >= 20'}}}\n")
+    plan = subprocess.run([*CLI, "run", "pipe.yaml", "--dry-run"], cwd=tmp_path, capture_output=True, text=True)
+    assert plan.returncode == 0, plan.stderr
+    lines = [x.split()[1] for x in plan.stdout.splitlines() if x.strip()[:2].strip().isdigit()]
+    assert lines[:2] == ["extract", "annotate"]
+    assert not (tmp_path / "out" / "docs").exists()
+    first = subprocess.run([*CLI, "run", "pipe.yaml"], cwd=tmp_path, capture_output=True, text=True)
+    assert first.returncode == 0, first.stderr
+    assert "extract: 120 of 135 pages kept" in first.stderr
+    ann = json.loads((tmp_path / "out" / "attrs" / "annotate.json").read_text())
+    assert ann["result"]["documents"] == 120
+    again = subprocess.run([*CLI, "run", "pipe.yaml"], cwd=tmp_path, capture_output=True, text=True)
+    assert "0 shard(s) written, 3 already done" in again.stderr
+    rep = subprocess.run([*CLI, "report", "out", "-o", "r.html"], cwd=tmp_path, capture_output=True, text=True)
+    assert rep.returncode == 0, rep.stderr
+    page = (tmp_path / "r.html").read_text()
+    assert '<section id="extraction">' in page
+    assert "raw page (first lines)" in page and "&lt;!DOCTYPE html&gt;" in page
+    assert "empty_body" in page
+
+
+@pytest.mark.kill
+def test_killed_run_publishes_nothing_and_the_rerun_adopts_finished_shards(crawl, extracted, tmp_path):
+    from hooks.slow_progress import kill_when
+
+    out = tmp_path / "docs"
+
+    def one_shard_staged() -> bool:
+        return any(out.glob(".staging-extract-*/.crawl-0000.jsonl.gz.done.json"))
+
+    kill_when([*CLI, "extract", str(crawl), "-o", str(out), "--workers", "1"], one_shard_staged, 0.3,
+              "the first shard was staged")
+    assert not (out / "manifest.json").exists() and not list(out.glob("*.jsonl.gz"))  # nothing published
+    res = subprocess.run([*CLI, "extract", str(crawl), "-o", str(out), "--workers", "1", "-v"],
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert "finished by an interrupted run" in res.stderr
+    want, _ = extracted
+    for p in sorted(want.glob("*.jsonl.gz")):
+        assert (out / p.name).read_bytes() == p.read_bytes()
+    assert not list(out.glob(".staging-*"))

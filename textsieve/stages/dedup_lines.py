@@ -1,0 +1,464 @@
+"""The `dedup lines` stage: CCNet's line dedup over groups of shards, as line-level attributes.
+
+Input: one annotate output folder (texts are re-read from its sources). Shards are taken in
+corpus order (sorted by relative path) and cut into groups of `--group-shards` consecutive
+shards (default: one group, the whole corpus); lines are compared within a group only, as
+CCNet compares the lines of `hash_in_mem` consecutive shards. The rule and the normalisation
+are CCNet's (`dedup.lines`): a line is a duplicate when its normalised text occurs in two or
+more documents of its group (all occurrences, the first included) or repeats a line earlier in
+its own document; blank lines never are.
+
+Output `DIR/_dedup_lines/<rel>.parquet`, one per annotate shard, rows in annotate's order:
+  dup_lines_seen   list<struct<start, end, score: int64>>, one span per line exactly as the
+                   `rps_lines_*` signals (span i = line i); score 1 = duplicate, 0 = not
+  dup_lines_count  int64: the document's duplicate lines
+  dup_lines_chars  int64: characters in them (newlines included)
+  dup_lines_frac   double: duplicate lines / lines (null for a document without lines)
+and `summary.json` (counts). Drop the duplicates in a recipe like C4's line rules:
+
+    rules:
+      ccnet_lines: "line: dup_lines_seen == 0"
+
+CCNet's group is `hash_in_mem` = 50 of a dump's 1600 shards (`cc_net/mine.py`): 3.1% of a dump.
+For a share P of a dump whose shards you annotated one per file, pass
+`--group-shards round(P * shards_in_the_dump)`, e.g. 2% of a dump's 90,000 WET files is 1800.
+
+Memory: exact mode (default) spills every non-blank line's key (33 bytes) to partition files in
+the work folder and sorts one partition at a time within `--memory`; `--bloom-fp RATE` replaces
+the spill by two Bloom filters per group (sized for the group's lines, ~2 x 1.44 x log2(2/RATE)
+bits per line) with every true duplicate flagged and a non-duplicate flagged with probability
+<= RATE. Both keep one byte per line of a group in a mapped work file.
+
+Settings that change the result (`normalize`, `group_shards`, `bloom_fp`) are recorded in the
+set's summary; a run with other ones refuses to replace it unless `overwrite`. A run is
+published as one unit (`io.publish`): a killed run publishes nothing, and its re-run with the
+same settings and inputs adopts the groups it had finished. A re-run with nothing changed is a
+no-op.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import fsspec
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from textsieve import __version__
+from textsieve.dedup.lines import LINE_ROW, check_normalize, doc_rows, line_ends, split_lines
+from textsieve.dedup.lines_group import BloomGroup, ExactGroup, GroupFlags
+from textsieve.dedup.partitions import as_bytes, rows_per_pass
+from textsieve.errors import TextsieveError
+from textsieve.exec.budget import MemoryPlan, memory_plan
+from textsieve.exec.progress import Progress
+from textsieve.io.atomic import atomic_open
+from textsieve.io.attributes import attribute_set_dir, attribute_shards
+from textsieve.io.diskfull import disk_full_as_error
+from textsieve.io.leftovers import finish_work, remove_stale_temps, start_work
+from textsieve.io.locations import pool_workers, source_locations
+from textsieve.io.publish import Publication, content_key, read_manifest
+from textsieve.options import MEMORY_HELP, check_choices, option, progress_option
+from textsieve.signals.spans import span_type
+from textsieve.stages.dedup_exact import _Source
+from textsieve.stages.dedup_exact_out import write_tables
+
+LINES_SET = "dedup_lines"
+SEEN = "dup_lines_seen"
+COLUMNS = [SEEN, "dup_lines_count", "dup_lines_chars", "dup_lines_frac"]
+RESULT_KEYS = ("normalize", "group_shards", "mode", "bloom_fp")
+BATCH = 2048
+#: working bytes per character of a read batch: the text, its lines, their normalised copies
+BYTES_PER_CHAR = 16
+
+BASE_SCHEMA = pa.schema([("id", pa.string()), ("shard", pa.string()), ("row", pa.int64()),
+                         ("ends", pa.list_(pa.int64()))])
+
+
+def output_schema() -> pa.Schema:
+    """The schema of a `_dedup_lines` shard (`textsieve run --dry-run` checks recipes against it)."""
+    return pa.schema([("id", pa.string()), ("shard", pa.string()), ("row", pa.int64()), (SEEN, span_type("int")),
+                      ("dup_lines_count", pa.int64()), ("dup_lines_chars", pa.int64()),
+                      ("dup_lines_frac", pa.float64())])
+
+
+class DedupLinesError(TextsieveError, ValueError):
+    """A `dedup lines` input or setting it cannot work with."""
+
+
+@dataclass
+class LinesConfig:
+    """Everything `textsieve dedup lines` takes (CLI, YAML and `ts.dedup_lines`)."""
+
+    directory: str = option(help="an annotate output folder (texts are re-read from its sources)", positional=True,
+                            metavar="DIR")
+    normalize: str = option("ccnet", choices=("ccnet", "punct"),
+                            help="line normalisation before hashing: ccnet = CCNet's normalize_for_dedup (strip, "
+                                 "lowercase, digits -> 0, CCNet's Unicode punctuation and control characters "
+                                 "removed; ASCII punctuation kept); punct = also every punctuation character "
+                                 "removed and whitespace collapsed")
+    group_shards: int | None = option(None, help="consecutive shards (in corpus order) whose lines are compared "
+                                                 "with each other, as CCNet's hash_in_mem; default: all shards "
+                                                 "(one group)", metavar="N")
+    bloom_fp: float | None = option(None, help="two Bloom filters per group with this false-positive rate instead "
+                                               "of exact key partitions on disk (a non-duplicate line is flagged "
+                                               "with probability <= RATE)", metavar="RATE")
+    memory: int | str = option("2GB", help=MEMORY_HELP, metavar="SIZE")
+    tmp_dir: str | None = option(None, help="local folder for work files (line keys, partitions, flags); default: "
+                                            ".textsieve-work in the annotate folder; a killed run's are removed by "
+                                            "the next run", metavar="DIR")
+    workers: int | None = option(None, help="processes reading and hashing shards, one shard each (default: all "
+                                            "cores)")
+    progress: bool = progress_option()
+    overwrite: bool = option(False, help="replace a set made with other settings (normalize, group-shards, "
+                                         "bloom-fp), and recompute even when it is up to date")
+
+
+@dataclass
+class LinesResult:
+    output: str
+    documents: int = 0
+    lines: int = 0
+    duplicate_lines: int = 0
+    groups: int = 0
+    skipped: bool = False
+    seconds: float = 0.0
+    summary: dict = field(default_factory=dict)
+
+
+def _check(cfg: LinesConfig) -> None:
+    check_choices(cfg)
+    check_normalize(cfg.normalize)
+    if cfg.group_shards is not None and (isinstance(cfg.group_shards, bool) or not isinstance(cfg.group_shards, int)
+                                         or cfg.group_shards < 1):
+        raise DedupLinesError(f"dedup lines: --group-shards must be a whole number >= 1, not {cfg.group_shards!r}")
+    if cfg.bloom_fp is not None and not 0.0 < float(cfg.bloom_fp) < 1.0:
+        raise DedupLinesError(f"dedup lines: --bloom-fp {cfg.bloom_fp}: must be between 0 and 1 (e.g. 0.001)")
+
+
+def _sources(directory: str) -> list[_Source]:
+    fs, root = fsspec.core.url_to_fs(directory)
+    root = root.rstrip("/")
+    if fs.isdir(root):
+        read_manifest(fs, root)  # an interrupted annotate publish is finished before looking
+    if not (fs.isdir(root) and fs.exists(f"{root}/annotate.json")):
+        raise DedupLinesError(f"dedup lines: {directory} is not an annotate output folder (no annotate.json); "
+                              "run `textsieve annotate` first: the line spans are annotate's")
+    sfs, paths = attribute_shards(directory)
+    out = []
+    for p in paths:
+        with sfs.open(p, "rb") as fh:
+            n = pq.ParquetFile(fh).metadata.num_rows
+        out.append(_Source(p[len(root) + 1:], n, annotate_path=p, fs=sfs))
+    return out
+
+
+# ---------------------------------------------------------------- pass 1: one shard (a worker)
+
+@dataclass
+class Hashed:
+    """One shard's work files: its non-blank lines' rows and its (id, shard, row, line ends)."""
+
+    rows_path: str
+    base_path: str
+    n_docs: int = 0
+    n_lines: int = 0
+    n_rows: int = 0
+
+
+def _hash_shard(task: tuple[_Source, str, str, int]) -> Hashed:
+    """Read one shard's texts in order and write its `LINE_ROW`s (shard-local line and document
+    ordinals) and its base table to work files; `share` bounds a read batch's characters."""
+    src, mode, prefix, share = task
+    out = Hashed(f"{prefix}.rows", f"{prefix}.arrow")
+    max_chars = max(1, share // BYTES_PER_CHAR)
+    with open(out.rows_path, "wb") as rows_fh, open(out.base_path, "wb") as base_fh, \
+            pa.ipc.new_file(base_fh, BASE_SCHEMA) as base:
+        cols: tuple[list, list, list, list] = ([], [], [], [])
+        pending: list[np.ndarray] = []
+        chars = 0
+
+        def flush() -> None:
+            nonlocal chars
+            if cols[0]:
+                with disk_full_as_error(out.base_path, written=base_fh.tell, what="spilling line ends to"):
+                    base.write_batch(pa.record_batch(
+                        [pa.array(cols[0], pa.string()), pa.array(cols[1], pa.string()),
+                         pa.array(cols[2], pa.int64()), pa.array(cols[3], pa.list_(pa.int64()))], schema=BASE_SCHEMA))
+            if pending:
+                with disk_full_as_error(out.rows_path, written=rows_fh.tell, what="spilling line keys to"):
+                    rows_fh.write(as_bytes(np.concatenate(pending)))
+            for c in cols:
+                c.clear()
+            pending.clear()
+            chars = 0
+
+        for doc_id, shard, row, text in src.docs():
+            lines = split_lines(text)
+            rows = doc_rows(lines, mode, out.n_lines, out.n_docs)
+            for c, v in zip(cols, (doc_id, shard, row, line_ends(lines))):
+                c.append(v)
+            pending.append(rows)
+            out.n_docs += 1
+            out.n_lines += len(lines)
+            out.n_rows += rows.shape[0]
+            chars += len(text)
+            if len(cols[0]) >= BATCH or chars >= max_chars:
+                flush()
+        flush()
+    return out
+
+
+def _rows(h: Hashed, line_at: int, doc_at: int, chunk: int) -> Iterator[np.ndarray]:
+    """A shard's rows, `chunk` at a time, with group ordinals (shard offsets added)."""
+    for start in range(0, h.n_rows, chunk):
+        rows = np.fromfile(h.rows_path, dtype=LINE_ROW, count=chunk, offset=start * LINE_ROW.itemsize)
+        rows["line"] += np.uint64(line_at)
+        rows["doc"] += np.uint64(doc_at)
+        yield rows
+
+
+# ---------------------------------------------------------------- pass 2: the output of one shard
+
+def _tables(h: Hashed, flags: GroupFlags, line_at: int) -> Iterator[pa.Table]:
+    """The output tables of one shard, one base batch at a time."""
+    with pa.memory_map(h.base_path, "r") as src:
+        reader = pa.ipc.open_file(src)
+        batches = [reader.get_batch(i) for i in range(reader.num_record_batches)] or [BASE_SCHEMA.empty_table()]
+        at = line_at
+        for b in batches:
+            ends_col = b.column("ends")
+            if isinstance(ends_col, pa.ChunkedArray):
+                ends_col = ends_col.combine_chunks()
+            offsets = np.asarray(ends_col.offsets, dtype=np.int64) - int(ends_col.offsets[0].as_py())
+            ends = np.asarray(ends_col.values.slice(int(ends_col.offsets[0].as_py()), int(offsets[-1])),
+                              dtype=np.int64)
+            n = int(offsets[-1])
+            score = flags.slice(at, at + n).astype(np.int64) if n else np.zeros(0, np.int64)
+            at += n
+            starts = np.empty(n, dtype=np.int64)
+            if n:
+                starts[1:] = ends[:-1]
+                starts[offsets[:-1][np.diff(offsets) > 0]] = 0
+            lens = ends - starts
+            spans = pa.ListArray.from_arrays(
+                pa.array(offsets.astype(np.int32)),
+                pa.StructArray.from_arrays([pa.array(starts), pa.array(ends), pa.array(score)],
+                                           names=["start", "end", "score"]), type=span_type("int"))
+            count = _seg_sum(score, offsets)
+            chars = _seg_sum(score * lens, offsets)
+            nl = np.diff(offsets)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                frac = pa.array(count / np.maximum(nl, 1), pa.float64(), mask=nl == 0)
+            yield pa.table([b.column("id"), b.column("shard"), b.column("row"), spans, pa.array(count),
+                            pa.array(chars), frac], names=["id", "shard", "row", *COLUMNS])
+
+
+def _seg_sum(x: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    out = np.zeros(len(offsets) - 1, dtype=np.int64)
+    has = offsets[1:] > offsets[:-1]
+    if len(x):
+        out[has] = np.add.reduceat(x, offsets[:-1][has], dtype=np.int64)
+    return out
+
+
+def _shard_counts(fs: fsspec.AbstractFileSystem, path: str) -> dict[str, int]:
+    """Documents, lines, duplicate lines, characters and duplicate characters of an output shard
+    (read back, so adopted shards of a killed run count the same as fresh ones)."""
+    import pyarrow.compute as pc
+
+    with fs.open(path, "rb") as fh:
+        t = pq.read_table(fh, columns=[SEEN, "dup_lines_count", "dup_lines_chars"])
+    flat = pc.list_flatten(t.column(SEEN))
+    chars = pc.sum(pc.subtract(pc.struct_field(flat, "end"), pc.struct_field(flat, "start"))).as_py()
+    dup_lines = pc.sum(t.column("dup_lines_count")).as_py()
+    dup_chars = pc.sum(t.column("dup_lines_chars")).as_py()
+    return {"n_docs": t.num_rows, "n_lines": len(flat), "n_dup_lines": int(dup_lines or 0), "n_chars": int(chars or 0),
+            "n_dup_chars": int(dup_chars or 0)}
+
+
+# ---------------------------------------------------------------- the run
+
+def _groups(n: int, size: int | None) -> list[list[int]]:
+    """Shard indexes of each group: consecutive runs of `size` (all in one without it)."""
+    step = size or max(1, n)
+    return [list(range(i, min(i + step, n))) for i in range(0, n, step)]
+
+
+def _plan(cfg: LinesConfig, n_tasks: int) -> tuple[LinesConfig, MemoryPlan, int]:
+    """Workers and the split of `--memory` over the process tree (`exec.budget`), as `dedup
+    exact` does: with no worker count asked for, only as many workers as the budget affords;
+    one process when the work touches memory:// (which worker processes cannot see)."""
+    from textsieve.exec.local import default_workers
+
+    planned = min(cfg.workers or default_workers(), max(1, n_tasks))
+    planned = pool_workers("dedup lines", cfg.workers, planned, [cfg.directory, *source_locations(cfg.directory)])
+    plan = memory_plan("dedup lines", cfg.memory, planned if planned > 1 else 0, asked=cfg.workers is not None)
+    if plan.workers <= 1 < planned:  # the budget affords no pool: hash in the main process, with all of it
+        plan = memory_plan("dedup lines", cfg.memory, 0)
+    return cfg, plan, max(1, plan.workers)
+
+
+def _run_key(cfg: LinesConfig, info: dict, sources: list[_Source]) -> str:
+    """The result-changing settings and the annotate shards' published contents."""
+    fs, root = fsspec.core.url_to_fs(cfg.directory)
+    parts = [{k: info.get(k) for k in ("version", *RESULT_KEYS)}, content_key(fs, root, [s.rel for s in sources])]
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _check_existing(fs: fsspec.AbstractFileSystem, set_root: str, info: dict, cfg: LinesConfig) -> None:
+    """Refuse to replace a set made with other result-changing settings unless `overwrite`."""
+    read_manifest(fs, set_root)  # finishes an interrupted publish first: compare with the current set
+    path = f"{set_root}/summary.json"
+    if cfg.overwrite or not fs.exists(path):
+        return
+    try:
+        old = json.loads(fs.cat_file(path))
+    except (OSError, ValueError):
+        return  # unreadable summary: a broken earlier run, replace it
+    diff = [f"{k}={old.get(k)!r} (now {info.get(k)!r})" for k in RESULT_KEYS if old.get(k) != info.get(k)]
+    if diff:
+        raise DedupLinesError(
+            f"dedup lines: {set_root} holds a result made with other settings: {', '.join(diff)}; re-run with those "
+            f"settings to keep it, or pass --overwrite (overwrite=True) to replace it")
+
+
+def _finish_group(cfg: LinesConfig, group: list[int], hashed: list[Hashed], sources: list[_Source], pub: Publication,
+                  work: str, plan: MemoryPlan, info: dict, progress: Progress) -> None:
+    """Flag one group's lines (exact or Bloom) and stage its output shards."""
+    line_at = np.concatenate([[0], np.cumsum([h.n_lines for h in hashed])]).astype(np.int64)
+    doc_at = np.concatenate([[0], np.cumsum([h.n_docs for h in hashed])]).astype(np.int64)
+    n_rows = sum(h.n_rows for h in hashed)
+    max_rows = rows_per_pass(plan.usable)
+    chunk = max(1024, max_rows // 4)
+    flags = GroupFlags(f"{work}/flags-{group[0]}.u8", int(line_at[-1]))
+
+    def all_rows() -> Iterator[np.ndarray]:
+        for k, h in enumerate(hashed):
+            yield from _rows(h, int(line_at[k]), int(doc_at[k]), chunk)
+
+    try:
+        if cfg.bloom_fp is not None:
+            need = BloomGroup.size_bytes(n_rows, cfg.bloom_fp)
+            if need > plan.usable:
+                raise DedupLinesError(
+                    f"dedup lines: the Bloom filters for {n_rows:,} lines at --bloom-fp {cfg.bloom_fp} need "
+                    f"{need / 1e6:,.0f} MB, more than --memory allows ({plan.usable / 1e6:,.0f} MB); raise --memory "
+                    f"or --bloom-fp, use smaller --group-shards, or leave out --bloom-fp (exact, spilled to disk)")
+            bloom = BloomGroup(n_rows, cfg.bloom_fp, flags)
+            for rows in all_rows():
+                bloom.add(rows)
+            for rows in all_rows():
+                bloom.flag(rows)
+        else:
+            exact = ExactGroup(f"{work}/g{group[0]}", n_rows, max_rows, flags)
+            for rows in all_rows():
+                exact.add(rows)
+            exact.finish()
+        fs = pub.fs
+        for k, (i, h) in enumerate(zip(group, hashed)):
+            write_tables(pub.staging, fs, sources[i].rel, _tables(h, flags, int(line_at[k])), info)
+            progress.advance(0, 1)
+            for p in (h.rows_path, h.base_path):
+                _remove(p)
+    finally:
+        flags.close()
+
+
+def _remove(path: str) -> None:
+    import os
+
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        pass
+
+
+def run_lines(cfg: LinesConfig) -> LinesResult:
+    """Flag duplicate lines group by group; publish the `_dedup_lines` set and its summary."""
+    start = time.perf_counter()
+    _check(cfg)
+    sources = _sources(cfg.directory)
+    groups = _groups(len(sources), cfg.group_shards)
+    set_dir = attribute_set_dir(cfg.directory, LINES_SET)
+    fs, set_root = fsspec.core.url_to_fs(set_dir)
+    set_root = set_root.rstrip("/")
+    remove_stale_temps(fs, set_root)  # what a killed run was writing (never a live run's files)
+    info: dict[str, Any] = {"stage": LINES_SET, "version": __version__, "normalize": cfg.normalize,
+                            "group_shards": cfg.group_shards, "mode": "bloom" if cfg.bloom_fp is not None else "exact",
+                            "bloom_fp": cfg.bloom_fp, "set": LINES_SET, "columns": COLUMNS}
+    _check_existing(fs, set_root, info, cfg)
+    key = _run_key(cfg, info, sources)
+    afs, aroot = fsspec.core.url_to_fs(cfg.directory)
+    pub = Publication(fs, set_root, LINES_SET, key, info={"built_from": content_key(afs, aroot)})
+    rels = [s.rel for s in sources]
+    result = LinesResult(output=set_dir, groups=len(groups))
+    if not cfg.overwrite and pub.previous is not None and pub.previous.key == key \
+            and all(pub.unchanged(r, key) for r in [*rels, "summary.json"]):
+        pub.discard()  # published with these settings from these inputs: nothing to do
+        result.summary = json.loads(fs.cat_file(f"{set_root}/summary.json"))
+        result.skipped = True
+    else:
+        _compute(cfg, sources, groups, pub, info, result)
+    s = result.summary
+    result.documents, result.lines, result.duplicate_lines = s["n_docs"], s["n_lines"], s["n_dup_lines"]
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+def _compute(cfg: LinesConfig, sources: list[_Source], groups: list[list[int]], pub: Publication, info: dict,
+             result: LinesResult) -> None:
+    from textsieve.exec.local import ordered_map
+
+    todo = [g for g in groups if cfg.overwrite or not all(pub.adoptable(sources[i].rel) for i in g)]
+    tasks_n = sum(len(g) for g in todo)
+    cfg, plan, workers = _plan(cfg, tasks_n)
+    n_docs = sum(s.size for g in todo for s in (sources[i] for i in g))
+    if cfg.progress:
+        mode = f"Bloom filters at {cfg.bloom_fp}" if cfg.bloom_fp is not None else "exact, keys spilled to disk"
+        print(f"dedup lines: {sum(s.size for s in sources):,} docs in {len(sources)} shard(s), {len(groups)} group(s) "
+              f"({len(groups) - len(todo)} finished by an earlier run), normalize={cfg.normalize}; {mode}; "
+              f"{plan.describe()}", file=sys.stderr)
+    progress = Progress("dedup lines", n_docs + tasks_n, enabled=cfg.progress)
+    work = start_work("dedup-lines", cfg.directory, cfg.tmp_dir)
+    try:
+        tasks = [(sources[i], cfg.normalize, f"{work}/s{i}", plan.usable) for g in todo for i in g]
+        done = ordered_map(_hash_shard, tasks, workers=min(workers, max(1, len(tasks))))
+        for g in todo:
+            hashed = []
+            for _ in g:
+                _, h = next(done)
+                progress.advance(h.n_docs, h.n_docs)
+                hashed.append(h)
+            _finish_group(cfg, g, hashed, sources, pub, work, plan, info, progress)
+    finally:
+        progress.close()
+        finish_work(work)
+    totals = dict.fromkeys(("n_docs", "n_lines", "n_dup_lines", "n_chars", "n_dup_chars"), 0)
+    per_group = []
+    for g in groups:
+        gsum = dict.fromkeys(totals, 0)
+        for i in g:
+            pub.add(sources[i].rel, pub.key)
+            for k, v in _shard_counts(pub.fs, pub.staged(sources[i].rel)).items():
+                gsum[k] += v
+        per_group.append({"first_shard": sources[g[0]].rel, "last_shard": sources[g[-1]].rel, "n_shards": len(g),
+                          **{k: gsum[k] for k in ("n_docs", "n_lines", "n_dup_lines")}})
+        for k in totals:
+            totals[k] += gsum[k]
+    summary: dict[str, Any] = {**info, "n_shards": len(sources), "n_groups": len(groups), **totals,
+                               "dup_line_fraction": totals["n_dup_lines"] / max(1, totals["n_lines"]),
+                               "dup_char_fraction": totals["n_dup_chars"] / max(1, totals["n_chars"]),
+                               "blank_lines": "never duplicates", "groups": per_group}
+    with atomic_open(pub.fs, pub.staged("summary.json"), "w") as fh:
+        json.dump(summary, fh, indent=1, ensure_ascii=False)
+        fh.write("\n")
+    pub.add("summary.json", pub.key)
+    pub.commit()
+    result.summary = summary

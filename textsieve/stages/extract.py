@@ -1,0 +1,300 @@
+"""The `extract` stage: web archives and HTML pages in, document shards of main-content text out.
+
+Where Common Crawl users start. Inputs are WARC/ARC files (their `response` records) and
+folders or globs of raw HTML pages (`.html`, `.htm`, `.html.gz`; a folder's pages are one
+shard, id = the file name without the suffix). Every input shard becomes one document shard at
+its mirrored path with the format suffix replaced (`crawl/a.warc.gz` -> `OUT/crawl/a.jsonl.gz`),
+which `annotate` then reads like any JSON Lines corpus. A record holds `id` (the WARC-Record-ID),
+`text`, `url`, `title`, `date` (WARC-Date), `content_type`, `charset`, `lang`, `lang_score` and
+`meta.extract` (engine, version, settings); what each page goes through, and the reasons a page
+is left out, are in `stages.extract_worker`.
+
+Published as one unit like every stage (`io.publish`): shards and `extract.json` (settings,
+totals, per-shard counts by reason, sample pages for the report) appear together in
+`manifest.json`. A shard's fingerprint is the settings (engine and its version and options,
+--fix-text, format, language-id model) plus its input's identity (`io.identity`), so a re-run
+keeps finished shards, adopts what a killed run finished, re-extracts a changed input, and
+refuses to mix shards of other settings into one folder (unless --overwrite).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from functools import partial
+from typing import Any
+
+import fsspec
+
+from textsieve import __version__
+from textsieve.errors import TextsieveError
+from textsieve.exec.local import default_workers, ordered_map
+from textsieve.exec.progress import Progress
+from textsieve.extraction.engines import DEFAULT_ENGINE, ENGINE_NAMES
+from textsieve.io.atomic import atomic_open
+from textsieve.io.doc_shards import DOC_FORMATS, doc_suffix
+from textsieve.io.identity import shard_identity
+from textsieve.io.leftovers import remove_stale_temps
+from textsieve.io.limits import DEFAULT_MAX_DOC_BYTES, parse_max_doc_bytes
+from textsieve.io.overlap import check_apart
+from textsieve.io.paths import _SUFFIX_FORMATS, Shard, expand_inputs
+from textsieve.io.publish import Publication
+from textsieve.io.safe_paths import safe_rel
+from textsieve.options import address_option, check_choices, executor_option, option, progress_option
+from textsieve.stages.extract_worker import REASONS, ExtractTask, extract_shard, read_done
+
+log = logging.getLogger("textsieve.extract")
+
+SUMMARY = "extract.json"
+EXTRACT_FORMATS = ("warc", "html")  # the shard formats extract reads
+
+
+class ExtractError(TextsieveError, RuntimeError):
+    """A problem with the run itself (inputs of the wrong kind, other settings in the folder)."""
+
+
+@dataclass
+class ExtractConfig:
+    """Everything `textsieve extract` takes (CLI, YAML `extract:` and `ts.extract`)."""
+
+    inputs: list[str] = option(help="WARC/ARC files, HTML pages (.html, .htm, .html.gz), folders or globs; "
+                                    "local paths or fsspec URLs", positional=True, metavar="INPUT")
+    output: str = option(help="folder (or URL) for the document shards", short="-o", metavar="DIR")
+    engine: str = option(DEFAULT_ENGINE, help="main-content extractor (see docs/extraction.md for how they "
+                                              "compare)", choices=ENGINE_NAMES)
+    fix_text: bool = option(False, help="repair mojibake such as 'Â£30.4m' with ftfy (counted as fixed_text)")
+    format: str = option("jsonl.gz", help="output shard format", choices=DOC_FORMATS)
+    on_error: str = option("fail", help="damaged archive record: stop with an error naming file, record and "
+                                        "offset (fail), or skip it, count it and read on (skip)",
+                           choices=("fail", "skip"))
+    workers: int | None = option(None, help="processes, one input shard each (default: all cores)")
+    executor: str = executor_option("local process pool, or Ray tasks (one per input shard; the output "
+                                         "folder must be reachable from every node); same output either way")
+    address: str | None = address_option()
+    progress: bool = progress_option()
+    overwrite: bool = option(False, help="replace shards made with other settings (without it the run refuses)")
+    # a page body larger than this is skipped and counted as too_large; 0 = no limit
+    max_doc_bytes: int | str = option(DEFAULT_MAX_DOC_BYTES, help="skip (and count) page bodies larger than "
+                                      "this, e.g. 8MiB (default: 32 MiB; 0: no limit)", metavar="SIZE")
+    verify_inputs: bool = option(False, help="tell changed inputs by a SHA-256 of their bytes instead of size and "
+                                             "modification time")
+
+
+@dataclass
+class ExtractResult:
+    output: str
+    shards_written: list[str] = field(default_factory=list)
+    shards_skipped: list[str] = field(default_factory=list)
+    pages: int = 0
+    documents: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)  # pages left out, by reason
+    bad_records: int = 0  # damaged archive records left out (--on-error skip)
+    seconds: float = 0.0
+
+    @property
+    def docs_per_second(self) -> float:
+        return self.documents / self.seconds if self.seconds > 0 else 0.0
+
+
+def output_rel(shard_rel: str, fmt: str) -> str:
+    """`crawl/a.warc.gz` -> `crawl/a.jsonl.gz` (the input's format suffix replaced)."""
+    low = shard_rel.lower()
+    for suffix, _ in _SUFFIX_FORMATS:
+        if low.endswith(suffix):
+            return shard_rel[: -len(suffix)] + doc_suffix(fmt)
+    return shard_rel + doc_suffix(fmt)
+
+
+def settings_fingerprint(cfg: ExtractConfig) -> tuple[str, dict[str, Any]]:
+    """(fingerprint, what it covers): everything that changes a shard's bytes except its input."""
+    from textsieve.extraction.engines import get_engine
+
+    engine = get_engine(cfg.engine)
+    what: dict[str, Any] = {"stage": "extract", "version": __version__, "engine": engine.name,
+                            "engine_version": engine.version, "engine_settings": engine.settings,
+                            "fix_text": cfg.fix_text, "format": cfg.format, "lang_model": _langid_version(),
+                            "max_doc_bytes": parse_max_doc_bytes(cfg.max_doc_bytes)}
+    if cfg.fix_text:
+        import ftfy
+
+        what["ftfy"] = getattr(ftfy, "__version__", "?")
+    return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:16], what
+
+
+def _langid_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"builtin:py3langid {version('py3langid')}"
+    except PackageNotFoundError:
+        return "builtin:py3langid"
+
+
+def _check_inputs(shards: list[Shard]) -> None:
+    wrong = [s for s in shards if s.format not in EXTRACT_FORMATS]
+    if wrong:
+        s = wrong[0]
+        text_formats = ("wet", "jsonl", "parquet", "txt")
+        hint = " (WET and JSON Lines are text already: annotate them directly)" if s.format in text_formats else ""
+        raise ExtractError(f"extract: {s.path} is a {s.format} file; extract reads WARC/ARC archives and HTML "
+                           f"pages (.html, .htm, .html.gz){hint}")
+
+
+def run_extract(cfg: ExtractConfig) -> ExtractResult:
+    """Extract every input shard; returns what was written, kept and left out."""
+    start = time.perf_counter()
+    check_choices(cfg)
+    shards = expand_inputs(cfg.inputs)
+    _check_inputs(shards)
+    check_apart("extract", cfg.output, cfg.inputs)
+    fingerprint, what = settings_fingerprint(cfg)
+    fs, root = fsspec.core.url_to_fs(cfg.output)
+    root = root.rstrip("/")
+    remove_stale_temps(fs, root)
+    pub = Publication(fs, root, "extract", fingerprint, info={"settings": fingerprint}, protect=True,
+                      overwrite=cfg.overwrite)
+    result = ExtractResult(output=cfg.output)
+    limit = parse_max_doc_bytes(cfg.max_doc_bytes)
+    counts: dict[str, dict[str, Any]] = {}
+    earlier = _earlier_samples(fs, root) if pub.previous else {}
+    todo: list[ExtractTask] = []
+    targets: dict[str, str] = {}
+    for shard in shards:
+        rel = safe_rel(output_rel(shard.rel, cfg.format), f"input {shard.path}: output name")
+        if rel in targets:
+            pub.abandon()
+            raise ExtractError(f"extract: inputs {targets[rel]!r} and {shard.rel!r} would both write {rel!r}")
+        targets[rel] = shard.rel
+        shard_fp = f"{fingerprint}:{shard_identity(shard.path, shard.members, cfg.verify_inputs)}"
+        old = pub.previous.files.get(rel) if pub.previous else None
+        if old is not None and old.get("settings") != fingerprint and not cfg.overwrite:
+            pub.abandon()
+            raise ExtractError(f"extract: {root}/{rel} exists but was made with other settings; use --overwrite or "
+                               "another --output folder")
+        if not cfg.overwrite and pub.unchanged(rel, shard_fp) and old is not None and "counts" in old:
+            pub.keep(rel)
+            counts[rel] = dict(old["counts"], samples=earlier.get(rel, []))
+            result.shards_skipped.append(shard.rel)
+            continue
+        staged = pub.staged(rel)
+        done = read_done(fs, staged)
+        if done is not None and done.get("fingerprint") == shard_fp:
+            log.info("skip %s: finished by an interrupted run", shard.rel)
+            pub.add(rel, shard_fp, settings=fingerprint, counts=_lean(done["counts"]))
+            counts[rel] = done["counts"]
+            result.shards_skipped.append(shard.rel)
+            continue
+        todo.append(ExtractTask(shard, cfg.output, staged, cfg.format, cfg.engine, cfg.fix_text, cfg.on_error,
+                                limit, shard_fp))
+    _keep_others(pub, targets, fingerprint, cfg.overwrite, root)
+    if todo:
+        pub.claim()
+    progress = Progress("extract", total_bytes=sum(t.shard.size for t in todo), enabled=cfg.progress)
+    try:
+        done_bytes = 0
+        for task, shard_counts in _run(cfg, todo, progress):
+            rel = safe_rel(output_rel(task.shard.rel, cfg.format), "output name")
+            pub.add(rel, task.fingerprint, settings=fingerprint, counts=_lean(shard_counts))
+            counts[rel] = shard_counts
+            result.shards_written.append(task.shard.rel)
+            done_bytes += task.shard.size
+            if cfg.workers != 1 or cfg.executor != "local":
+                progress.update(docs=shard_counts["kept"], bytes_done=done_bytes)
+            if shard_counts["bad_records"]:
+                first = shard_counts["bad_examples"][0]
+                log.warning("%s: skipped %d damaged record(s), first: %s: %s", task.shard.rel,
+                            shard_counts["bad_records"], first["location"], first["reason"])
+    except BaseException:
+        pub.abandon()
+        raise
+    finally:
+        progress.close()
+    _totals(result, counts)
+    result.seconds = time.perf_counter() - start
+    _write_summary(fs, pub, cfg, result, fingerprint, what, counts)
+    pub.commit()
+    return result
+
+
+def _run(cfg: ExtractConfig, todo: list[ExtractTask], progress: Progress):
+    """(task, counts) per shard in input order, on the chosen executor."""
+    if cfg.executor not in ("local", "ray"):
+        raise ExtractError(f"--executor must be 'local' or 'ray', not {cfg.executor!r}")
+    if cfg.executor == "ray":
+        from textsieve.exec.ray_exec import cluster_cpus, ray_ordered_map
+
+        workers = cfg.workers or cluster_cpus(cfg.address)
+        yield from ray_ordered_map(extract_shard, todo, workers=workers, address=cfg.address)
+        return
+    if cfg.address:
+        raise ExtractError("--address is for --executor ray")
+    workers = min(cfg.workers or default_workers(), max(len(todo), 1))
+    if cfg.workers == 1 or workers == 1:  # in-process: progress page by page
+        base = 0
+        for task in todo:
+            yield task, extract_shard(task, on_page=partial(_page_progress, progress, base))
+            base += task.shard.size
+        return
+    yield from ordered_map(extract_shard, todo, workers=workers)
+
+
+def _page_progress(progress: Progress, base: int, docs: int, bytes_read: int) -> None:
+    progress.update(docs=docs, bytes_done=base + bytes_read)
+
+
+def _earlier_samples(fs: fsspec.AbstractFileSystem, root: str) -> dict[str, list[dict[str, Any]]]:
+    """The report's sample pages of the published summary, by shard (for the shards a run keeps)."""
+    try:
+        with fs.open(f"{root}/{SUMMARY}", "rb") as fh:
+            old = json.loads(fh.read())
+    except (OSError, ValueError):
+        return {}
+    out: dict[str, list[dict[str, Any]]] = {}
+    for s in old.get("samples") or []:
+        if isinstance(s, dict) and isinstance(s.get("shard"), str):
+            out.setdefault(s["shard"], []).append({k: v for k, v in s.items() if k != "shard"})
+    return out
+
+
+def _lean(counts: dict[str, Any]) -> dict[str, Any]:
+    """A shard's counts without the sample pages (for the manifest entry)."""
+    return {k: v for k, v in counts.items() if k != "samples"}
+
+
+def _keep_others(pub: Publication, targets: dict[str, str], fingerprint: str, overwrite: bool, root: str) -> None:
+    """Published shards of inputs this run was not given stay when made with these settings."""
+    prev = pub.previous
+    for rel, entry in sorted(prev.files.items()) if prev else []:
+        if rel in targets or rel == SUMMARY:
+            continue
+        if entry.get("settings") == fingerprint:
+            pub.keep(rel)
+        elif not overwrite:
+            pub.abandon()
+            raise ExtractError(f"extract: {root}/{rel} (from an earlier run) was made with other settings; use "
+                               "--overwrite or another --output folder")
+
+
+def _totals(result: ExtractResult, counts: dict[str, dict[str, Any]]) -> None:
+    skipped: Counter[str] = Counter()
+    for c in counts.values():
+        result.pages += c["pages"]
+        result.documents += c["kept"]
+        result.bad_records += c["bad_records"]
+        skipped.update(c.get("skipped", {}))
+    result.skipped = {r: skipped[r] for r in REASONS if skipped[r]}
+
+
+def _write_summary(fs: fsspec.AbstractFileSystem, pub: Publication, cfg: ExtractConfig, result: ExtractResult,
+                   fingerprint: str, what: dict[str, Any], counts: dict[str, dict[str, Any]]) -> None:
+    samples = [dict(s, shard=rel) for rel, c in sorted(counts.items()) for s in c.get("samples", [])][:12]
+    summary = {"stage": "extract", "version": __version__, "fingerprint": fingerprint, "settings": what,
+               "config": asdict(cfg), "result": asdict(result),
+               "shards": {rel: _lean(c) for rel, c in sorted(counts.items())}, "samples": samples}
+    with atomic_open(fs, pub.staged(SUMMARY), "wb") as fh:
+        fh.write(json.dumps(summary, indent=2, ensure_ascii=False).encode())
+    pub.add(SUMMARY)
