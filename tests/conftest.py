@@ -120,6 +120,7 @@ SLOW_TESTS = {
     "test_shared_skips.py::test_skips_print_reason_and_summary_line",
     "test_limits_16.py::test_dedup_exact_tree_peak_within_memory",
     "test_limits_16.py::test_huge_document_is_skipped_and_memory_stays_small",
+    "test_limits_16.py::test_dedup_fuzzy_tree_peak_within_memory",
 }
 SLOW_MODULES = {"test_docs_commands.py", "test_ray.py"}
 KILL_MODULES = {"test_resume.py", "test_resume_parts.py"}

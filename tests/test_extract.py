@@ -217,17 +217,21 @@ def test_pipeline_extracts_first_and_the_report_shows_it(crawl, tmp_path):
     resumed on a re-run), and the report shows its counts and pages beside their markup."""
     (tmp_path / "pipe.yaml").write_text(
         f"inputs: [{crawl}]\noutput: out/\nextract: {{}}\nannotate: {{signals: rps_doc_word_count}}\n"
-        "select: {recipe: {name: words, rules: {words: 'rps_doc_word_count >= 20'}}}\n")
+        "dedup: {lines: {}}\n"
+        "select: {recipe: {name: words, rules: {words: 'rps_doc_word_count >= 20', "
+        "lines: 'line: dup_lines_seen == 0'}}}\n")
     plan = subprocess.run([*CLI, "run", "pipe.yaml", "--dry-run"], cwd=tmp_path, capture_output=True, text=True)
     assert plan.returncode == 0, plan.stderr
     lines = [x.split()[1] for x in plan.stdout.splitlines() if x.strip()[:2].strip().isdigit()]
-    assert lines[:2] == ["extract", "annotate"]
+    assert lines == ["extract", "annotate", "dedup", "select"]  # dedup lines
     assert not (tmp_path / "out" / "docs").exists()
     first = subprocess.run([*CLI, "run", "pipe.yaml"], cwd=tmp_path, capture_output=True, text=True)
     assert first.returncode == 0, first.stderr
     assert "extract: 120 of 135 pages kept" in first.stderr
     ann = json.loads((tmp_path / "out" / "attrs" / "annotate.json").read_text())
     assert ann["result"]["documents"] == 120
+    lines_summary = json.loads((tmp_path / "out" / "attrs" / "_dedup_lines" / "summary.json").read_text())
+    assert lines_summary["n_docs"] == 120
     again = subprocess.run([*CLI, "run", "pipe.yaml"], cwd=tmp_path, capture_output=True, text=True)
     assert "0 shard(s) written, 3 already done" in again.stderr
     rep = subprocess.run([*CLI, "report", "out", "-o", "r.html"], cwd=tmp_path, capture_output=True, text=True)
@@ -258,3 +262,71 @@ def test_killed_run_publishes_nothing_and_the_rerun_adopts_finished_shards(crawl
     for p in sorted(want.glob("*.jsonl.gz")):
         assert (out / p.name).read_bytes() == p.read_bytes()
     assert not list(out.glob(".staging-*"))
+
+
+def _members(path: Path) -> list[bytes]:
+    """The gzip members of a .warc.gz written one record per member (as warcio writes them)."""
+    import zlib
+
+    data, out, at = path.read_bytes(), [], 0
+    while at < len(data):
+        d = zlib.decompressobj(31)
+        d.decompress(data[at:])
+        end = len(data) - len(d.unused_data)
+        out.append(data[at:end])
+        at = end
+    return out
+
+
+def test_damaged_record_fails_with_its_location_or_is_skipped_and_counted(crawl, extracted, tmp_path):
+    """Item 2 through the stage: a corrupt gzip member stops the run naming file, record and
+    offset; with --on-error skip that page alone is lost, counted, and the rest is kept."""
+    members = _members(crawl / "crawl-0000.warc.gz")
+    bad = bytearray(members[9])  # record 9: the 5th page's response (after its request record 8)
+    bad[len(bad) // 2] ^= 0xFF
+    members[9] = bytes(bad)
+    folder = tmp_path / "in"
+    folder.mkdir()
+    damaged = folder / "crawl-0000.warc.gz"
+    damaged.write_bytes(b"".join(members))
+    with pytest.raises(TextsieveError, match=r"crawl-0000\.warc\.gz:record 9: .*at byte \d+"):
+        ts.extract([str(damaged)], output=str(tmp_path / "fail"), workers=1, progress=False)
+    assert not (tmp_path / "fail" / "manifest.json").exists()
+    res = ts.extract([str(damaged)], output=str(tmp_path / "skip"), workers=1, progress=False, on_error="skip")
+    assert res.bad_records == 1
+    good = read_jsonl(extracted[0] / "crawl-0000.jsonl.gz")
+    got = read_jsonl(tmp_path / "skip" / "crawl-0000.jsonl.gz")
+    assert len(got) == len(good) - 1 and all(r in good for r in got)
+    summary = json.loads((tmp_path / "skip" / "extract.json").read_text())
+    assert "record 9" in summary["shards"]["crawl-0000.jsonl.gz"]["bad_examples"][0]["location"]
+
+
+def test_fix_text_repairs_and_counts_mojibake(tmp_path):
+    from textsieve.sample_crawl import page_html
+
+    folder = tmp_path / "pages"
+    folder.mkdir()
+    good = "The club paid £30.4m for the striker, a record fee for a player from the league below."
+    broken = good.encode("utf-8").decode("cp1252")  # 'Â£30.4m': UTF-8 read as Windows-1252
+    (folder / "news.html").write_text(page_html("Transfer news", [broken, "A second paragraph of the report "
+                                                                  "says the deal was agreed on Monday evening."]),
+                                      encoding="utf-8")
+    plain = ts.extract([str(folder)], output=str(tmp_path / "plain"), workers=1, progress=False)
+    assert "Â£30.4m" in read_jsonl(tmp_path / "plain" / "_html.jsonl.gz")[0]["text"] and plain.documents == 1
+    ts.extract([str(folder)], output=str(tmp_path / "fixed"), workers=1, progress=False, fix_text=True)
+    rec = read_jsonl(tmp_path / "fixed" / "_html.jsonl.gz")[0]
+    assert "£30.4m" in rec["text"] and "Â" not in rec["text"] and rec["meta"]["fixed_text"] is True
+    summary = json.loads((tmp_path / "fixed" / "extract.json").read_text())
+    assert summary["shards"]["_html.jsonl.gz"]["fixed_text"] == 1
+
+
+def test_fsspec_urls_in_and_out(crawl):
+    import fsspec
+
+    mem = fsspec.filesystem("memory")
+    mem.pipe("/ext-in/crawl-0002.warc.gz", (crawl / "crawl-0002.warc.gz").read_bytes())
+    res = ts.extract(["memory://ext-in/"], output="memory://ext-out", workers=1, progress=False)
+    assert res.documents == 40
+    with mem.open("/ext-out/crawl-0002.jsonl.gz", "rb") as fh:
+        recs = [json.loads(x) for x in gzip.decompress(fh.read()).splitlines()]
+    assert len(recs) == 40 and mem.exists("/ext-out/manifest.json")

@@ -350,3 +350,72 @@ def test_duckdb_spills_into_a_work_folder_that_is_cleaned(tmp_path):
     used = Path(run.stdout.strip())
     assert used.parent == tmp and used.name.startswith("textsieve-duckdb-")
     assert not used.exists() and not dead.exists() and not (tmp_path / ".tmp").exists()
+
+
+# --- item 19 for dedup fuzzy, with and without pair verification -----------------------------
+
+@pytest.fixture(scope="module")
+def line_attrs(line_docs: Path, tmp_path_factory) -> Path:
+    """`line_docs` annotated with MinHash signatures only (~30 s): ~11k of the 543k lines
+    (boilerplate repeated across pages) fall into LSH candidate pairs, ~4.7k clusters at 0.8."""
+    import subprocess
+
+    out = tmp_path_factory.mktemp("line_attrs") / "attrs"
+    subprocess.run(_cli("annotate", str(line_docs), "-o", str(out), "--signals", "minhash", "-q"), check=True,
+                   timeout=600)
+    return out
+
+
+@pytest.mark.parametrize("verify", ["none", "estimated", "exact"])
+@pytest.mark.parametrize("memory,workers", [("32MB", 1), ("64MB", 1), ("96MB", 2)])
+def test_dedup_fuzzy_tree_peak_within_memory(line_attrs: Path, memory: str, workers: int, verify: str):
+    """Before (this corpus, --memory 32MB, bound 132 MB): 132-151 MB with `--verify none`,
+    134-156 with `exact`, 181-193 with `estimated`. pyarrow's default pre-buffering kept every
+    column chunk of a shard read so far (a shard's band or signature columns) until the file was
+    closed; `--verify estimated` read the 128-value signatures in 32,768-row batches (~35 MB) and
+    kept the hits' Arrow values, their concatenation and a reordered copy; and glibc's rising
+    mmap threshold kept each phase's freed arrays resident into the next. Now 117 / 117-121 /
+    117 MB at 32MB, ~120 at 64MB (bound 164) and ~115-118 per process at 96MB with 2 workers."""
+    import sys
+
+    from hooks.tree_rss import run_measured
+
+    from textsieve.exec.budget import PROCESS_ALLOWANCE, parse_memory
+
+    peak = run_measured([sys.executable, "-m", "textsieve.cli", "dedup", "fuzzy", str(line_attrs), "--memory", memory,
+                         "--workers", str(workers), "--verify", verify, "--overwrite", "-q"])
+    assert peak.returncode == 0, peak.stderr[-2000:]
+    summary = json.loads((line_attrs / "_dedup_fuzzy" / "summary.json").read_text())
+    assert summary["thresholds"]["0.8"]["n_clusters"] > 4000  # the pairs to verify are there
+    working = [p for p in peak.peaks.values() if p >= HELPER_PEAK]
+    bound = parse_memory(memory) + len(working) * PROCESS_ALLOWANCE
+    assert sum(working) <= bound, f"peak {sum(working) / 1e6:.0f} MB > {bound / 1e6:.0f} MB: {peak.peaks}"
+
+
+def test_locate_finds_candidates_with_their_values(near_dup_attrs: Path):
+    """`verify.locate` fills its outputs a batch at a time (small batches here): the same ids,
+    ordinals and signature rows as reading the whole folder at once; a missing id is left out."""
+    import numpy as np
+
+    from textsieve.dedup.corpus import ShardTable, id_ints
+    from textsieve.dedup.lsh import band_values
+    from textsieve.dedup.verify import locate
+
+    table = ShardTable.open(str(near_dup_attrs))
+    ids, sigs, with_sig = [], [], []
+    for i in range(len(table.paths)):
+        t = table.read(i, ["id", "signature_sim1.0"])
+        valid, values = band_values(t.column("signature_sim1.0"), "x")
+        sig = np.zeros((t.num_rows, 128), dtype=np.uint32)
+        sig[valid] = values.reshape(values.shape[0], -1)
+        ids.append(id_ints(t.column("id")))
+        sigs.append(sig)
+        with_sig.append(valid)
+    all_ii, all_sig = np.concatenate(ids), np.concatenate(sigs)
+    pick = np.flatnonzero(np.concatenate(with_sig))[3::7]  # documents with a signature (candidates have one)
+    want = np.unique(np.append(all_ii[pick], np.uint64(12345)))  # 12345: no document has it
+    ii, ords, sig = locate(table, want, 1, "signature_sim1.0",
+                           lambda a: band_values(a, "x")[1].reshape(len(a), -1))
+    order = np.argsort(all_ii[pick])
+    assert np.array_equal(ii, all_ii[pick][order]) and np.array_equal(ords, pick[order])
+    assert sig is not None and np.array_equal(sig, all_sig[pick][order])
