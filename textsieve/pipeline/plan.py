@@ -27,6 +27,9 @@ WORKER_BYTES = 310_000_000
 #: gzipped output bytes per kept page, measured on the dev WARCs with --workers 1.
 EXTRACT_WORKER_BYTES = 250_000_000
 EXTRACT_BYTES_PER_DOC = 1_500
+#: Characters per line of web text (dev corpus), and bytes per line key of `dedup lines`.
+LINE_CHARS = 80
+LINE_KEY_BYTES = 24
 #: Bytes per document of a dedup/DSIR attribute set (id, shard, row + a few scalar columns).
 SET_BYTES_PER_DOC = 60
 #: MinHash bands per document of each RPv2 threshold (spec §8: optimal_param).
@@ -168,6 +171,17 @@ def _dedup_fuzzy_plan(e: _Estimate, index: int | None) -> StagePlan:
                      rows * ROW.itemsize + e.docs * SET_BYTES_PER_DOC, f"{rows:,} band rows, partitions are temporary")
 
 
+def _dedup_lines_plan(e: _Estimate, index: int | None) -> StagePlan:
+    ln = build(e.cfg, "dedup_lines", progress=False)
+    budget = parse_memory(ln.memory)
+    lines = e.docs * max(e.mean_chars // LINE_CHARS, 1)
+    group = f"groups of {ln.group_shards} shard(s)" if ln.group_shards else "one group"
+    return StagePlan("dedup lines", f"CCNet line hashes ({ln.normalize}), {group}",
+                     min(budget, lines * LINE_KEY_BYTES) + 100_000_000,
+                     e.docs * SET_BYTES_PER_DOC + lines * (LINE_KEY_BYTES + 24),
+                     f"~{lines:,} lines; key partitions are temporary")
+
+
 def _dsir_plan(e: _Estimate, index: int | None) -> StagePlan:
     c = build(e.cfg, "dsir", progress=False, index=index)
     ids = e.docs * max(e.mean_chars // 5, 1) * 2 * 4  # ~1 token per 5 chars, n-gram ids, int32 each
@@ -191,7 +205,7 @@ def _select_plan(e: _Estimate, index: int | None) -> StagePlan:
 #: stage without one is listed with zeros
 ESTIMATES: dict[str, Callable[[_Estimate, int | None], StagePlan]] = {
     "extract": _extract_plan, "annotate": _annotate_plan, "dedup_exact": _dedup_exact_plan,
-    "dedup_fuzzy": _dedup_fuzzy_plan, "dsir": _dsir_plan, "select": _select_plan}
+    "dedup_fuzzy": _dedup_fuzzy_plan, "dedup_lines": _dedup_lines_plan, "dsir": _dsir_plan, "select": _select_plan}
 
 
 def make_plan(cfg: PipelineConfig) -> Plan:

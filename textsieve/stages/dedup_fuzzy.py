@@ -21,6 +21,7 @@ import hashlib
 import json
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 import fsspec
@@ -278,25 +279,32 @@ def _top_clusters(nd: _Nodes) -> list[tuple[int, int]]:
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _LEAN_THRESHOLD = -1, -3, 128 * 1024
 
 
-def _lean_malloc() -> None:
+def _lean_malloc() -> Callable[[], None]:
     """Fixed glibc malloc thresholds (128 KiB, glibc's initial ones) for this process, unless the
-    user set MALLOC_*_THRESHOLD_. glibc otherwise raises its mmap threshold to the largest block
-    freed (up to 32 MB), so each phase's large arrays (id batches, sort passes, signatures) are
-    then carved from the heap and their freed pages stay resident into the next phase: measured
-    on 543k documents at --memory 32MB, the tree peaked at 132-134 MB with them kept, 118 without.
-    A no-op where there is no glibc `mallopt` (macOS, Windows, musl)."""
+    user set MALLOC_*_THRESHOLD_; returns a `release()` that hands the heap's free pages back to
+    the system (`malloc_trim`), called between phases. glibc otherwise raises its mmap threshold
+    to the largest block freed (up to 32 MB), so each phase's large arrays (id batches, sort
+    passes, signatures) are then carved from the heap and their freed pages stay resident into
+    the next phase: measured on 543k documents at --memory 32MB, the tree peaked at 132-134 MB
+    with them kept, 117-121 without. A no-op where there is no glibc (macOS, Windows, musl)."""
     import ctypes
     import os
 
-    if any(k in os.environ for k in ("MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_")):
-        return
     try:
-        mallopt = ctypes.CDLL(None).mallopt
+        libc = ctypes.CDLL(None)
+        mallopt, trim = libc.mallopt, libc.malloc_trim
     except (OSError, AttributeError, TypeError):  # pragma: no cover - not glibc
-        return
+        return lambda: None
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-    mallopt(_M_MMAP_THRESHOLD, _LEAN_THRESHOLD)
-    mallopt(_M_TRIM_THRESHOLD, _LEAN_THRESHOLD)
+    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
+    if not any(k in os.environ for k in ("MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_")):
+        mallopt(_M_MMAP_THRESHOLD, _LEAN_THRESHOLD)
+        mallopt(_M_TRIM_THRESHOLD, _LEAN_THRESHOLD)
+
+    def release() -> None:
+        trim(0)
+
+    return release
 
 
 def run_fuzzy(cfg: FuzzyConfig) -> FuzzyResult:
@@ -308,7 +316,7 @@ def run_fuzzy(cfg: FuzzyConfig) -> FuzzyResult:
     plan = memory_plan("dedup fuzzy", cfg.memory, cfg.workers if cfg.workers > 1 else 0)
     budget = plan.usable
     lean_arrow_memory()
-    _lean_malloc()
+    release = _lean_malloc()
     table = ShardTable.open(cfg.directory)
     pool_workers("dedup fuzzy", cfg.workers, cfg.workers, [cfg.directory, *source_locations(cfg.directory)],
                  cfg.executor)  # raises when worker processes or Ray would have to read memory://
@@ -339,6 +347,7 @@ def run_fuzzy(cfg: FuzzyConfig) -> FuzzyResult:
 
     # documents are keyed by id_int (after the skip test: an up-to-date set was checked when made)
     check_unique_ids(table, budget, work_parent(cfg.directory, cfg.tmp_dir), "dedup fuzzy")
+    release()
     max_rows = rows_per_pass(budget)
     bands = _bands_per_doc(table, list(cols.values()))
     bits = {t: partition_bits(table.n_docs * bands[cols[t]], max_rows) for t in ts}
@@ -377,9 +386,11 @@ def run_fuzzy(cfg: FuzzyConfig) -> FuzzyResult:
                 stats[t] = asdict(grouper.stats)
         finally:
             finish_work(work)
+    release()
     if cfg.verify != "none":
         before = {t: int(e.shape[0]) for t, e in edges.items()}
         edges = _verify(cfg, table, prefix, edges, budget)
+        release()
         for t in ts:
             stats[t]["edges_verified"] = int(edges[t].shape[0])
             stats[t]["edges_rejected"] = before[t] - int(edges[t].shape[0])
