@@ -1,6 +1,7 @@
-"""Main-content extraction: quality per engine on the extraction dev pages (and, later, speed end to end).
+"""Main-content extraction: quality per engine on the extraction dev pages, and speed end to end.
 
 Usage: python benchmarks/extract.py [--pages N] [--engines a,b] [--shared DIR] [--keep DIR] [--misses N]
+                                    [--records N] [--speed-engines a,b] [--no-datatrove]
 
 Quality part: every registered engine plus trafilatura's own defaults (``trafilatura.extract(html_bytes)``
 with no options: the reference row) on the 495 pages of ``shared/corpora/extraction``. Each page is
@@ -158,8 +159,18 @@ def print_table(rows: list[Row], n_pages: int) -> None:
 
 
 def speed_section(args: argparse.Namespace) -> None:
-    """End-to-end WARC -> documents speed vs datatrove (reader + trafilatura), in its own venv."""
-    print("(end-to-end section: see _extract_datatrove.py)")
+    """End-to-end WARC -> documents speed vs datatrove (its WarcReader + Trafilatura extractor, in
+    its own venv, `_extract_datatrove.py`) on the dev WARCs concatenated to `--records` records,
+    one core each: records per CPU-second and the ratio to datatrove, in this one run."""
+    if args.records <= 0:
+        print("(end-to-end section skipped: --records 0)")
+        return
+    sys.path.insert(0, str(HERE))
+    from _extract_datatrove import speed_table
+
+    engines = [e for e in (args.speed_engines or "").split(",") if e]
+    print(f"\nEnd to end: WARC -> documents, {args.records:,} records, one core per tool")
+    print(speed_table(engines, records=args.records, workers=1, datatrove=not args.no_datatrove))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -169,6 +180,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--shared", default=str(DEFAULT_SHARED), help="the shared data folder")
     ap.add_argument("--keep", default="", help="write the extracted texts here (default: a temp folder)")
     ap.add_argument("--misses", type=int, default=0, help="also print the N worst pages per engine")
+    ap.add_argument("--records", type=int, default=3000, help="end-to-end part: WARC records (0: skip that part)")
+    ap.add_argument("--speed-engines", default="trafilatura,textsieve,resiliparse",
+                    help="end-to-end part: textsieve engines to time")
+    ap.add_argument("--no-datatrove", action="store_true", help="end-to-end part: leave the datatrove row out")
     args = ap.parse_args(argv)
     quality_section(args)
     speed_section(args)
