@@ -183,8 +183,10 @@ def run_textsieve(warc_path: Path, engine: str, workers: int = 1, records: int |
     n = records if records is not None else count_responses(warc_path)
     with tempfile.TemporaryDirectory(prefix="ts-extract-ts-") as tmp:
         out = Path(tmp) / "out"
+        # the input repeats the dev WARCs, record ids included: rename the repeats (ID#2, ...)
         run = _measure(f"textsieve {engine}", TS + ["extract", str(warc_path), "--output", str(out),
-                                                    "--engine", engine, "--workers", str(workers)], n)
+                                                    "--engine", engine, "--workers", str(workers),
+                                                    "--dedupe-ids", "suffix"], n)
         docs = _count_docs(out)
     from importlib.metadata import version
 

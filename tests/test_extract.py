@@ -299,6 +299,9 @@ def test_damaged_record_fails_with_its_location_or_is_skipped_and_counted(crawl,
     assert len(got) == len(good) - 1 and all(r in good for r in got)
     summary = json.loads((tmp_path / "skip" / "extract.json").read_text())
     assert "record 9" in summary["shards"]["crawl-0000.jsonl.gz"]["bad_examples"][0]["location"]
+    # a fail-mode re-run does not serve the shard that lost a record: it reads it again, and fails
+    with pytest.raises(TextsieveError, match=r"record 9"):
+        ts.extract([str(damaged)], output=str(tmp_path / "skip"), workers=1, progress=False)
 
 
 def test_fix_text_repairs_and_counts_mojibake(tmp_path):
@@ -330,3 +333,62 @@ def test_fsspec_urls_in_and_out(crawl):
     with mem.open("/ext-out/crawl-0002.jsonl.gz", "rb") as fh:
         recs = [json.loads(x) for x in gzip.decompress(fh.read()).splitlines()]
     assert len(recs) == 40 and mem.exists("/ext-out/manifest.json")
+
+
+def test_repeated_ids_fail_naming_both_or_are_suffixed(tmp_path):
+    """`a.html` beside `a.htm` (or a WARC concatenated from copies) gives two documents one id:
+    fail naming both files, or rename the second `a#2` (--dedupe-ids suffix / --on-error skip)."""
+    from textsieve.sample_crawl import page_html
+
+    folder = tmp_path / "pages"
+    folder.mkdir()
+    for name in ("a.html", "a.htm"):
+        (folder / name).write_text(page_html("Page a", [f"This is the page saved as {name}, with a few words.",
+                                                        "And a second paragraph, so the article has a body."]))
+    with pytest.raises(TextsieveError, match=r"a\.html: duplicate id 'a': the document at .*a\.htm has it too"):
+        ts.extract([str(folder)], output=str(tmp_path / "fail"), workers=1, progress=False)
+    res = ts.extract([str(folder)], output=str(tmp_path / "ok"), workers=1, progress=False, dedupe_ids="suffix")
+    assert [r["id"] for r in read_jsonl(tmp_path / "ok" / "_html.jsonl.gz")] == ["a", "a#2"] and res.documents == 2
+    summary = json.loads((tmp_path / "ok" / "extract.json").read_text())
+    assert summary["shards"]["_html.jsonl.gz"]["renamed_ids"] == 1
+
+
+def test_memory_urls_with_default_workers_run_in_process(crawl):
+    import fsspec
+
+    mem = fsspec.filesystem("memory")
+    for name in ("crawl-0000.warc.gz", "crawl-0001.warc.gz"):
+        mem.pipe(f"/ext-in2/{name}", (crawl / name).read_bytes())
+    res = ts.extract(["memory://ext-in2/"], output="memory://ext-out2", progress=False)  # default workers
+    assert res.documents == 80
+    with pytest.raises(TextsieveError, match="worker processes cannot see"):
+        ts.extract(["memory://ext-in2/"], output="memory://ext-out3", workers=2, progress=False)
+
+
+def test_other_inputs_kept_in_the_folder_stay_in_the_summary(crawl, tmp_path):
+    out = tmp_path / "docs"
+    ts.extract([str(crawl / "crawl-0000.warc.gz")], output=str(out), workers=1, progress=False)
+    res = ts.extract([str(crawl / "crawl-0001.warc.gz")], output=str(out), workers=1, progress=False)
+    summary = json.loads((out / "extract.json").read_text())
+    assert set(summary["shards"]) == {"crawl-0000.jsonl.gz", "crawl-0001.jsonl.gz"}
+    assert summary["result"]["documents"] == res.documents == 80
+
+
+def test_oversized_pages_are_counted_and_a_gzip_bomb_is_not_inflated(tmp_path):
+    import resource
+
+    from textsieve.sample_crawl import page_html
+
+    folder = tmp_path / "pages"
+    folder.mkdir()
+    (folder / "small.html").write_text(page_html("Small", ["A short page of two paragraphs with real words.",
+                                                           "It stays under the limit and is kept."]))
+    with gzip.open(folder / "bomb.html.gz", "wb", compresslevel=9) as fh:  # 400 MB of spaces in ~400 KB
+        chunk = b" " * (1 << 20)
+        for _ in range(400):
+            fh.write(chunk)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    res = ts.extract([str(folder)], output=str(tmp_path / "out"), workers=1, progress=False, max_doc_bytes="1MiB")
+    grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert res.documents == 1 and res.skipped == {"too_large": 1}
+    assert grown_mb < 200, f"peak RSS grew by {grown_mb:.0f} MB: the bomb was inflated"

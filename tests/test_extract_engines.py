@@ -221,3 +221,23 @@ def test_textsieve_engine_drops_author_caption_and_newsletter_blocks(shared_dir)
     assert mark_boilerplate(page) == page
     assert mark_boilerplate('<p data-x=1 class="post-author">Bio</p>') == '<p data-x=1 class="post-author">Bio</p>'
     assert mark_boilerplate('<div class="author-box">Bio</div>') == '<div class="author-box footer">Bio</div>'
+
+
+def test_labels_that_are_not_page_encodings_fall_through():
+    """A header or <meta> naming a Python codec that is no character encoding of a page (base64,
+    zlib, unicode_escape, utf-7...) is ignored like an unknown label instead of crashing the run
+    or decoding escapes in the markup; UTF-16 from the HTTP header is followed (from <meta>, it
+    means UTF-8, as browsers read it)."""
+    from textsieve.extraction.decode import decode_html
+
+    body = "<html><body>café \\u0041</body></html>".encode()
+    for label in ("base64", "hex", "zlib", "uu", "unicode_escape", "raw_unicode_escape", "utf-7", "rot13"):
+        d = decode_html(body, f"text/html; charset={label}")
+        assert (d.charset, d.source, d.text) == ("utf-8", "default", body.decode()), label
+        d = decode_html(f'<meta charset="{label}">'.encode() + body)
+        assert d.charset == "utf-8", label
+    page = "<html><body>grüße</body></html>"
+    d = decode_html(page.encode("utf-16-le"), "text/html; charset=utf-16le")
+    assert (d.charset, d.text) == ("utf-16-le", page)
+    d = decode_html(b'<meta charset="utf-16">' + page.encode())
+    assert d.charset == "utf-8" and d.text.endswith(page)

@@ -108,3 +108,20 @@ def test_corrupt_record_with_digest_is_skipped_and_the_rest_recovered(tmp_path, 
     docs, skipped = _read(path, "skip")
     assert docs == [d for d in clean if d[1] != 3]
     assert [s.location for s in skipped] == [f"{path}:record 3"]
+
+
+def test_a_member_that_is_no_record_is_reported_not_a_crash(tmp_path, wet_records, clean) -> None:
+    """Review finding: after a malformed record of a .wet.gz, a gzip member holding something
+    that is not a WARC record (`garbage\\r\\nfoo: bar\\r\\n\\r\\nbody`) raised warcio's bare
+    ArchiveLoadFailed in skip mode. Now it is one located bad record and reading goes on."""
+    head, body = wet_records[1].split(b"\r\n\r\n", 1)
+    m = re.search(rb"Content-Length: (\d+)", head)
+    assert m is not None
+    wrong = head.replace(m.group(0), b"Content-Length: %d" % (int(m.group(1)) + 5)) + b"\r\n\r\n" + body
+    members = [wet_records[0], _no_digest(wrong), b"garbage\r\nfoo: bar\r\n\r\nbody", *wet_records[2:]]
+    path = tmp_path / "odd.warc.wet.gz"
+    path.write_bytes(b"".join(gzip.compress(m, mtime=0) for m in members))
+    docs, skipped = _read(path, "skip")
+    assert [d[3] for d in docs] == [d[3] for d in clean]  # the malformed record recovered, the rest kept
+    assert len(skipped) == 1 and "does not hold a WARC record" in skipped[0].reason
+    assert re.search(r"odd\.warc\.wet\.gz:record 2$", skipped[0].location)

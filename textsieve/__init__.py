@@ -1,6 +1,6 @@
 """textsieve: curate LLM pre-training text with RedPajama-V2 quality signals, dedup and selection.
 
-`import textsieve as ts` gives the Python API (`textsieve.api`): `ts.annotate`, `ts.dedup_exact`,
+`import textsieve as ts` gives the Python API (`textsieve.api`): `ts.extract`, `ts.annotate`, `ts.dedup_exact`,
 `ts.dedup_fuzzy`, `ts.dedup_lines`, `ts.dsir_fit`, `ts.select`, `ts.funnel`, `ts.run`, `ts.load_recipe`,
 `ts.read_documents` and `ts.attributes`. They are loaded on first use (PEP 562), so `import
 textsieve` stays cheap: the CLI imports it for `__version__` on every call.

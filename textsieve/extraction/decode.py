@@ -47,10 +47,17 @@ _BROWSER_ALIASES = {
     "gb2312": "gb18030", "gbk": "gb18030", "x-gbk": "gb18030", "gb_2312-80": "gb18030", "cp936": "gb18030",
     "shift_jis": "cp932", "shift-jis": "cp932", "sjis": "cp932", "x-sjis": "cp932", "ms_kanji": "cp932",
     "windows-31j": "cp932", "euc-kr": "cp949", "ks_c_5601-1987": "cp949", "big5": "big5hkscs",
-    # a <meta> cannot truthfully declare UTF-16 (the prescan read it as ASCII), so browsers use UTF-8
-    "utf-16": "utf-8", "utf-16le": "utf-8", "utf-16be": "utf-8", "unicode": "utf-8",
     "x-user-defined": "cp1252",
 }
+#: A <meta> cannot truthfully declare UTF-16 (the prescan read it as ASCII), so browsers use
+#: UTF-8 there; an HTTP header can, and is followed.
+_META_ALIASES = {"utf-16": "utf-8", "utf-16le": "utf-8", "utf-16be": "utf-8", "unicode": "utf-8",
+                 "utf_16": "utf-8", "utf-16-le": "utf-8", "utf-16-be": "utf-8", "utf_16_le": "utf-8",
+                 "utf_16_be": "utf-8"}
+#: Python codecs that are not character encodings of a page (transforms such as base64 and zlib
+#: are refused by `_is_text_encoding`), or that decode markup instead of bytes: never used.
+_NOT_PAGE_CODECS = frozenset({"unicode_escape", "raw_unicode_escape", "punycode", "idna", "utf_7",
+                              "undefined", "mbcs", "oem", "palmos"})
 
 _BOMS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
 _META_RE = re.compile(rb"<meta\b[^>]*?charset\s*=\s*[\"']?\s*([A-Za-z0-9_.:\-]+)", re.IGNORECASE)
@@ -75,17 +82,25 @@ class Decoded:
     mixed: int = 0
 
 
-def normalize_charset(label: str | None) -> str | None:
-    """The Python codec name a browser would use for a charset label, or None when unknown."""
+def normalize_charset(label: str | None, meta: bool = False) -> str | None:
+    """The Python codec name a browser would use for a charset label (`meta`: declared in a
+    `<meta>`), or None when unknown or not a character encoding (base64, zlib, unicode_escape...)."""
     if not label:
         return None
     key = label.strip().strip("\"'").lower()
+    if meta and key in _META_ALIASES:
+        return _META_ALIASES[key]
     if key in _BROWSER_ALIASES:
         return _BROWSER_ALIASES[key]
     try:
-        name = codecs.lookup(key).name
+        info = codecs.lookup(key)
     except LookupError:
         return None
+    name = info.name
+    if not getattr(info, "_is_text_encoding", True) or name.replace("-", "_") in _NOT_PAGE_CODECS:
+        return None
+    if meta and name in _META_ALIASES:
+        return _META_ALIASES[name]
     # codecs.lookup resolves aliases to canonical names ("latin_1", "iso8859-1"): map those too
     return _BROWSER_ALIASES.get(name.replace("_", "-"), name)
 
@@ -118,7 +133,7 @@ def decode_html(body: bytes, content_type: str | None = None) -> Decoded:
             text, replaced = _decode_replacing(body[len(bom):], bom_codec)
             return Decoded(text, bom_codec, "bom", replaced)
     for source, label in (("http", charset_from_content_type(content_type)), ("meta", charset_from_meta(body))):
-        codec = normalize_charset(label)
+        codec = normalize_charset(label, meta=source == "meta")
         if codec is None:
             continue
         try:

@@ -36,6 +36,7 @@ class HtmlFile:
     row: int
     path: str
     body: bytes
+    oversize: bool = False  # larger than the caller's cap: `body` is empty (never fully inflated)
 
 
 def page_id(rel: str) -> str:
@@ -47,22 +48,53 @@ def page_id(rel: str) -> str:
     return rel
 
 
-def html_pages(ctx: ShardReader) -> Iterator[HtmlFile]:
-    """The page files of html shard `ctx.shard`, in name order; a damaged `.gz` is a bad record."""
+def html_pages(ctx: ShardReader, cap: int | None = None) -> Iterator[HtmlFile]:
+    """The page files of html shard `ctx.shard`, in name order; a damaged `.gz` is a bad record.
+    A page larger than `cap` bytes (after decompression, which stops there: a gzip bomb is never
+    inflated whole) comes as an `oversize` HtmlFile without its body."""
     shard: Shard = ctx.shard
     for row, member in enumerate(shard.members):
         with fsspec.open(member, "rb") as fh:
             data = fh.read()
         ctx.bytes_read += len(data)
+        pid = page_id(shard.member_rel(row))
         if member.lower().endswith(".gz"):
             try:
-                data = gzip.decompress(data)
+                data, over = _gunzip(data, cap)
             except (OSError, EOFError, zlib.error) as exc:
                 ctx.bad(member, f"cannot decompress the gzip file ({exc})")
                 continue
+            if over:
+                yield HtmlFile(pid, row, member, b"", oversize=True)
+                continue
+        if cap is not None and len(data) > cap:
+            yield HtmlFile(pid, row, member, b"", oversize=True)
+            continue
         if not doc_size_ok(ctx, member, len(data)):  # io.limits: --max-doc-bytes
             continue
-        yield HtmlFile(page_id(shard.member_rel(row)), row, member, data)
+        yield HtmlFile(pid, row, member, data)
+
+
+def _gunzip(data: bytes, cap: int | None) -> tuple[bytes, bool]:
+    """(the file's bytes, whether they exceed `cap`), inflating no more than `cap` + 1 bytes;
+    concatenated members are read in turn, and a cut or damaged file raises."""
+    if cap is None:
+        return gzip.decompress(data), False
+    out: list[bytes] = []
+    size = 0
+    while data:
+        d = zlib.decompressobj(31)
+        chunk = d.decompress(data, cap + 1 - size)
+        size += len(chunk)
+        out.append(chunk)
+        if size > cap:
+            return b"", True
+        if not d.eof:
+            if d.unconsumed_tail:  # output limit reached exactly at cap: one more byte means oversize
+                return b"", True
+            raise EOFError("the gzip file is cut (its last member has no end)")
+        data = d.unused_data
+    return b"".join(out), False
 
 
 def read_html(ctx: ShardReader) -> Iterator[Document]:

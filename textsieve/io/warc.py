@@ -295,12 +295,14 @@ def _wet_block(region: bytes, *, bounded: bool, ambiguous_ok: bool) -> tuple[byt
     separator: kept in skip mode only (`ambiguous_ok`), with a note, and only when a next
     record (or a clean separator at the end of the file) bounds it, never for a cut file."""
     head_end = region.find(b"\r\n\r\n")
-    if head_end < 0:
+    if head_end < 0 or not region.startswith(b"WARC/1."):
         return None
     head, body = region[:head_end], region[head_end + 4 :]
     length = re.search(rb"(?im)^content-length:[ \t]*(\d+)[ \t]*\r?$", head)
     digest = re.search(rb"(?im)^warc-block-digest:[ \t]*(\S+)[ \t]*\r?$", head)
-    declared = int(length.group(1)) if length else -1
+    if length is None:  # no length to check the block against: nothing to recover it by
+        return None
+    declared = int(length.group(1))
     exact = 0 <= declared <= len(body) and not body[declared:].strip(b"\r\n") and len(body) - declared <= 8
     readings = ([body[:declared]] if exact else []) + [body[: len(body) - len(sep)] for sep in _SEPARATORS
                                                         if body.endswith(sep)]
@@ -347,7 +349,10 @@ def _wet_members(ctx: ShardReader, raw: Any, start: int, row: int) -> Iterator[t
         region = b"".join(parts)
         location = f"{ctx.shard.path}:record {row}"
         recovered = _wet_block(region, bounded=True, ambiguous_ok=ambiguous_ok)
-        if recovered is None:
+        if not region.startswith(b"WARC/1."):
+            ctx.bad(location, f"the gzip member at byte {at} does not hold a WARC record (it starts with "
+                              f"{region[:20]!r})")
+        elif recovered is None:
             ctx.bad(location, f"the block of this record (at byte {at}) does not end where its Content-Length says, "
                               "and its end cannot be told (no matching WARC-Block-Digest)")
         else:
@@ -357,8 +362,13 @@ def _wet_members(ctx: ShardReader, raw: Any, start: int, row: int) -> Iterator[t
             head = region[: region.find(b"\r\n\r\n")]
             size = str(len(block)).encode()
             head = re.sub(rb"(?im)^(content-length:[ \t]*)\d+", rb"\g<1>" + size, head)
-            record = next(ArchiveIterator(io.BytesIO(head + b"\r\n\r\n" + block + b"\r\n\r\n"), arc2warc=False))
-            if record.rec_type == "conversion":
+            try:
+                record = next(ArchiveIterator(io.BytesIO(head + b"\r\n\r\n" + block + b"\r\n\r\n"),
+                                              arc2warc=False))
+            except (*_WARCIO_ERRORS, StopIteration) as exc:
+                ctx.bad(location, f"cannot parse the record in the gzip member at byte {at} ({exc})")
+                record = None
+            if record is not None and record.rec_type == "conversion":
                 yield row, record, block, at
         row += 1
         ctx.bytes_read = pos

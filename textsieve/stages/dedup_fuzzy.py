@@ -422,6 +422,7 @@ def run_fuzzy(cfg: FuzzyConfig) -> FuzzyResult:
             writer.close()
         pub.add(table.rels[i], fingerprint)
     progress.close()
+    release()
     summary = _summary(cfg, table, ts, nodes, tops, members, with_bands, stats, fingerprint)
     with atomic_open(fs, pub.staged(SUMMARY), "w") as fh:
         json.dump(summary, fh, indent=1, ensure_ascii=False, sort_keys=False)

@@ -38,8 +38,10 @@ from textsieve.extraction.engines import DEFAULT_ENGINE, ENGINE_NAMES
 from textsieve.io.atomic import atomic_open
 from textsieve.io.doc_shards import DOC_FORMATS, doc_suffix
 from textsieve.io.identity import shard_identity
+from textsieve.io.ids import effective_mode
 from textsieve.io.leftovers import remove_stale_temps
 from textsieve.io.limits import DEFAULT_MAX_DOC_BYTES, parse_max_doc_bytes
+from textsieve.io.locations import pool_workers
 from textsieve.io.overlap import check_apart
 from textsieve.io.paths import _SUFFIX_FORMATS, Shard, expand_inputs
 from textsieve.io.publish import Publication
@@ -78,10 +80,16 @@ class ExtractConfig:
     progress: bool = progress_option()
     overwrite: bool = option(False, help="replace shards made with other settings (without it the run refuses)")
     # a page body larger than this is skipped and counted as too_large; 0 = no limit
-    max_doc_bytes: int | str = option(DEFAULT_MAX_DOC_BYTES, help="skip (and count) page bodies larger than "
-                                      "this, e.g. 8MiB (default: 32 MiB; 0: no limit)", metavar="SIZE")
+    max_doc_bytes: int | str = option(DEFAULT_MAX_DOC_BYTES, help="skip (and count as too_large) page bodies "
+                                      "larger than this, e.g. 8MiB, 64MB; 0: no limit (default: "
+                                      f"{DEFAULT_MAX_DOC_BYTES >> 20} MiB)", metavar="SIZE")
     verify_inputs: bool = option(False, help="tell changed inputs by a SHA-256 of their bytes instead of size and "
                                              "modification time")
+    # repeated ids among a shard's documents (a WARC concatenated from copies; a.html beside a.htm)
+    dedupe_ids: str | None = option(
+        None, help="a repeated id among a shard's documents: fail (default) naming both records, or suffix: "
+                   "rename the 2nd, 3rd, ... to ID#2, ID#3, counted as renamed_ids (default with --on-error skip)",
+        choices=("fail", "suffix"))
 
 
 @dataclass
@@ -159,6 +167,7 @@ def run_extract(cfg: ExtractConfig) -> ExtractResult:
                       overwrite=cfg.overwrite)
     result = ExtractResult(output=cfg.output)
     limit = parse_max_doc_bytes(cfg.max_doc_bytes)
+    id_mode = effective_mode(cfg.dedupe_ids, cfg.on_error)
     counts: dict[str, dict[str, Any]] = {}
     earlier = _earlier_samples(fs, root) if pub.previous else {}
     todo: list[ExtractTask] = []
@@ -175,34 +184,39 @@ def run_extract(cfg: ExtractConfig) -> ExtractResult:
             pub.abandon()
             raise ExtractError(f"extract: {root}/{rel} exists but was made with other settings; use --overwrite or "
                                "another --output folder")
-        if not cfg.overwrite and pub.unchanged(rel, shard_fp) and old is not None and "counts" in old:
+        # a shard that lost damaged records under --on-error skip is not what a fail run promises
+        lossy = old is not None and cfg.on_error == "fail" and bool((old.get("counts") or {}).get("bad_records"))
+        if not cfg.overwrite and not lossy and pub.unchanged(rel, shard_fp) and old is not None and "counts" in old:
             pub.keep(rel)
             counts[rel] = dict(old["counts"], samples=earlier.get(rel, []))
             result.shards_skipped.append(shard.rel)
             continue
         staged = pub.staged(rel)
         done = read_done(fs, staged)
-        if done is not None and done.get("fingerprint") == shard_fp:
+        if done is not None and done.get("fingerprint") == shard_fp and not (
+                cfg.on_error == "fail" and done["counts"].get("bad_records")):
             log.info("skip %s: finished by an interrupted run", shard.rel)
             pub.add(rel, shard_fp, settings=fingerprint, counts=_lean(done["counts"]))
             counts[rel] = done["counts"]
             result.shards_skipped.append(shard.rel)
             continue
         todo.append(ExtractTask(shard, cfg.output, staged, cfg.format, cfg.engine, cfg.fix_text, cfg.on_error,
-                                limit, shard_fp))
-    _keep_others(pub, targets, fingerprint, cfg.overwrite, root)
+                                limit, shard_fp, id_mode))
+    _keep_others(pub, targets, fingerprint, cfg.overwrite, root, counts, earlier)
     if todo:
         pub.claim()
     progress = Progress("extract", total_bytes=sum(t.shard.size for t in todo), enabled=cfg.progress)
+    workers = _workers(cfg, todo)
+    in_process = cfg.executor == "local" and workers == 1
     try:
         done_bytes = 0
-        for task, shard_counts in _run(cfg, todo, progress):
+        for task, shard_counts in _run(cfg, todo, progress, workers):
             rel = safe_rel(output_rel(task.shard.rel, cfg.format), "output name")
             pub.add(rel, task.fingerprint, settings=fingerprint, counts=_lean(shard_counts))
             counts[rel] = shard_counts
             result.shards_written.append(task.shard.rel)
             done_bytes += task.shard.size
-            if cfg.workers != 1 or cfg.executor != "local":
+            if not in_process:  # the in-process path moved the line page by page already
                 progress.update(docs=shard_counts["kept"], bytes_done=done_bytes)
             if shard_counts["bad_records"]:
                 first = shard_counts["bad_examples"][0]
@@ -220,20 +234,30 @@ def run_extract(cfg: ExtractConfig) -> ExtractResult:
     return result
 
 
-def _run(cfg: ExtractConfig, todo: list[ExtractTask], progress: Progress):
-    """(task, counts) per shard in input order, on the chosen executor."""
+def _workers(cfg: ExtractConfig, todo: list[ExtractTask]) -> int:
+    """Processes (or Ray actors) for `todo`: one shard each, never more than there are shards;
+    one, in this process, when an input or the output lives in this process's memory."""
     if cfg.executor not in ("local", "ray"):
         raise ExtractError(f"--executor must be 'local' or 'ray', not {cfg.executor!r}")
+    if cfg.executor == "local" and cfg.address:
+        raise ExtractError("--address is for --executor ray")
     if cfg.executor == "ray":
-        from textsieve.exec.ray_exec import cluster_cpus, ray_ordered_map
+        from textsieve.exec.ray_exec import cluster_cpus
 
-        workers = cfg.workers or cluster_cpus(cfg.address)
+        planned = cfg.workers or cluster_cpus(cfg.address)
+    else:
+        planned = min(cfg.workers or default_workers(), max(len(todo), 1))
+    return pool_workers("extract", cfg.workers, planned, [cfg.output, *cfg.inputs], cfg.executor)
+
+
+def _run(cfg: ExtractConfig, todo: list[ExtractTask], progress: Progress, workers: int):
+    """(task, counts) per shard in input order, on the chosen executor."""
+    if cfg.executor == "ray":
+        from textsieve.exec.ray_exec import ray_ordered_map
+
         yield from ray_ordered_map(extract_shard, todo, workers=workers, address=cfg.address)
         return
-    if cfg.address:
-        raise ExtractError("--address is for --executor ray")
-    workers = min(cfg.workers or default_workers(), max(len(todo), 1))
-    if cfg.workers == 1 or workers == 1:  # in-process: progress page by page
+    if workers == 1:  # in-process: progress page by page
         base = 0
         for task in todo:
             yield task, extract_shard(task, on_page=partial(_page_progress, progress, base))
@@ -265,14 +289,18 @@ def _lean(counts: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in counts.items() if k != "samples"}
 
 
-def _keep_others(pub: Publication, targets: dict[str, str], fingerprint: str, overwrite: bool, root: str) -> None:
-    """Published shards of inputs this run was not given stay when made with these settings."""
+def _keep_others(pub: Publication, targets: dict[str, str], fingerprint: str, overwrite: bool, root: str,
+                 counts: dict[str, dict[str, Any]], earlier: dict[str, list[dict[str, Any]]]) -> None:
+    """Published shards of inputs this run was not given stay when made with these settings (and
+    stay in the summary's counts)."""
     prev = pub.previous
     for rel, entry in sorted(prev.files.items()) if prev else []:
         if rel in targets or rel == SUMMARY:
             continue
         if entry.get("settings") == fingerprint:
             pub.keep(rel)
+            if "counts" in entry:
+                counts[rel] = dict(entry["counts"], samples=earlier.get(rel, []))
         elif not overwrite:
             pub.abandon()
             raise ExtractError(f"extract: {root}/{rel} (from an earlier run) was made with other settings; use "

@@ -27,9 +27,11 @@ from typing import Any
 
 import fsspec
 
+from textsieve.document import Document
 from textsieve.io.atomic import atomic_open
 from textsieve.io.doc_shards import write_doc_shard
 from textsieve.io.html_files import html_pages
+from textsieve.io.ids import UniqueIds
 from textsieve.io.paths import Shard
 from textsieve.io.readers import ReadOptions, ShardReader
 
@@ -53,6 +55,7 @@ class ExtractTask:
     on_error: str
     max_doc_bytes: int | None
     fingerprint: str  # settings + the input's identity
+    id_mode: str = "fail"  # a repeated id among the shard's documents: fail, or suffix (`io.ids`)
 
 
 _cache: dict[str, Any] = {}
@@ -101,7 +104,7 @@ def media_type(content_type: str | None) -> str | None:
 def looks_like_html(body: bytes) -> bool:
     """Sniffing for pages without a Content-Type: markup near the start (as browsers sniff)."""
     head = body[:1024].lstrip().lower()
-    return head.startswith((b"<!doctype html", b"<html", b"<head", b"<body", b"<?xml")) or b"<html" in head
+    return head.startswith((b"<!doctype html", b"<html", b"<head", b"<body")) or b"<html" in head
 
 
 def raw_head(text: str, lines: int = 5, width: int = 160) -> list[str]:
@@ -122,16 +125,22 @@ class _Pages:
         self.task = task
         self.reader = ShardReader(task.shard, ReadOptions(on_error=task.on_error))
 
-    def __iter__(self) -> Iterator[tuple[str, int, str | None, str | None, str | None, int | None, bytes | None]]:
-        """Pages as tuples; the body is None when its Content-Encoding could not be undone."""
+    def __iter__(self) -> Iterator[tuple[str, int, str | None, str | None, str | None, int | None, bytes | None,
+                                         bool]]:
+        """Pages as tuples ending in (body, oversize); the body is None when its Content-Encoding
+        could not be undone, and oversize says it is over --max-doc-bytes (an HTML file's is then
+        not even inflated whole)."""
+        cap = self.task.max_doc_bytes
         if self.task.shard.format == "html":
-            for f in html_pages(self.reader):
-                yield f.id, f.row, None, None, "text/html", None, f.body
+            for f in html_pages(self.reader, cap):
+                yield f.id, f.row, None, None, "text/html", None, f.body, f.oversize
             return
         from textsieve.io.warc_pages import read_pages
 
         for p in read_pages(self.reader):
-            yield p.id, p.row, p.url, p.date, p.content_type, p.status, None if p.body_error else p.body
+            body = None if p.body_error else p.body
+            yield (p.id, p.row, p.url, p.date, p.content_type, p.status, body,
+                   cap is not None and body is not None and len(body) > cap)
 
 
 def extract_shard(task: ExtractTask, on_page: Callable[[int, int], None] | None = None) -> dict[str, Any]:
@@ -146,6 +155,7 @@ def extract_shard(task: ExtractTask, on_page: Callable[[int, int], None] | None 
 
         fix = fix_text
     pages = _Pages(task)
+    ids = UniqueIds(task.shard, task.id_mode)
     skipped: Counter[str] = Counter()
     sources: Counter[str] = Counter()
     counts: dict[str, Any] = {"pages": 0, "kept": 0, "replaced_bytes": 0, "fixed_text": 0}
@@ -156,7 +166,7 @@ def extract_shard(task: ExtractTask, on_page: Callable[[int, int], None] | None 
 
     def documents() -> Iterator[dict[str, Any]]:
         batch: list[dict[str, Any]] = []
-        for page_id, _row, url, date, ctype, status, body in pages:
+        for page_id, row, url, date, ctype, status, body, oversize in pages:
             counts["pages"] += 1
             if status is not None and 300 <= status < 400:
                 skipped["redirect"] += 1
@@ -171,13 +181,17 @@ def extract_shard(task: ExtractTask, on_page: Callable[[int, int], None] | None 
             if kind is not None and kind not in HTML_TYPES or kind is None and body and not looks_like_html(body):
                 skipped["not_html"] += 1
                 continue
+            if oversize:
+                skipped["too_large"] += 1
+                continue
             if not body.strip():
                 skipped["empty_body"] += 1
                 continue
-            if task.max_doc_bytes is not None and len(body) > task.max_doc_bytes:
-                skipped["too_large"] += 1
+            try:
+                decoded = decode_html(body, ctype)
+            except (LookupError, UnicodeError, ValueError):  # a codec that fails on these bytes
+                skipped["undecodable_body"] += 1
                 continue
-            decoded = decode_html(body, ctype)
             try:
                 got = engine.extract(decoded.text, url)
             except Exception as exc:  # a crash of a third-party engine on one page never ends the run
@@ -201,6 +215,7 @@ def extract_shard(task: ExtractTask, on_page: Callable[[int, int], None] | None 
             if len(samples) < SAMPLES:
                 samples.append({"id": page_id, "url": url, "raw_head": raw_head(decoded.text),
                                 "text_head": text[:600]})
+            page_id = ids.check(Document(page_id, "", row)).id  # unique among the shard's documents
             batch.append({"id": page_id, "text": text, "url": url, "title": got.title, "date": date,
                           "content_type": ctype, "charset": decoded.charset, "lang": None, "lang_score": None,
                           "meta": meta})
@@ -222,6 +237,7 @@ def extract_shard(task: ExtractTask, on_page: Callable[[int, int], None] | None 
     counts["bad_records"] = len(bad)
     counts["bad_examples"] = [{"location": s.location, "reason": s.reason} for s in bad[:10]]
     counts["charset_sources"] = dict(sorted(sources.items()))
+    counts.update(ids.meta())
     if errors:
         counts["engine_errors"] = errors
     counts["samples"] = samples
