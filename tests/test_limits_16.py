@@ -374,8 +374,9 @@ def test_dedup_fuzzy_tree_peak_within_memory(line_attrs: Path, memory: str, work
     column chunk of a shard read so far (a shard's band or signature columns) until the file was
     closed; `--verify estimated` read the 128-value signatures in 32,768-row batches (~35 MB) and
     kept the hits' Arrow values, their concatenation and a reordered copy; and glibc's rising
-    mmap threshold kept each phase's freed arrays resident into the next. Now 117 / 117-121 /
-    117 MB at 32MB, ~120 at 64MB (bound 164) and ~115-118 per process at 96MB with 2 workers."""
+    mmap threshold kept each phase's freed arrays resident into the next. Now 116 / 117 / 117 MB
+    at 32MB (within 10% below the bound), ~119 at 64MB (bound 164) and 114-116 per process at
+    96MB with 2 workers, with byte-identical outputs."""
     import sys
 
     from hooks.tree_rss import run_measured

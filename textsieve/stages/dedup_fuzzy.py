@@ -286,7 +286,7 @@ def _lean_malloc() -> Callable[[], None]:
     to the largest block freed (up to 32 MB), so each phase's large arrays (id batches, sort
     passes, signatures) are then carved from the heap and their freed pages stay resident into
     the next phase: measured on 543k documents at --memory 32MB, the tree peaked at 132-134 MB
-    with them kept, 117-121 without. A no-op where there is no glibc (macOS, Windows, musl)."""
+    with them kept, 116-117 without. A no-op where there is no glibc (macOS, Windows, musl)."""
     import ctypes
     import os
 
@@ -359,7 +359,9 @@ def run_fuzzy(cfg: FuzzyConfig) -> FuzzyResult:
               f"{', '.join(f'{t}: {1 << bits[t]}' for t in ts)} partition(s); plus ~16 B per candidate doc "
               f"for clustering"
               + ("; --verify exact then re-reads the candidates' texts, ~8 B per shingle of them on disk"
-                 if cfg.verify == "exact" else ""), file=sys.stderr)
+                 if cfg.verify == "exact" else "")
+              + ("; --verify estimated holds the candidates' signatures, ~0.5 KB each"
+                 if cfg.verify == "estimated" else ""), file=sys.stderr)
     if cfg.executor == "ray":  # the same scatter + grouping as a Ray shuffle; identical edges
         from textsieve.dedup.ray_shuffle import ray_lsh
 

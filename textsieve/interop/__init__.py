@@ -1,0 +1,1 @@
+"""Reading and writing other tools' layouts: RedPajama-V2's release, Dolma, Hugging Face datasets."""
