@@ -420,3 +420,26 @@ def test_locate_finds_candidates_with_their_values(near_dup_attrs: Path):
     order = np.argsort(all_ii[pick])
     assert np.array_equal(ii, all_ii[pick][order]) and np.array_equal(ords, pick[order])
     assert sig is not None and np.array_equal(sig, all_sig[pick][order])
+
+
+def test_max_doc_bytes_holds_for_warc_records_too(tmp_path: Path):
+    """Item 20 for archives: a WARC/WET record larger than --max-doc-bytes is a located bad record
+    (before, the limit was checked for JSON Lines, Parquet and .txt only: a WARC record of any size
+    went to annotate)."""
+    import textsieve as ts
+    from textsieve.errors import TextsieveError
+    from textsieve.io import ReadOptions, ShardReader, expand_inputs
+    from textsieve.sample_crawl import build_sample_crawl
+
+    build_sample_crawl(tmp_path / "crawl")
+    warc = tmp_path / "crawl" / "crawl-0000.warc.gz"
+    [shard] = expand_inputs([str(warc)])
+    sizes = [len(d.text.encode()) for d in ShardReader(shard)]
+    limit = sorted(sizes)[len(sizes) // 2]  # half the records are larger
+    big = sum(s > limit for s in sizes)
+    with pytest.raises(TextsieveError, match=r"crawl-0000\.warc\.gz:record \d+: document of [\d,]+ bytes is larger"):
+        ts.annotate([str(warc)], output=str(tmp_path / "a"), signals="rps_doc_word_count", workers=1,
+                    progress=False, max_doc_bytes=limit)
+    reader = ShardReader(shard, ReadOptions(on_error="skip", max_doc_bytes=limit))
+    kept = list(reader)
+    assert len(kept) == len(sizes) - big and len(reader.skipped) == big > 0

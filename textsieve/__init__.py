@@ -17,8 +17,8 @@ try:  # one source: the version in pyproject.toml, as installed
 except _metadata.PackageNotFoundError:  # a source tree on sys.path without an install
     __version__ = "0.0.0+unknown"
 
-__all__ = ["__version__", "extract", "annotate", "dedup_exact", "dedup_fuzzy", "dedup_lines", "dsir_fit", "select",
-           "funnel", "run", "load_recipe", "read_documents", "attributes"]
+__all__ = ["__version__", "extract", "annotate", "import_rpv2", "dedup_exact", "dedup_fuzzy", "dedup_lines",
+           "dsir_fit", "select", "funnel", "run", "load_recipe", "read_documents", "attributes"]
 #: the names `textsieve.api` exports at the top level
 _API = tuple(__all__[1:])
 
@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time `__getattr__` loads
         dsir_fit,
         extract,
         funnel,
+        import_rpv2,
         load_recipe,
         read_documents,
         run,

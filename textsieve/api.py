@@ -45,6 +45,7 @@ from textsieve.stages.dedup_fuzzy import FuzzyConfig, FuzzyResult
 from textsieve.stages.dedup_lines import LinesConfig, LinesResult
 from textsieve.stages.dsir_fit import DsirFitConfig, DsirFitResult
 from textsieve.stages.extract import ExtractConfig, ExtractResult
+from textsieve.stages.import_rpv2 import ImportRpv2Config, ImportRpv2Result
 from textsieve.stages.select import SelectConfig, SelectResult
 
 if TYPE_CHECKING:
@@ -52,7 +53,7 @@ if TYPE_CHECKING:
     import polars
     import pyarrow
 
-__all__ = ["extract", "annotate", "dedup_exact", "dedup_fuzzy", "dedup_lines", "dsir_fit", "select", "funnel", "run",
+__all__ = ["extract", "annotate", "import_rpv2", "dedup_exact", "dedup_fuzzy", "dedup_lines", "dsir_fit", "select", "funnel", "run",
            "load_recipe", "read_documents", "attributes", "build_config"]
 
 PathLike = str | os.PathLike
@@ -165,6 +166,14 @@ def annotate(inputs: Inputs, **options: Any) -> AnnotateResult:
     from textsieve.stages.annotate import run_annotate
 
     return run_annotate(_stage(AnnotateConfig, "annotate", "inputs", inputs, options))
+
+
+def import_rpv2(root: PathLike, **options: Any) -> ImportRpv2Result:
+    """Read RedPajama-V2's released files under `root` (documents/, quality_signals/, minhash/,
+    duplicates/) into attribute shards under `output` (`textsieve import rpv2`)."""
+    from textsieve.stages.import_rpv2 import run_import_rpv2
+
+    return run_import_rpv2(_stage(ImportRpv2Config, "import_rpv2", "root", root, options))
 
 
 def dedup_exact(inputs: Inputs, **options: Any) -> ExactResult:
@@ -319,6 +328,7 @@ def attributes(directory: PathLike, as_: str = "duckdb", *, columns: Sequence[st
 
 _signature(extract, ExtractConfig, "inputs")
 _signature(annotate, AnnotateConfig, "inputs")
+_signature(import_rpv2, ImportRpv2Config, "root")
 _signature(dedup_exact, ExactConfig, "inputs")
 _signature(dedup_fuzzy, FuzzyConfig, "directory")
 _signature(dedup_lines, LinesConfig, "directory")

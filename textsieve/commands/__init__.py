@@ -3,5 +3,5 @@
 
 from __future__ import annotations
 
-COMMAND_MODULES = ("extract", "annotate", "dedup", "select", "dsir", "learn", "eval", "train", "models", "export", "import_cmd",
-                   "signals", "resources", "sample", "run", "report")
+COMMAND_MODULES = ("extract", "annotate", "dedup", "select", "dsir", "learn", "eval", "train", "models", "export",
+                   "import_cmd", "signals", "resources", "sample", "run", "report")

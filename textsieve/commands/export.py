@@ -46,9 +46,10 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     e = sub.add_parser("export", parents=[common], help="export attributes in another tool's format")
     esub = e.add_subparsers(dest="format", required=True, metavar="FORMAT")
     erp = esub.add_parser("rpv2", parents=[common],
-                          help="RedPajama-V2 JSONL: id, quality_signals, minhash bands (hex)")
-    erp.add_argument("dir", metavar="DIR", help="an annotate output folder")
-    erp.add_argument("-o", "--output", required=True, metavar="FILE.jsonl.gz")
+                          help="RedPajama-V2's released layout (quality_signals/, minhash/, duplicates/) in a "
+                               "folder, or with -o FILE.jsonl[.gz] one JSONL of id, quality_signals, minhash (hex)")
+    erp.add_argument("dir", metavar="DIR", help="an annotate (or import rpv2) output folder")
+    erp.add_argument("-o", "--output", required=True, metavar="FOLDER|FILE.jsonl.gz")
     erp.set_defaults(func=run_rpv2)
     erc = esub.add_parser("rpv2-clusters", parents=[common],
                           help="RedPajama-V2 LSH cluster file (id, id_int, cluster_id) from `dedup fuzzy` "

@@ -28,7 +28,11 @@ def _is_span_column(typ: pa.DataType) -> bool:
 
 
 def export_rpv2(directory: str, output: str) -> int:
-    """Write every document of every shard under `directory` to `output` (gzip if .gz)."""
+    """Write every document of every shard under `directory` to `output` (gzip if .gz): one
+    JSONL record file when `output` ends in .jsonl or .jsonl.gz, else RPv2's released layout
+    in the folder `output` (`export_rpv2_release`)."""
+    if not output.rstrip("/").endswith((".jsonl", ".jsonl.gz")):
+        return export_rpv2_release(directory, output)
     from textsieve.io.locations import source_locations
     from textsieve.io.overlap import check_apart
 
@@ -60,3 +64,14 @@ def export_rpv2(directory: str, output: str) -> int:
         if fh is not raw:
             fh.close()
     return n
+
+
+def export_rpv2_release(directory: str, output: str) -> int:
+    """Write the attribute shards under `directory` in RPv2's released layout under `output`
+    (`quality_signals/`, `minhash/` and, from the `_dedup_exact` set, `duplicates/`; the
+    documents stay where they are). A shard made by `import rpv2` is written back exactly as it
+    was released (same files, records, key order); an annotate shard whose input lies in the
+    layout (`{snapshot}/{shard}/{lang}_{bucket}.json.gz`) gets records with what it knows."""
+    from textsieve.export.rpv2_layout import write_release
+
+    return write_release(directory, output)

@@ -36,6 +36,7 @@ from warcio.exceptions import ArchiveLoadFailed
 from warcio.statusandheaders import StatusAndHeadersParserException
 
 from ..document import Document
+from .limits import doc_size_ok
 
 if TYPE_CHECKING:
     from .readers import ShardReader
@@ -56,7 +57,10 @@ def read_wet(ctx: ShardReader) -> Iterator[Document]:
 def _read_archive(ctx: ShardReader, wanted: str) -> Iterator[Document]:
     rel = ctx.shard.rel
     for row, record, body, _ in archive_records(ctx, wanted):
-        yield _document(rel, row, record, body)
+        # io.limits: --max-doc-bytes, checked on the record's block before it becomes a document
+        # (the block was read once; annotating it would take ~30x its size)
+        if doc_size_ok(ctx, f"{ctx.shard.path}:record {row}", len(body)):
+            yield _document(rel, row, record, body)
 
 
 def archive_records(ctx: ShardReader, wanted: str) -> Iterator[tuple[int, Any, bytes, int]]:

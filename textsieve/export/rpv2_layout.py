@@ -1,0 +1,122 @@
+"""`export rpv2` into RedPajama-V2's released layout (issue 13 item 3).
+
+Per attribute shard of shard key K (`interop.rpv2_release`): `quality_signals/K.signals.json.gz`
+(records `id, id_int, metadata, quality_signals` in the released key order, compact JSON as
+RPv2's msgspec writes it), `minhash/K.minhash.parquet` (the worker's schema, §7.4) and, where
+the `_dedup_exact` set flags documents, `duplicates/K.duplicates.parquet` (§9). Shards that
+`import rpv2` made carry the released key order and which files their key had in the footer,
+so import -> export gives back the same files; rows without a released record (the tail
+bucket) get none.
+"""
+
+from __future__ import annotations
+
+import fsspec
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from textsieve.errors import TextsieveError
+from textsieve.interop import rpv2_release as rel_
+from textsieve.io.attributes import attribute_shards, read_shard_meta
+
+
+class ExportLayoutError(TextsieveError, ValueError):
+    """An attribute shard that has no place in RPv2's layout."""
+
+
+def _key(meta: dict, path: str) -> str:
+    key = (meta.get("rpv2") or {}).get("key")
+    if key:
+        return str(key)
+    shard = str(meta.get("shard") or "")
+    suffix = rel_.COMPONENTS["documents"]
+    if shard.endswith(suffix) and rel_.KEY_RE.match(shard[: -len(suffix)]):
+        return shard[: -len(suffix)]
+    raise ExportLayoutError(f"{path}: its input {shard!r} is not named {{snapshot}}/{{shard}}/{{lang}}_{{bucket}}.json.gz "
+                            "as in RPv2's layout; export it as one record file instead (-o FILE.jsonl.gz)")
+
+
+def _exact_flags(directory: str) -> dict[str, str]:
+    """{attribute shard rel: path} of the `_dedup_exact` set, {} when there is none."""
+    try:
+        fs, paths = attribute_shards(directory, "dedup_exact")
+    except FileNotFoundError:
+        return {}
+    root = fsspec.core.url_to_fs(directory)[1].rstrip("/") + "/_dedup_exact/"
+    return {p[len(root):]: p for p in paths if p.startswith(root)}
+
+
+def _spans(value: list | None) -> list | None:
+    return None if value is None else [[s["start"], s["end"], s["score"]] for s in value]
+
+
+def write_release(directory: str, output: str) -> int:
+    """Write the layout; returns the number of quality_signals records written."""
+    from textsieve.io.locations import source_locations
+    from textsieve.io.overlap import check_apart
+
+    check_apart("export rpv2", output, [directory, *source_locations(directory)])
+    fs, paths = attribute_shards(directory)
+    root = fsspec.core.url_to_fs(directory)[1].rstrip("/")
+    ofs, out = fsspec.core.url_to_fs(output)
+    out = out.rstrip("/")
+    exact = _exact_flags(directory)
+    n = 0
+    for path in paths:
+        meta = read_shard_meta(fs, path)
+        key = _key(meta, path)
+        info = meta.get("rpv2") or {}
+        present = set(info.get("present") or ("quality_signals", "minhash"))
+        with fs.open(path, "rb") as fh:
+            table = pq.read_table(fh)
+        names = table.column_names
+        cols = table.to_pydict()
+        rows = range(table.num_rows)
+        ids = cols["id"]
+        id_ints = cols["id_int"] if "id_int" in cols else [rel_.id_int(i) for i in ids]
+        if "quality_signals" in present:
+            in_sig = cols.get("rpv2_signals") or [True] * table.num_rows
+            order = info.get("signal_order") or [c for c in names if _is_span(table.schema.field(c).type)]
+            meta_order = info.get("metadata_order") or list(rel_.METADATA_KEYS)
+
+            def metadata(i: int) -> dict:
+                values = {"cc_segment": (cols.get("ccnet_cc_segment") or [None] * (i + 1))[i],
+                          "cc_net_source": key + rel_.COMPONENTS["documents"],
+                          "url": (cols.get("ccnet_url") or [None] * (i + 1))[i],
+                          "source_domain": (cols.get("ccnet_source_domain") or [None] * (i + 1))[i],
+                          "language": (cols.get("ccnet_language") or [None] * (i + 1))[i],
+                          "snapshot_id": key.split("/", 1)[0]}
+                return {k: values.get(k) for k in meta_order}
+
+            lines = (rel_.signals_line(ids[i], id_ints[i], metadata(i), ((s, _spans(cols[s][i])) for s in order))
+                     for i in rows if in_sig[i])
+            n += rel_.write_gzip_lines(ofs, f"{out}/quality_signals/{key}{rel_.COMPONENTS['quality_signals']}", lines)
+        if "minhash" in present and all(s in cols for s in rel_.SIGNATURES):
+            in_mh = cols.get("rpv2_minhash") or [True] * table.num_rows
+            keep = [i for i in rows if in_mh[i]]
+            mh = rel_.minhash_table(key, [ids[i] for i in keep], [id_ints[i] for i in keep],
+                                    {s: [cols[s][i] for i in keep] for s in rel_.SIGNATURES})
+            rel_.write_parquet(ofs, f"{out}/minhash/{key}{rel_.COMPONENTS['minhash']}", mh)
+        flags_path = exact.get(path[len(root) + 1:])
+        if flags_path is not None:
+            efs = fsspec.core.url_to_fs(directory)[0]
+            with efs.open(flags_path, "rb") as fh:
+                flags = pq.read_table(fh, columns=["row", "dup_exact_keep"]).to_pydict()
+            by_row = dict(zip(flags["row"], flags["dup_exact_keep"]))
+            dup = [i for i in rows if by_row.get(cols["row"][i]) is False]
+            if dup or "duplicates" in present:
+                digests = cols.get("ccnet_digest") or [None] * table.num_rows
+                rel_.write_parquet(ofs, f"{out}/duplicates/{key}{rel_.COMPONENTS['duplicates']}",
+                                   rel_.duplicates_table(key, [ids[i] for i in dup],
+                                                         [_digest(digests[i]) for i in dup]))
+    return n
+
+
+def _digest(value: str | None) -> str | None:
+    return value[5:] if value and value.startswith("sha1:") else value
+
+
+def _is_span(typ: pa.DataType) -> bool:
+    if not pa.types.is_list(typ) or not pa.types.is_struct(typ.value_type):
+        return False
+    return {typ.value_type.field(i).name for i in range(typ.value_type.num_fields)} == {"start", "end", "score"}
