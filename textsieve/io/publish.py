@@ -198,6 +198,22 @@ def contents(fs: fsspec.AbstractFileSystem, root: str, rels: list[str] | None = 
     return out
 
 
+def settings_diff(fs: fsspec.AbstractFileSystem, set_root: str, info: dict[str, Any], keys: list[str]) -> list[str]:
+    """`key=old (now new)` for each result-changing setting in `keys` that the published set at
+    `set_root` (its summary.json) was made with differently; [] when there is no readable set.
+    Finishes an interrupted publish first, so the comparison is with the current set. Stages
+    whose sets are named by their settings use it to refuse a silent replacement."""
+    read_manifest(fs, set_root)
+    path = f"{set_root}/summary.json"
+    if not fs.exists(path):
+        return []
+    try:
+        old = json.loads(fs.cat_file(path))
+    except (OSError, ValueError):
+        return []  # unreadable summary: a broken earlier run, replace it
+    return [f"{k}={old.get(k)!r} (now {info.get(k)!r})" for k in keys if old.get(k) != info.get(k)]
+
+
 def content_key(fs: fsspec.AbstractFileSystem, root: str, rels: list[str] | None = None) -> str:
     """One fingerprint of `contents(fs, root, rels)`, for later stages' keys."""
     parts = sorted(contents(fs, root, rels).items())

@@ -129,18 +129,10 @@ class ExactSettingsError(ValueError):
 def _check_existing(fs: fsspec.AbstractFileSystem, set_root: str, info: dict, cfg: ExactConfig) -> None:
     """Refuse to replace a set made with other result-changing settings (see module doc): a
     set of this name from an older textsieve (other normalization), or other Bloom settings."""
-    from textsieve.io.publish import read_manifest
+    from textsieve.io.publish import settings_diff
 
-    read_manifest(fs, set_root)  # finishes an interrupted publish first: compare with the current set
-    path = f"{set_root}/summary.json"
-    if cfg.overwrite or not fs.exists(path):
-        return
-    try:
-        old = json.loads(fs.cat_file(path))
-    except (OSError, ValueError):
-        return  # unreadable summary: a broken earlier run, replace it
     keys = ["normalize", "mode", "bloom_fp"] + (["bloom_capacity"] if cfg.bloom_capacity is not None else [])
-    diff = [f"{k}={old.get(k)!r} (now {info.get(k)!r})" for k in keys if old.get(k) != info.get(k)]
+    diff = [] if cfg.overwrite else settings_diff(fs, set_root, info, keys)
     if diff:
         raise ExactSettingsError(
             f"dedup exact: {set_root} holds a result made with other settings: {', '.join(diff)}; re-run with "

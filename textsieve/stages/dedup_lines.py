@@ -63,7 +63,7 @@ from textsieve.io.attributes import attribute_set_dir, attribute_shards
 from textsieve.io.diskfull import disk_full_as_error
 from textsieve.io.leftovers import finish_work, remove_stale_temps, start_work
 from textsieve.io.locations import pool_workers, source_locations
-from textsieve.io.publish import Publication, content_key, read_manifest
+from textsieve.io.publish import Publication, content_key, read_manifest, settings_diff
 from textsieve.options import MEMORY_HELP, check_choices, option, progress_option
 from textsieve.signals.spans import span_type
 from textsieve.stages.dedup_exact import _Source
@@ -314,15 +314,7 @@ def _run_key(cfg: LinesConfig, info: dict, sources: list[_Source]) -> str:
 
 def _check_existing(fs: fsspec.AbstractFileSystem, set_root: str, info: dict, cfg: LinesConfig) -> None:
     """Refuse to replace a set made with other result-changing settings unless `overwrite`."""
-    read_manifest(fs, set_root)  # finishes an interrupted publish first: compare with the current set
-    path = f"{set_root}/summary.json"
-    if cfg.overwrite or not fs.exists(path):
-        return
-    try:
-        old = json.loads(fs.cat_file(path))
-    except (OSError, ValueError):
-        return  # unreadable summary: a broken earlier run, replace it
-    diff = [f"{k}={old.get(k)!r} (now {info.get(k)!r})" for k in RESULT_KEYS if old.get(k) != info.get(k)]
+    diff = [] if cfg.overwrite else settings_diff(fs, set_root, info, list(RESULT_KEYS))
     if diff:
         raise DedupLinesError(
             f"dedup lines: {set_root} holds a result made with other settings: {', '.join(diff)}; re-run with those "
