@@ -75,9 +75,13 @@ def _signals_record(key: str, idx: int, doc: dict, rec: dict) -> dict:
 
 
 def golden_records(shared_dir: Path, n: int | None = None) -> list[dict]:
+    out = []
     with gzip.open(shared_dir / "golden" / "rpv2_signals_dev.jsonl.gz", "rt", encoding="utf-8") as fh:
-        out = [json.loads(line) for line in fh]
-    return out[:n] if n else out
+        for line in fh:
+            out.append(json.loads(line))
+            if n and len(out) >= n:
+                break
+    return out
 
 
 def assign(records: list[dict]) -> dict[str, list[dict]]:

@@ -62,6 +62,9 @@ def _isolated_user_cache(tmp_path_factory, monkeypatch) -> None:
 #: (`pytest -m "not slow"`, under 90 s). A listed name that matches no test fails collection,
 #: so a rename cannot silently move a slow test into the quick suite.
 SLOW_TESTS = {
+    "test_import_rpv2.py::test_annotate_of_raw_content_equals_imported_signals",
+    "test_import_rpv2.py::test_fuzzy_on_released_bands_equals_annotated_bands_and_recipes_run",
+    "test_import_rpv2.py::test_export_round_trips_byte_identically",
     "test_extract.py::test_pipeline_extracts_first_and_the_report_shows_it",
     "test_extract.py::test_workers_and_formats_give_the_same_records",
     "test_extract.py::test_killed_run_publishes_nothing_and_the_rerun_adopts_finished_shards",

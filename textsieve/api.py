@@ -53,7 +53,8 @@ if TYPE_CHECKING:
     import polars
     import pyarrow
 
-__all__ = ["extract", "annotate", "import_rpv2", "dedup_exact", "dedup_fuzzy", "dedup_lines", "dsir_fit", "select", "funnel", "run",
+__all__ = ["extract", "annotate", "import_rpv2", "dedup_exact", "dedup_fuzzy", "dedup_lines", "dsir_fit", "select",
+           "funnel", "run",
            "load_recipe", "read_documents", "attributes", "build_config"]
 
 PathLike = str | os.PathLike

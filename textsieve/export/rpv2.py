@@ -52,7 +52,8 @@ def export_rpv2(directory: str, output: str) -> int:
                     cols = batch.to_pydict()
                     for i, doc_id in enumerate(cols["id"]):
                         record = {"id": doc_id, "quality_signals": {
-                            name: [[s["start"], s["end"], s["score"]] for s in cols[name][i]]
+                            name: None if cols[name][i] is None else  # a document without that signal
+                            [[s["start"], s["end"], s["score"]] for s in cols[name][i]]
                             for name in signal_cols}}
                         if minhash_cols:
                             record["minhash"] = {

@@ -32,8 +32,8 @@ def _key(meta: dict, path: str) -> str:
     suffix = rel_.COMPONENTS["documents"]
     if shard.endswith(suffix) and rel_.KEY_RE.match(shard[: -len(suffix)]):
         return shard[: -len(suffix)]
-    raise ExportLayoutError(f"{path}: its input {shard!r} is not named {{snapshot}}/{{shard}}/{{lang}}_{{bucket}}.json.gz "
-                            "as in RPv2's layout; export it as one record file instead (-o FILE.jsonl.gz)")
+    raise ExportLayoutError(f"{path}: its input {shard!r} is not named {{snapshot}}/{{shard}}/{{lang}}_{{bucket}}"
+                            ".json.gz as in RPv2's layout; export it as one record file instead (-o FILE.jsonl.gz)")
 
 
 def _exact_flags(directory: str) -> dict[str, str]:
@@ -79,16 +79,8 @@ def write_release(directory: str, output: str) -> int:
             order = info.get("signal_order") or [c for c in names if _is_span(table.schema.field(c).type)]
             meta_order = info.get("metadata_order") or list(rel_.METADATA_KEYS)
 
-            def metadata(i: int) -> dict:
-                values = {"cc_segment": (cols.get("ccnet_cc_segment") or [None] * (i + 1))[i],
-                          "cc_net_source": key + rel_.COMPONENTS["documents"],
-                          "url": (cols.get("ccnet_url") or [None] * (i + 1))[i],
-                          "source_domain": (cols.get("ccnet_source_domain") or [None] * (i + 1))[i],
-                          "language": (cols.get("ccnet_language") or [None] * (i + 1))[i],
-                          "snapshot_id": key.split("/", 1)[0]}
-                return {k: values.get(k) for k in meta_order}
-
-            lines = (rel_.signals_line(ids[i], id_ints[i], metadata(i), ((s, _spans(cols[s][i])) for s in order))
+            lines = (rel_.signals_line(ids[i], id_ints[i], _metadata(cols, key, meta_order, i),
+                                       [(s, _spans(cols[s][i])) for s in order])
                      for i in rows if in_sig[i])
             n += rel_.write_gzip_lines(ofs, f"{out}/quality_signals/{key}{rel_.COMPONENTS['quality_signals']}", lines)
         if "minhash" in present and all(s in cols for s in rel_.SIGNATURES):
@@ -110,6 +102,18 @@ def write_release(directory: str, output: str) -> int:
                                    rel_.duplicates_table(key, [ids[i] for i in dup],
                                                          [_digest(digests[i]) for i in dup]))
     return n
+
+
+def _metadata(cols: dict, key: str, order: list[str], i: int) -> dict:
+    """A record's `metadata` (§2.3) in the released key order, from the ccnet_* columns."""
+    def col(name: str) -> str | None:
+        values = cols.get(name)
+        return None if values is None else values[i]
+
+    values = {"cc_segment": col("ccnet_cc_segment"), "cc_net_source": key + rel_.COMPONENTS["documents"],
+              "url": col("ccnet_url"), "source_domain": col("ccnet_source_domain"), "language": col("ccnet_language"),
+              "snapshot_id": key.split("/", 1)[0]}
+    return {k: values.get(k) for k in order}
 
 
 def _digest(value: str | None) -> str | None:

@@ -101,7 +101,14 @@ class _Task:
 
 
 def _url(fs: fsspec.AbstractFileSystem, path: str) -> str:
-    return fs.unstrip_protocol(path) if "://" not in path else path
+    """What another process opens: a plain path for local files (as `io.paths` keeps them), else a URL."""
+    if _local(fs) or "://" in path:
+        return path
+    return fs.unstrip_protocol(path)
+
+
+def _local(fs: fsspec.AbstractFileSystem) -> bool:
+    return (fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]) in ("file", "local")
 
 
 def import_schema(signals: tuple[str, ...]) -> pa.Schema:
@@ -163,10 +170,12 @@ def import_shard(task: _Task) -> dict[str, Any]:
     ids = pa.array(default_ids, pa.string())
     if sig is not None and sig_pos is not None:
         ids = pc.coalesce(pc.take(sig.ids, sig_pos), ids)
-    id_ints = np.array([rel_.id_int(i) for i in default_ids], dtype=np.uint64) if n else np.zeros(0, np.uint64)
-    id_int_arr = pa.array(id_ints, pa.uint64())
-    if sig is not None and sig_pos is not None:
-        id_int_arr = pc.coalesce(pc.take(sig.id_ints, sig_pos), id_int_arr)
+    id_int_arr = pc.take(sig.id_ints, sig_pos) if sig is not None and sig_pos is not None else pa.nulls(n, pa.uint64())
+    if id_int_arr.null_count:  # documents without a released record: RPv2's rule on their ids
+        lacking = np.nonzero(~np.asarray(id_int_arr.is_valid()))[0]
+        own = np.zeros(n, dtype=np.uint64)
+        own[lacking] = [rel_.id_int(default_ids[i]) for i in lacking]
+        id_int_arr = pc.coalesce(id_int_arr, pa.array(own, pa.uint64()))
     if docs is not None:
         length = docs.column("ts_length").combine_chunks()
     else:
@@ -302,9 +311,7 @@ def run_import_rpv2(cfg: ImportRpv2Config) -> ImportRpv2Result:
             result.shards_skipped.append(sh.key)
             continue
         tasks.append(_Task(root_url, sh, signals, _url(ofs, pub.staged(rel)), _url(efs, epub.staged(rel)), fps[sh.key]))
-    local = all(p in ("file", "local") for p in (
-        (fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]),
-        (ofs.protocol if isinstance(ofs.protocol, str) else ofs.protocol[0])))
+    local = _local(fs) and _local(ofs)
     workers = min(cfg.workers or default_workers(), max(1, len(tasks))) if local else 1
     progress = Progress("import rpv2", total_bytes=len(tasks), enabled=cfg.progress)
     try:

@@ -1,0 +1,124 @@
+"""`import rpv2` speed (issue 13 "Speed"): docs/s per core beside the JSON parsing floor.
+
+A release folder is laid out from the golden RPv2 records (`tests/_rpv2_release.py`: real
+texts, signals and bands; `--repeat R` copies each shard R times under other shard numbers for a
+larger run). In the same run and over the same files it measures:
+
+* the floor: `json.loads` of every line of every documents and quality_signals file (after
+  gunzip), the minimum a Python importer of these records spends;
+* `import rpv2` with one worker, end to end (gunzip, Arrow JSON parsing, span columns, minhash and
+  duplicates Parquet, writing the attribute shards and `_dedup_exact`);
+* a recipe (the bundled rpv2-gopher) over the imported attributes vs over `annotate`'s output
+  of the same documents: the funnel's time per million documents.
+
+Target: import >= 50% of the floor's docs/s; recipes under 2 s per million documents.
+
+Usage: python benchmarks/import_rpv2.py [--repeat 4] [--skip-annotate]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+
+def _floor(root: Path) -> tuple[int, float]:
+    """(documents, seconds) of gunzip + json.loads over the documents and signals files."""
+    n, start = 0, time.process_time()
+    for comp in ("documents", "quality_signals"):
+        for path in sorted((root / comp).rglob("*.json.gz")):
+            with gzip.open(path, "rb") as fh:
+                for line in fh:
+                    json.loads(line)
+                    if comp == "documents":
+                        n += 1
+    return n, time.process_time() - start
+
+
+def _repeat(root: Path, times: int) -> None:
+    """Copy every shard key `times - 1` more times as shards 0001, 0002, ... (ids follow the path)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    keys = sorted(str(p.relative_to(root / "documents"))[: -len(".json.gz")]
+                  for p in (root / "documents").rglob("*.json.gz"))
+    for k in range(1, times):
+        for key in keys:
+            snap, _, name = key.split("/")
+            new = f"{snap}/{k:04d}/{name}"
+            old_prefix, new_prefix = f"{key}.json.gz/", f"{new}.json.gz/"
+            for comp, suf in (("documents", ".json.gz"), ("quality_signals", ".signals.json.gz")):
+                src = root / comp / f"{key}{suf}"
+                if src.exists():
+                    dst = root / comp / f"{new}{suf}"
+                    dst.parent.mkdir(parents=True, exist_ok=True)
+                    data = gzip.decompress(src.read_bytes())
+                    if comp == "quality_signals":
+                        data = data.replace(old_prefix.encode(), new_prefix.encode())
+                    dst.write_bytes(gzip.compress(data, mtime=0))
+            src = root / "minhash" / f"{key}.minhash.parquet"
+            if src.exists():
+                t = pq.read_table(src)
+                ids = [i.replace(old_prefix, new_prefix) for i in t.column("id").to_pylist()]
+                t = t.set_column(1, "id", pa.array(ids))
+                (root / "minhash" / new).parent.mkdir(parents=True, exist_ok=True)
+                pq.write_table(t, root / "minhash" / f"{new}.minhash.parquet")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--skip-annotate", action="store_true")
+    args = ap.parse_args()
+    from _rpv2_release import build_release
+    from _shared import SHARED
+
+    from textsieve.recipes.funnel import compute_funnel
+    from textsieve.recipes.language import load_recipe
+    from textsieve.stages.import_rpv2 import ImportRpv2Config, run_import_rpv2
+
+    work = Path(tempfile.mkdtemp(prefix="bench-import-rpv2-"))
+    try:
+        root = work / "release"
+        build_release(SHARED, root)
+        _repeat(root, args.repeat)
+        n_floor, floor_s = _floor(root)
+        start = time.process_time()
+        res = run_import_rpv2(ImportRpv2Config(str(root), str(work / "attrs"), workers=1, progress=False))
+        import_s = time.process_time() - start
+        floor_rate, rate = n_floor / floor_s, res.documents / import_s
+        print(f"documents: {res.documents:,} in {len(res.shards_written)} shards")
+        print(f"floor (gunzip + json.loads, 1 core): {floor_rate:,.0f} docs/s")
+        print(f"import rpv2 (1 worker, CPU time):    {rate:,.0f} docs/s = {rate / floor_rate:.0%} of the floor")
+        recipe = load_recipe("rpv2-gopher")
+        folders = [("imported", work / "attrs")]
+        if not args.skip_annotate:
+            from textsieve.stages.annotate import AnnotateConfig, run_annotate
+
+            run_annotate(AnnotateConfig([str(root / "documents")], str(work / "ann"), text_field="raw_content",
+                                        lang_field="language", resources=str(SHARED / "golden" / "rpv2_resources"),
+                                        progress=False))
+            folders.append(("annotated", work / "ann"))
+        for name, folder in folders:
+            compute_funnel(str(folder), recipe)  # warm: DuckDB and file caches
+            t = time.perf_counter()
+            f = compute_funnel(str(folder), recipe)
+            s = time.perf_counter() - t
+            print(f"recipe rpv2-gopher over {name}: {s:.3f} s for {f.total:,} docs = {s / f.total * 1e6:.2f} s per "
+                  "million documents")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
