@@ -8,7 +8,8 @@ the names the docs use exist:
 * `wiki.jsonl.gz` = a target corpus: Python's help topics (`pydoc_data`), prose like Wikipedia's;
 * `ccnet.jsonl.gz` = the sample's low-quality part (Debian copyright files, raw Python source);
 * `crawl.warc.wet.gz` = 40 sample documents as a Common Crawl WET file;
-* `blacklists/` = a tiny UT1-style folder; `examples/` = the repository's examples.
+* `blacklists/` = a tiny UT1-style folder; `examples/` = the repository's examples;
+* `rpv2-release/` = the sample in RedPajama-V2's released layout (`_docs_release.py`).
 
 Blocks of one doc run in order in one folder, so later blocks see earlier outputs, as a reader
 following the doc would. Each block is one test (id `doc#index-heading`); a block run alone runs
@@ -32,6 +33,7 @@ from pathlib import Path
 
 import pytest
 from _docs_commands import Block, Command, doc_blocks, help_examples
+from _docs_release import build_docs_release
 from _shared import SHARED
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -119,6 +121,8 @@ def _build_base(base: Path) -> None:
         (base / "blacklists" / category / "domains").write_text("\n".join(domains) + "\n")
     shutil.copytree(ROOT / "examples", base / "examples",
                     ignore=shutil.ignore_patterns("sample.jsonl.gz", "sample-run", "*.html"))
+    scratch = base.parent / "_rpv2_scratch"  # removed once the release is written
+    build_docs_release(records, base / "rpv2-release", scratch, _word_lists(scratch))
 
 
 #: Stand-in word lists for a machine without ../shared: a few real stop words per language and

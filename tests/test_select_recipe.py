@@ -115,7 +115,8 @@ def test_recipe_yaml_forms_and_errors(tmp_path):
     with pytest.raises(RecipeError, match="rule 'a': condition must be a string"):
         Recipe.from_yaml("rules:\n  a: 5\n")
     with pytest.raises(RecipeError,
-                       match="no bundled recipe 'gopherr'; bundled: c4, fineweb-like, gopher, rpv2-gopher"):
+                       match="no bundled recipe 'gopherr'; bundled: c4, fineweb-like, gopher, rpv2-card-gopher, "
+                             "rpv2-gopher"):
         load_recipe("gopherr")
     p = tmp_path / "m.yaml"
     p.write_text("models: {quality: q.json}\nrules:\n  ok: 'quality.predict > 0.5'\n")
@@ -126,7 +127,7 @@ def test_bundled_recipes_are_short_cited_and_valid():
     from importlib import resources
 
     names = bundled_recipes()
-    assert set(names) == {"rpv2-gopher", "gopher", "c4", "fineweb-like"}
+    assert set(names) == {"rpv2-gopher", "rpv2-card-gopher", "gopher", "c4", "fineweb-like"}
     for name in names:
         text = (resources.files("textsieve.recipes") / "bundled" / f"{name}.yaml").read_text()
         assert len(text.splitlines()) <= 20 and text.startswith("#")

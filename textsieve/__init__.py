@@ -18,7 +18,8 @@ except _metadata.PackageNotFoundError:  # a source tree on sys.path without an i
     __version__ = "0.0.0+unknown"
 
 __all__ = ["__version__", "extract", "annotate", "import_rpv2", "dedup_exact", "dedup_fuzzy", "dedup_lines",
-           "dsir_fit", "select", "funnel", "run", "load_recipe", "read_documents", "attributes"]
+           "dsir_fit", "select", "funnel", "run", "load_recipe", "read_documents", "attributes",
+           "attributes_as_columns", "export_dolma", "import_dolma"]
 #: the names `textsieve.api` exports at the top level
 _API = tuple(__all__[1:])
 
@@ -26,12 +27,15 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time `__getattr__` loads
     from textsieve.api import (
         annotate,
         attributes,
+        attributes_as_columns,
         dedup_exact,
         dedup_fuzzy,
         dedup_lines,
         dsir_fit,
+        export_dolma,
         extract,
         funnel,
+        import_dolma,
         import_rpv2,
         load_recipe,
         read_documents,

@@ -45,6 +45,7 @@ from textsieve.stages.dedup_fuzzy import FuzzyConfig, FuzzyResult
 from textsieve.stages.dedup_lines import LinesConfig, LinesResult
 from textsieve.stages.dsir_fit import DsirFitConfig, DsirFitResult
 from textsieve.stages.extract import ExtractConfig, ExtractResult
+from textsieve.stages.import_dolma import ImportDolmaConfig, ImportDolmaResult
 from textsieve.stages.import_rpv2 import ImportRpv2Config, ImportRpv2Result
 from textsieve.stages.select import SelectConfig, SelectResult
 
@@ -53,9 +54,12 @@ if TYPE_CHECKING:
     import polars
     import pyarrow
 
+    from textsieve.interop.dolma import DolmaExport
+
 __all__ = ["extract", "annotate", "import_rpv2", "dedup_exact", "dedup_fuzzy", "dedup_lines", "dsir_fit", "select",
            "funnel", "run",
-           "load_recipe", "read_documents", "attributes", "build_config"]
+           "load_recipe", "read_documents", "attributes", "build_config", "attributes_as_columns",
+           "export_dolma", "import_dolma"]
 
 PathLike = str | os.PathLike
 Inputs = PathLike | Sequence[PathLike]
@@ -161,12 +165,28 @@ def extract(inputs: Inputs, **options: Any) -> ExtractResult:
     return run_extract(_stage(ExtractConfig, "extract", "inputs", inputs, options))
 
 
-def annotate(inputs: Inputs, **options: Any) -> AnnotateResult:
+def annotate(inputs: Inputs | Any, **options: Any) -> AnnotateResult:
     """Compute quality signals for `inputs` (files, folders, globs or URLs) into attribute
-    shards under `output` (`textsieve annotate`)."""
+    shards under `output` (`textsieve annotate`). `inputs` may also be a Hugging Face
+    `datasets.Dataset` or `save_to_disk` folder: its Arrow files are read in place (no text is
+    copied; a dataset not backed by its files is written once beside `output`, see
+    `textsieve.interop.hf`); `attributes_as_columns(ds, output)` joins the signals back."""
+    from textsieve.interop.hf import dataset_inputs
     from textsieve.stages.annotate import run_annotate
 
+    out = options.get("output")
+    inputs = dataset_inputs(inputs, os.fspath(out) if out is not None else None)
     return run_annotate(_stage(AnnotateConfig, "annotate", "inputs", inputs, options))
+
+
+def attributes_as_columns(dataset: Any, directory: PathLike, columns: Sequence[str] | None = None) -> Any:
+    """The Hugging Face `dataset` with the attributes of `directory` (annotated from it, plus
+    the attribute sets beside them) as extra columns, row for row (`textsieve.interop.hf`);
+    `columns` picks attribute columns (default all but the MinHash bands). The text is not
+    copied: the new columns are concatenated beside the dataset's own table."""
+    from textsieve.interop.hf import attributes_as_columns as _join
+
+    return _join(dataset, os.fspath(directory), columns)
 
 
 def import_rpv2(root: PathLike, **options: Any) -> ImportRpv2Result:
@@ -175,6 +195,26 @@ def import_rpv2(root: PathLike, **options: Any) -> ImportRpv2Result:
     from textsieve.stages.import_rpv2 import run_import_rpv2
 
     return run_import_rpv2(_stage(ImportRpv2Config, "import_rpv2", "root", root, options))
+
+
+def import_dolma(root: PathLike, **options: Any) -> ImportDolmaResult:
+    """Read a Dolma folder's attributes (`ROOT/attributes/<name>/`, beside `ROOT/documents/`) into
+    attribute shards under `output` (`textsieve import dolma`), one per documents file."""
+    from textsieve.stages.import_dolma import run_import_dolma
+
+    return run_import_dolma(_stage(ImportDolmaConfig, "import_dolma", "root", root, options))
+
+
+def export_dolma(directory: PathLike, *, output: PathLike, name: str = "textsieve",
+                 columns: Sequence[str] | None = None, documents: str = "auto") -> DolmaExport:
+    """Write the attributes of an annotate folder (and its attribute sets) in Dolma's layout
+    under `output`: `attributes/<name>/<rel>` with keys `<name>__<column>`, beside
+    `documents/<rel>` (written there unless the documents already lie there; `documents=
+    "always"|"never"`), so Dolma's mixer can filter on them (`textsieve export dolma`)."""
+    from textsieve.interop.dolma import export_attributes
+
+    return export_attributes(os.fspath(directory), os.fspath(output), name,
+                             list(columns) if columns is not None else None, documents)
 
 
 def dedup_exact(inputs: Inputs, **options: Any) -> ExactResult:
@@ -330,6 +370,7 @@ def attributes(directory: PathLike, as_: str = "duckdb", *, columns: Sequence[st
 _signature(extract, ExtractConfig, "inputs")
 _signature(annotate, AnnotateConfig, "inputs")
 _signature(import_rpv2, ImportRpv2Config, "root")
+_signature(import_dolma, ImportDolmaConfig, "root")
 _signature(dedup_exact, ExactConfig, "inputs")
 _signature(dedup_fuzzy, FuzzyConfig, "directory")
 _signature(dedup_lines, LinesConfig, "directory")

@@ -5,12 +5,24 @@ from __future__ import annotations
 import argparse
 import sys
 
+from textsieve.commands.options import ExamplesFormatter, examples
+
 
 def run_rpv2(args: argparse.Namespace) -> int:
     from textsieve.export.rpv2 import export_rpv2
 
     n = export_rpv2(args.dir, args.output)
     print(f"wrote {n:,} documents to {args.output}", file=sys.stderr)
+    return 0
+
+
+def run_dolma(args: argparse.Namespace) -> int:
+    from textsieve.interop.dolma import export_attributes
+
+    res = export_attributes(args.dir, args.output, args.name, args.columns or None, args.documents)
+    docs = f" and {len(res.document_files)} documents file(s)" if res.document_files else ""
+    print(f"wrote {res.documents:,} documents' attributes ({len(res.keys)} keys, e.g. {res.keys[0]}) to "
+          f"{args.output}/attributes/{args.name}/{docs}", file=sys.stderr)
     return 0
 
 
@@ -58,4 +70,22 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     erc.add_argument("--threshold", type=float, required=True, metavar="T")
     erc.add_argument("-o", "--output", required=True, metavar="FILE.parquet")
     erc.set_defaults(func=run_rpv2_clusters)
+    edo = esub.add_parser("dolma", parents=[common],
+                          help="Dolma's layout: attributes/NAME/<rel> beside documents/<rel>, for Dolma's mixer",
+                          epilog=examples("textsieve annotate sample.jsonl.gz -o rep-attrs --signals repetition",
+                                          "textsieve export dolma rep-attrs -o rep-dolma"),
+                          description="Write the attributes of DIR and its attribute sets as Dolma attribute files "
+                                      "(keys NAME__COLUMN, a scalar as one span [0, length, value]) so Dolma's "
+                                      "mixer can filter on them, e.g. with "
+                                      "$.attributes[?(@.textsieve__rps_doc_word_count[0][2] >= 50)].",
+                          formatter_class=ExamplesFormatter)
+    edo.add_argument("dir", metavar="DIR", help="an annotate (or import) output folder")
+    edo.add_argument("-o", "--output", required=True, metavar="ROOT", help="the Dolma root to write into")
+    edo.add_argument("--name", default="textsieve", help="attribute folder and key prefix (default: textsieve)")
+    edo.add_argument("--column", dest="columns", action="append", metavar="COLUMN",
+                     help="export only this attribute column (repeatable; default: every column with a Dolma form)")
+    edo.add_argument("--documents", choices=("auto", "always", "never"), default="auto",
+                     help="write the documents to ROOT/documents/ unless they already lie there (auto), always, "
+                          "or never (default: auto)")
+    edo.set_defaults(func=run_dolma)
     # Other export formats add a subparser to `esub` here.

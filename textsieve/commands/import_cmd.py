@@ -36,3 +36,6 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 
     add_config_options(r, ImportRpv2Config)
     r.set_defaults(func=run_rpv2)
+    from textsieve.commands.import_dolma import register_dolma
+
+    register_dolma(isub, common)

@@ -55,8 +55,10 @@ def run_recipes(args: argparse.Namespace) -> int:
     if args.name:
         print(bundled_text(args.name), end="")
         return 0
-    for name, about in bundled_recipes().items():
-        print(f"{name:<14} {about}")
+    recipes = bundled_recipes()
+    width = max(map(len, recipes), default=0)  # names are not all short (rpv2-card-gopher)
+    for name, about in recipes.items():
+        print(f"{name:<{width}}  {about}")
     return 0
 
 

@@ -55,6 +55,7 @@ _SUFFIX_FORMATS: list[tuple[str, str]] = sorted(
     {
         **{f".{ext}{comp}": "jsonl" for ext in ("jsonl", "json", "ndjson") for comp in ("", ".gz", *ZSTD_SUFFIXES)},
         ".parquet": "parquet",
+        ".arrow": "arrow",
         ".warc": "warc",
         ".warc.gz": "warc",
         ".arc": "warc",
@@ -68,7 +69,7 @@ _SUFFIX_FORMATS: list[tuple[str, str]] = sorted(
     }.items(),
     key=lambda item: -len(item[0]),
 )
-FORMATS = ("jsonl", "parquet", "wet", "warc", "txt", "html")  # the built-in formats
+FORMATS = ("jsonl", "parquet", "wet", "warc", "txt", "html", "arrow")  # the built-in formats
 GROUPED = {"txt": "_txt", "html": "_html"}  # formats whose files are one document each, a shard per folder
 _FORMAT_NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
 TXT_SHARD_NAME = GROUPED["txt"]

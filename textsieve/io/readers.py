@@ -26,6 +26,7 @@ import fsspec
 from textsieve import extensions
 
 from ..document import Document
+from .arrow_ipc import read_arrow
 from .errors import InputError, SkippedRecord
 from .fields import FieldPath
 from .html_files import read_html
@@ -154,6 +155,7 @@ _READERS: dict[str, Read] = {
     "wet": read_wet,
     "txt": read_txt,
     "html": read_html,
+    "arrow": read_arrow,
 }
 
 

@@ -14,6 +14,7 @@ Per input and output format:
 - Parquet → Parquet: the source's Arrow schema (nested structs, lists, timestamps...), column
   order and types, after the key fields. Schema metadata (pandas, Hugging Face features) is
   dropped, since it would no longer describe the columns.
+- Arrow IPC (`.arrow`, a Hugging Face dataset's files) → Parquet or JSONL: as Parquet sources.
 - Parquet → JSONL: each row JSON-encoded with all columns; timestamps, dates and times become
   ISO 8601 strings, binary values base64 strings, decimals strings, durations seconds.
 - JSONL → Parquet: an Arrow schema inferred from the selected records of the shard (a first
@@ -184,8 +185,14 @@ class ParquetRows:
     by row group, each at most once, as rows arrive in ascending order."""
 
     def __init__(self, path: str, text_field: str, id_field: str):
-        self._fh = fsspec.open(path, "rb").open()
-        self.pf = pq.ParquetFile(self._fh)
+        self._fh: Any = None
+        if path.lower().endswith(".arrow"):  # a Hugging Face dataset's Arrow file, memory-mapped
+            from textsieve.io.arrow_ipc import ArrowFile
+
+            self.pf: Any = ArrowFile(path)
+        else:
+            self._fh = fsspec.open(path, "rb").open()
+            self.pf = pq.ParquetFile(self._fh)
         src = self.pf.schema_arrow
         field = FieldPath(text_field)
         whole = field.name in src.names  # the text is a column, else a field inside a struct column
@@ -203,7 +210,8 @@ class ParquetRows:
         self._group: tuple[int, pa.Table] | None = None
 
     def close(self) -> None:
-        self._fh.close()
+        if self._fh is not None:
+            self._fh.close()
 
     def _rows(self, rows: np.ndarray) -> pa.Table:
         groups = np.searchsorted(self.starts, rows, side="right") - 1
@@ -264,7 +272,7 @@ def write_selected(task: _Task, selected) -> tuple[int, int]:
     source_format = task.meta.get("source_shard", {}).get("format", "jsonl")
     shard = task.meta.get("shard")
     records = chars = 0
-    if source_format == "parquet":
+    if source_format in ("parquet", "arrow"):  # columnar: every column copied with its Arrow type
         rows = ParquetRows(task.meta["source_shard"]["path"], text_field.name, id_field)
         try:
             if task.fmt == "parquet":
