@@ -18,7 +18,7 @@ import fsspec
 import pyarrow as pa
 
 from ..document import Document
-from .parquet import _column, _document, _values
+from .parquet import _column, _document, _values, wanted_columns
 
 if TYPE_CHECKING:
     from .readers import ShardReader
@@ -90,12 +90,7 @@ def read_arrow(ctx: ShardReader) -> Iterator[Document]:
     if text_col is None:
         ctx.bad(shard.path, f"no text column {f.text.name!r} (columns present: {', '.join(names) or 'none'})")
         return
-    wanted = {"text": (f.text, text_col)}
-    for key, field in (("id", f.id), ("lang", f.lang), ("url", f.url)):
-        if field is not None:
-            col = _column(field, names)
-            if col is not None:
-                wanted[key] = (field, col)
+    wanted = wanted_columns(f, text_col, names)
     columns = sorted({col[0] for _, col in wanted.values()})
     total = max(af.metadata.num_rows, 1)
     row = 0

@@ -47,12 +47,7 @@ def read_parquet(ctx: ShardReader) -> Iterator[Document]:
                 return
             ctx.bad(shard.path, f"no text column {f.text.name!r} (columns present: {', '.join(names) or 'none'})")
             return
-        wanted = {"text": (f.text, text_col)}
-        for key, field in (("id", f.id), ("lang", f.lang), ("url", f.url)):
-            if field is not None:
-                col = _column(field, names)
-                if col is not None:
-                    wanted[key] = (field, col)
+        wanted = wanted_columns(f, text_col, names)
         columns = sorted({col[0] for _, col in wanted.values()})
         total = max(pf.metadata.num_rows, 1)
         row = 0  # first row of the current row group
@@ -78,6 +73,18 @@ def read_parquet(ctx: ShardReader) -> Iterator[Document]:
                 done += batch.num_rows
                 ctx.bytes_read = shard.size * (row + done) // total
             row += size
+
+
+def wanted_columns(f: Any, text_col: tuple[str, tuple[str, ...]], names: list[str]) -> dict[str, Any]:
+    """{document field: (its FieldPath, (column, path inside it))} for the text and whichever of
+    id, lang and url the file has; shared by the columnar readers (Parquet, Arrow IPC)."""
+    wanted: dict[str, Any] = {"text": (f.text, text_col)}
+    for key, field in (("id", f.id), ("lang", f.lang), ("url", f.url)):
+        if field is not None:
+            col = _column(field, names)
+            if col is not None:
+                wanted[key] = (field, col)
+    return wanted
 
 
 def _column(field: FieldPath, names: list[str]) -> tuple[str, tuple[str, ...]] | None:
