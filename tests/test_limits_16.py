@@ -240,11 +240,12 @@ def test_max_doc_bytes_setting(dev_dir: Path, tmp_path: Path, resources_dir: Pat
 
 def test_memory_help_states_what_the_budget_covers():
     """Before: "working-memory budget ...; larger key tables are sorted on disk" (the sorts only)."""
-    from textsieve.exec.budget import MIN_SHARE, PROCESS_ALLOWANCE
+    from textsieve.exec.budget import MIN_SHARE, PANDAS_ALLOWANCE, PROCESS_ALLOWANCE
     from textsieve.options import MEMORY_HELP
 
     assert "whole process tree" in MEMORY_HELP and "split evenly" in MEMORY_HELP
     assert f"~{PROCESS_ALLOWANCE // 10**6} MB per process for the interpreter" in MEMORY_HELP
+    assert f"~{(PROCESS_ALLOWANCE + PANDAS_ALLOWANCE) // 10**6} MB where pandas is installed" in MEMORY_HELP
     assert f"at least {MIN_SHARE // 10**6} MB per process" in MEMORY_HELP
 
 
@@ -317,14 +318,14 @@ def test_dedup_exact_tree_peak_within_memory(line_docs: Path, tmp_path: Path, me
 
     from hooks.tree_rss import run_measured
 
-    from textsieve.exec.budget import PROCESS_ALLOWANCE, parse_memory
+    from textsieve.exec.budget import parse_memory, process_allowance
 
     peak = run_measured([sys.executable, "-m", "textsieve.cli", "dedup", "exact", str(line_docs), "-o",
                          str(tmp_path / "out"), "--memory", memory, "--workers", str(workers), "-q"])
     assert peak.returncode == 0, peak.stderr[-2000:]
     working = [p for p in peak.peaks.values() if p >= HELPER_PEAK]
     assert len(working) >= 1 + (workers if workers > 1 else 0)
-    bound = parse_memory(memory) + len(working) * PROCESS_ALLOWANCE
+    bound = parse_memory(memory) + len(working) * process_allowance()
     assert sum(working) <= bound, f"peak {sum(working) / 1e6:.0f} MB > {bound / 1e6:.0f} MB: {peak.peaks}"
 
 
@@ -381,7 +382,7 @@ def test_dedup_fuzzy_tree_peak_within_memory(line_attrs: Path, memory: str, work
 
     from hooks.tree_rss import run_measured
 
-    from textsieve.exec.budget import PROCESS_ALLOWANCE, parse_memory
+    from textsieve.exec.budget import parse_memory, process_allowance
 
     peak = run_measured([sys.executable, "-m", "textsieve.cli", "dedup", "fuzzy", str(line_attrs), "--memory", memory,
                          "--workers", str(workers), "--verify", verify, "--overwrite", "-q"])
@@ -389,7 +390,7 @@ def test_dedup_fuzzy_tree_peak_within_memory(line_attrs: Path, memory: str, work
     summary = json.loads((line_attrs / "_dedup_fuzzy" / "summary.json").read_text())
     assert summary["thresholds"]["0.8"]["n_clusters"] > 4000  # the pairs to verify are there
     working = [p for p in peak.peaks.values() if p >= HELPER_PEAK]
-    bound = parse_memory(memory) + len(working) * PROCESS_ALLOWANCE
+    bound = parse_memory(memory) + len(working) * process_allowance()
     assert sum(working) <= bound, f"peak {sum(working) / 1e6:.0f} MB > {bound / 1e6:.0f} MB: {peak.peaks}"
 
 

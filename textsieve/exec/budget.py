@@ -11,7 +11,8 @@ among them (`MemoryPlan`): sort passes, partition buffers, read batches and resu
 It does not cover what every Python process costs before it does any work, the interpreter with
 its libraries (`PROCESS_ALLOWANCE` per process, measured), nor one document's own size (that is
 `--max-doc-bytes`'s job). So the peak RSS of the tree stays within `memory + processes x
-PROCESS_ALLOWANCE`; the tests measure it. Below `MIN_SHARE` per process no stage can keep its
+process_allowance()` (100 MB, 150 MB where pandas is installed, since pyarrow then loads it into
+every process); the tests measure it. Below `MIN_SHARE` per process no stage can keep its
 promise (a read batch, a sort pass of `MIN_ROWS` rows and a Parquet row group being written need
 about that much), so a lower setting is refused with the number, and a run that was not told how
 many workers to start starts only as many as the budget affords.
@@ -31,11 +32,23 @@ _SIZE = re.compile(r"\s*([0-9]*\.?[0-9]+(?:e[0-9]+)?)\s*([kmgt]?)(i?)b?\s*")
 #: textsieve process with its stage imported is 88 MB, and a whole `dedup exact` run on 10
 #: documents (every module and table a run loads, nothing of any size) peaks at 97 MB.
 PROCESS_ALLOWANCE = 100 * 10**6
+#: What pandas adds to a process when it is installed: pyarrow imports it on its first
+#: conversion (`pa.array`, `to_numpy`), ~36-48 MB measured, whether textsieve uses it or not.
+PANDAS_ALLOWANCE = 50 * 10**6
+
+
+def process_allowance() -> int:
+    """`PROCESS_ALLOWANCE`, plus `PANDAS_ALLOWANCE` where pandas is installed (see above)."""
+    import importlib.util
+
+    return PROCESS_ALLOWANCE + (PANDAS_ALLOWANCE if importlib.util.find_spec("pandas") is not None else 0)
+
 #: The smallest share of `--memory` one process can work within.
 MIN_SHARE = 32 * 10**6
 
 MEMORY_SEMANTICS = (f"the working memory of the whole process tree (main process and workers, split evenly), on "
-                    f"top of ~{PROCESS_ALLOWANCE // 10**6} MB per process for the interpreter; at least "
+                    f"top of ~{PROCESS_ALLOWANCE // 10**6} MB per process for the interpreter (~"
+                    f"{(PROCESS_ALLOWANCE + PANDAS_ALLOWANCE) // 10**6} MB where pandas is installed); at least "
                     f"{MIN_SHARE // 10**6} MB per process")
 
 
@@ -91,7 +104,7 @@ class MemoryPlan:
 
     def describe(self) -> str:
         split = f", {_mb(self.share)} per process over {self.processes}" if self.workers else ""
-        return f"memory budget {_mb(self.total)}{split} (+ ~{PROCESS_ALLOWANCE // 10**6} MB interpreter each)"
+        return f"memory budget {_mb(self.total)}{split} (+ ~{process_allowance() // 10**6} MB interpreter each)"
 
 
 def memory_plan(stage: str, memory: str | int, workers: int, asked: bool = True) -> MemoryPlan:
@@ -109,6 +122,6 @@ def memory_plan(stage: str, memory: str | int, workers: int, asked: bool = True)
         fewer = " or fewer --workers" if workers else ""
         raise MemoryBudgetError(
             f"{stage}: --memory {_mb(total)} is below the {_mb(minimum)} it can honour with {who} "
-            f"({_mb(MIN_SHARE)} per process, on top of ~{PROCESS_ALLOWANCE // 10**6} MB each for the interpreter); "
+            f"({_mb(MIN_SHARE)} per process, on top of ~{process_allowance() // 10**6} MB each for the interpreter); "
             f"use --memory {_mb(minimum).replace(' ', '').replace(',', '')} or more{fewer}")
     return MemoryPlan(total, workers, total // (1 + workers))
