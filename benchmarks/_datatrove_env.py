@@ -12,13 +12,12 @@ Usage: ``python benchmarks/_datatrove_env.py`` (idempotent; prints the interpret
 
 from __future__ import annotations
 
-import subprocess
 import sys
-import venv
 from pathlib import Path
 
-VENVS = Path(__file__).resolve().parent / ".venvs"
-ENV = VENVS / "datatrove"
+import _venv
+
+ENV = _venv.VENVS / "datatrove"
 #: What datatrove's MinhashDedupSignature/Buckets/Cluster/Filter import at run time, plus what its
 #: WarcReader (warcio; faust-cchardet and python-magic, which it imports for charset and MIME-type
 #: sniffing) and Trafilatura extractor (trafilatura) need for ``_extract_datatrove.py``.
@@ -32,34 +31,21 @@ _CHECK = ("import datatrove, spacy, xxhash, warcio, cchardet, magic, trafilatura
 
 def python() -> Path:
     """Path of the environment's interpreter (the environment may not exist yet)."""
-    return ENV / "bin" / "python"
+    return _venv.interpreter(ENV)
 
 
 def ready() -> bool:
-    exe = python()
-    return exe.exists() and subprocess.run([str(exe), "-c", _CHECK], capture_output=True).returncode == 0
+    return _venv.ready(ENV, _CHECK)
 
 
 def ensure(quiet: bool = False) -> Path:
     """Create the environment and install datatrove unless it already works; return the python."""
-    if ready():
-        return python()
-    VENVS.mkdir(parents=True, exist_ok=True)
-    (VENVS / ".gitignore").write_text("*\n")
-    if not python().exists():
-        venv.EnvBuilder(with_pip=True, clear=True).create(ENV)
-    out = subprocess.DEVNULL if quiet else None
-    subprocess.run([str(python()), "-m", "pip", "install", "-q", "--upgrade", "pip"], check=True, stdout=out)
-    subprocess.run([str(python()), "-m", "pip", "install", "-q", *PACKAGES], check=True, stdout=out)
-    if not ready():
-        raise RuntimeError(f"datatrove environment at {ENV} does not import: {_CHECK}")
-    return python()
+    return _venv.ensure(ENV, PACKAGES, _CHECK, (), quiet)
 
 
 def version() -> str:
-    res = subprocess.run([str(python()), "-c", "import datatrove, importlib.metadata as m; "
-                          "print(m.version('datatrove'))"], capture_output=True, text=True)
-    return res.stdout.strip() or "?"
+    """Installed datatrove version, or ``?``."""
+    return _venv.version(ENV, "datatrove")
 
 
 if __name__ == "__main__":

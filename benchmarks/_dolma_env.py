@@ -12,13 +12,12 @@ Usage: ``python benchmarks/_dolma_env.py`` (idempotent; prints the interpreter p
 
 from __future__ import annotations
 
-import subprocess
 import sys
-import venv
 from pathlib import Path
 
-VENVS = Path(__file__).resolve().parent / ".venvs"
-ENV = VENVS / "dolma"
+import _venv
+
+ENV = _venv.VENVS / "dolma"
 PACKAGES = ("dolma>=1.0",)
 #: The mixer is dolma's Rust extension; its CLI (``dolma mix``) is what a user runs.
 _CHECK = "import dolma; from dolma.cli.__main__ import main; import dolma.core.runtime"
@@ -26,7 +25,7 @@ _CHECK = "import dolma; from dolma.cli.__main__ import main; import dolma.core.r
 
 def python() -> Path:
     """Path of the environment's interpreter (the environment may not exist yet)."""
-    return ENV / "bin" / "python"
+    return _venv.interpreter(ENV)
 
 
 def dolma_cli() -> Path:
@@ -35,33 +34,17 @@ def dolma_cli() -> Path:
 
 
 def ready() -> bool:
-    """Whether the environment exists and imports dolma's CLI."""
-    exe = python()
-    return exe.exists() and subprocess.run([str(exe), "-c", _CHECK], capture_output=True).returncode == 0
+    return _venv.ready(ENV, _CHECK)
 
 
 def ensure(quiet: bool = False) -> Path:
     """Create the environment and install dolma unless it already works; return the python."""
-    if ready():
-        return python()
-    VENVS.mkdir(parents=True, exist_ok=True)
-    (VENVS / ".gitignore").write_text("*\n")
-    if not python().exists():
-        venv.EnvBuilder(with_pip=True, clear=True).create(ENV)
-    out = subprocess.DEVNULL if quiet else None
-    subprocess.run([str(python()), "-m", "pip", "install", "-q", "--upgrade", "pip"], check=True, stdout=out)
-    subprocess.run([str(python()), "-m", "pip", "install", "-q", "--only-binary", ":all:", *PACKAGES],
-                   check=True, stdout=out)
-    if not ready():
-        raise RuntimeError(f"dolma environment at {ENV} does not import: {_CHECK}")
-    return python()
+    return _venv.ensure(ENV, PACKAGES, _CHECK, ("--only-binary", ":all:"), quiet)
 
 
 def version() -> str:
     """Installed dolma version, or ``?``."""
-    res = subprocess.run([str(python()), "-c", "import importlib.metadata as m; print(m.version('dolma'))"],
-                         capture_output=True, text=True)
-    return res.stdout.strip() or "?"
+    return _venv.version(ENV, "dolma")
 
 
 if __name__ == "__main__":
