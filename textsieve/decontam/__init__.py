@@ -1,0 +1,1 @@
+"""Benchmark decontamination: n-gram overlap of documents with evaluation data (`textsieve decontaminate`)."""

@@ -1,0 +1,1 @@
+"""Mixing selections at token shares into shuffled, training-ready shards (`textsieve mix`)."""

@@ -1,0 +1,246 @@
+"""The scaffold of a per-document attribute stage: texts of an annotate folder in, one attribute
+shard per annotate shard out (`DIR/_NAME/<rel>.parquet`, rows in annotate's order).
+
+Why a scaffold: `tokens`, `pii` and `decontaminate` (and any later stage of that shape) each
+compute a few columns from every document's text, shard by shard, independently. What makes
+such a stage trustworthy is the same for all of them and lives here once: texts re-read from
+the annotate folder's sources (never copied), one shard per worker task, results written in
+document order (the output does not depend on the worker count), the set published as one unit
+(`io.publish`), a re-run keeping the shards whose inputs and settings are unchanged, a killed
+run's finished shards adopted, a set made with other result-changing settings refused unless
+`overwrite`, and a `summary.json` with the totals read back from the published files.
+
+A stage describes its work with a `DocSetJob`: module-level functions `setup(params) -> state`
+(once per process: load a tokenizer, build an index) and `compute(state, texts) -> columns`
+(one batch), the picklable `params`, the `info` that identifies the result (settings and model
+fingerprints; every key of it is part of the fingerprint), which of its keys a user changes
+(`result_keys`, named in the refusal) and the output `schema`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import fsspec
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from textsieve import __version__
+from textsieve.errors import TextsieveError
+from textsieve.exec.progress import Progress
+from textsieve.io.atomic import atomic_open
+from textsieve.io.attributes import attribute_set_dir, attribute_shards
+from textsieve.io.leftovers import remove_stale_temps
+from textsieve.io.locations import pool_workers, source_locations
+from textsieve.io.publish import Publication, content_key, read_manifest, settings_diff
+from textsieve.stages.dedup_exact import _Source
+from textsieve.stages.dedup_exact_out import write_tables
+
+BASE = [("id", pa.string()), ("shard", pa.string()), ("row", pa.int64())]
+#: characters of text per compute batch (bounds a worker's memory whatever the documents' sizes)
+BATCH_CHARS = 8_000_000
+
+
+class DocSetError(TextsieveError, ValueError):
+    """An input or setting a per-document attribute stage cannot work with."""
+
+
+@dataclass
+class DocSetJob:
+    """What a per-document attribute stage computes (see the module doc); sent to workers."""
+
+    stage: str  # the command's name, for messages ("tokens")
+    set_name: str  # the set folder is DIR/_<set_name>
+    setup: Callable[[Any], Any]
+    compute: Callable[[Any, list[str]], dict[str, pa.Array]]
+    params: Any
+    info: dict[str, Any]
+    result_keys: tuple[str, ...]
+    schema: pa.Schema  # the computed columns (id, shard, row come first)
+    totals: tuple[str, ...] = ()  # numeric columns whose sums go into summary.json
+    batch_docs: int = 1000
+
+
+@dataclass
+class DocSetResult:
+    output: str
+    documents: int = 0
+    shards: int = 0
+    computed: int = 0  # shards computed by this run (the others were kept or adopted)
+    skipped: bool = False  # nothing to do: published from these inputs with these settings
+    seconds: float = 0.0
+    summary: dict = field(default_factory=dict)
+
+
+def output_schema(job: DocSetJob) -> pa.Schema:
+    """The schema of the set's shards (`run --dry-run` checks recipes against it)."""
+    return pa.schema([*BASE, *job.schema])
+
+
+def annotate_sources(directory: str, stage: str) -> list[_Source]:
+    """The annotate folder's shards in corpus order, each able to re-read its texts."""
+    fs, root = fsspec.core.url_to_fs(directory)
+    root = root.rstrip("/")
+    if fs.isdir(root):
+        read_manifest(fs, root)  # an interrupted annotate publish is finished before looking
+    if not (fs.isdir(root) and fs.exists(f"{root}/annotate.json")):
+        raise DocSetError(f"{stage}: {directory} is not an annotate output folder (no annotate.json); run "
+                          "`textsieve annotate` first (its shards point at the texts)")
+    sfs, paths = attribute_shards(directory)
+    out = []
+    for p in paths:
+        with sfs.open(p, "rb") as fh:
+            n = pq.ParquetFile(fh).metadata.num_rows
+        out.append(_Source(p[len(root) + 1:], n, annotate_path=p, fs=sfs))
+    return out
+
+
+_STATE: dict[str, Any] = {}  # per process: the job's loaded state, by its settings key
+
+
+def _state(job: DocSetJob, key: str) -> Any:
+    if key not in _STATE:
+        _STATE.clear()
+        _STATE[key] = job.setup(job.params)
+    return _STATE[key]
+
+
+def _tables(job: DocSetJob, key: str, src: _Source) -> Iterator[pa.Table]:
+    """The shard's output, one batch of documents at a time (an empty table for an empty shard)."""
+    state = _state(job, key)
+    schema = output_schema(job)
+    ids: list[str] = []
+    shards: list[str] = []
+    rows: list[int] = []
+    texts: list[str] = []
+    chars = 0
+    wrote = False
+
+    def table() -> pa.Table:
+        cols = job.compute(state, texts)
+        arrays = [pa.array(ids, pa.string()), pa.array(shards, pa.string()), pa.array(rows, pa.int64())]
+        arrays += [cols[f.name] for f in job.schema]
+        return pa.Table.from_arrays(arrays, schema=schema)
+
+    for doc_id, shard, row, text in src.docs():
+        ids.append(doc_id)
+        shards.append(shard)
+        rows.append(row)
+        texts.append(text)
+        chars += len(text)
+        if len(texts) >= job.batch_docs or chars >= BATCH_CHARS:
+            yield table()
+            wrote = True
+            for c in (ids, shards, rows, texts):
+                c.clear()
+            chars = 0
+    if texts or not wrote:
+        yield table()
+
+
+def _compute_shard(task: tuple[DocSetJob, str, _Source, fsspec.AbstractFileSystem, str, dict]) -> tuple[str, int]:
+    """One shard, in a worker: its output written under the staging folder."""
+    job, key, src, fs, staging, meta = task
+    write_tables(staging, fs, src.rel, _tables(job, key, src), meta)
+    return src.rel, src.size
+
+
+def _settings_key(job: DocSetJob) -> str:
+    return hashlib.sha256(json.dumps(job.info, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _totals(fs: fsspec.AbstractFileSystem, path: str, columns: tuple[str, ...]) -> dict[str, Any]:
+    import pyarrow.compute as pc
+
+    with fs.open(path, "rb") as fh:
+        t = pq.read_table(fh, columns=list(columns) or ["row"])
+    out: dict[str, Any] = {"n_docs": t.num_rows}
+    for c in columns:
+        v = pc.sum(t.column(c)).as_py()
+        out[c] = v if v is not None else 0
+    return out
+
+
+def run_doc_set(directory: str, job: DocSetJob, *, workers: int | None = None, progress: bool = False,
+                overwrite: bool = False) -> DocSetResult:
+    """Compute (or keep) the set's shard of every annotate shard and publish the set."""
+    start = time.perf_counter()
+    sources = annotate_sources(directory, job.stage)
+    set_dir = attribute_set_dir(directory, job.set_name)
+    fs, set_root = fsspec.core.url_to_fs(set_dir)
+    set_root = set_root.rstrip("/")
+    remove_stale_temps(fs, set_root)  # what a killed run was writing (never a live run's files)
+    info: dict[str, Any] = {"stage": job.stage, "version": __version__, **job.info, "set": job.set_name,
+                            "columns": [f.name for f in job.schema]}
+    diff = [] if overwrite else settings_diff(fs, set_root, info, list(job.result_keys))
+    if diff:
+        raise DocSetError(f"{job.stage}: {set_root} holds a result made with other settings: {', '.join(diff)}; "
+                          "re-run with those settings to keep it, or pass --overwrite (overwrite=True) to replace it")
+    settings = _settings_key(job)
+    afs, aroot = fsspec.core.url_to_fs(directory)
+    aroot = aroot.rstrip("/")
+    rels = [s.rel for s in sources]
+    shard_fp = {r: hashlib.sha256(f"{settings}:{content_key(afs, aroot, [r])}".encode()).hexdigest()[:16]
+                for r in rels}
+    key = hashlib.sha256(json.dumps([settings, sorted(shard_fp.items())]).encode()).hexdigest()[:16]
+    pub = Publication(fs, set_root, job.set_name, key, info={"built_from": content_key(afs, aroot)})
+    result = DocSetResult(output=set_dir, shards=len(sources))
+    if not overwrite and pub.previous is not None and pub.previous.key == key \
+            and all(pub.unchanged(r, shard_fp[r]) for r in [*rels]) and pub.unchanged("summary.json", key):
+        pub.discard()
+        result.summary = json.loads(fs.cat_file(f"{set_root}/summary.json"))
+        result.skipped = True
+    else:
+        _compute(job, settings, sources, shard_fp, pub, info, overwrite, workers, progress, directory, result)
+    result.documents = int(result.summary.get("n_docs", 0))
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+def _compute(job: DocSetJob, settings: str, sources: list[_Source], shard_fp: dict[str, str], pub: Publication,
+             info: dict, overwrite: bool, workers: int | None, progress: bool, directory: str,
+             result: DocSetResult) -> None:
+    from textsieve.exec.local import default_workers, ordered_map
+
+    kept = {s.rel for s in sources if not overwrite and pub.unchanged(s.rel, shard_fp[s.rel])}
+    todo = [s for s in sources if s.rel not in kept and (overwrite or not pub.adoptable(s.rel))]
+    planned = min(workers or default_workers(), max(1, len(todo)))
+    planned = pool_workers(job.stage, workers, planned, [directory, *source_locations(directory)])
+    n_docs = sum(s.size for s in todo)
+    if progress:
+        print(f"{job.stage}: {sum(s.size for s in sources):,} docs in {len(sources)} shard(s); {len(todo)} to "
+              f"compute, {len(kept)} unchanged, {len(sources) - len(todo) - len(kept)} finished by an earlier run; "
+              f"{planned} worker(s)", file=sys.stderr)
+    meta = dict(info)
+    bar = Progress(job.stage, n_docs, enabled=progress)
+    try:
+        pub.claim()
+        tasks = [(job, settings, s, pub.fs, pub.staging, meta) for s in todo]
+        for _, (_rel, n) in ordered_map(_compute_shard, tasks, workers=planned):
+            bar.advance(n, n)
+    finally:
+        bar.close()
+    result.computed = len(todo)
+    totals: dict[str, Any] = {"n_docs": 0, **dict.fromkeys(job.totals, 0)}
+    for s in sources:
+        if s.rel in kept:
+            pub.keep(s.rel)
+            counts = _totals(pub.fs, f"{pub.root}/{s.rel}", job.totals)
+        else:
+            pub.add(s.rel, shard_fp[s.rel])
+            counts = _totals(pub.fs, pub.staged(s.rel), job.totals)
+        for k, v in counts.items():
+            totals[k] += v
+    summary: dict[str, Any] = {**info, "n_shards": len(sources), **totals}
+    with atomic_open(pub.fs, pub.staged("summary.json"), "w") as fh:
+        json.dump(summary, fh, indent=1, ensure_ascii=False)
+        fh.write("\n")
+    pub.add("summary.json", pub.key)
+    pub.commit()
+    result.summary = summary

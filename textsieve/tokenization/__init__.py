@@ -1,0 +1,1 @@
+"""Real tokenizers: loading tokenizer.json / tiktoken files, counting and encoding, training a BPE."""
