@@ -19,6 +19,7 @@ import pytest
 
 import textsieve as ts
 from textsieve.interop.hf import HfError, arrow_files
+from textsieve.io.saved_datasets import SavedDatasetError
 
 datasets = pytest.importorskip("datasets", reason="the Hugging Face datasets extra is not installed "
                                                   "(pip install 'textsieve[hf]')")
@@ -133,5 +134,19 @@ def test_dataset_dict_refused_with_one_line(saved: Path, tmp_path: Path):
     with pytest.raises(HfError, match=r"pick a split, e.g. ds\['train'\]"):
         ts.annotate(dd, output=tmp_path / "attrs")
     dd.save_to_disk(str(tmp_path / "dd"))
-    with pytest.raises(HfError, match="saved DatasetDict; annotate one split at a time"):
+    with pytest.raises(SavedDatasetError, match="saved DatasetDict; annotate one split at a time"):
         ts.annotate(os.fspath(tmp_path / "dd"), output=tmp_path / "attrs")
+
+
+def test_cli_reads_a_saved_folder_by_its_state(saved: Path, tmp_path: Path, capsys):
+    """`textsieve annotate saved/` reads the Arrow files state.json lists, not state.json and
+    dataset_info.json as JSON Lines documents (they were read as two bad records before)."""
+    from textsieve.cli import main
+
+    assert main(["annotate", str(saved), "-o", str(tmp_path / "cli"), "--signals", SIGNALS,
+                 "--id-field", "doc_id", "--quiet"]) == 0
+    shards = sorted(p.name for p in (tmp_path / "cli").glob("*.parquet"))
+    assert shards == ["data-00000-of-00002.parquet", "data-00001-of-00002.parquet"]
+    assert ts.attributes(tmp_path / "cli", "arrow", columns=["id"]).num_rows == N
+    (saved / "state.json").write_text("{}")  # a state.json listing no Arrow files: one line, not documents
+    assert main(["annotate", str(saved), "-o", str(tmp_path / "cli2"), "--signals", SIGNALS, "--quiet"]) != 0

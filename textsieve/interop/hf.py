@@ -17,7 +17,6 @@ Parquet source with its type, so a dataset's other columns survive selection.
 
 from __future__ import annotations
 
-import json
 import os
 import posixpath
 from collections.abc import Sequence
@@ -28,9 +27,8 @@ import numpy as np
 import pyarrow as pa
 
 from textsieve.errors import TextsieveError
+from textsieve.io.saved_datasets import saved_dataset_files
 
-STATE = "state.json"  # what `Dataset.save_to_disk` writes beside its Arrow files
-DICT_STATE = "dataset_dict.json"  # what `DatasetDict.save_to_disk` writes at the top
 MATERIALIZED_SUFFIX = ".parquet"
 BAND_PREFIX = "signature_sim"  # MinHash bands: binary lists, not useful as dataset columns
 
@@ -78,29 +76,6 @@ def materialized_path(ds: Any, directory: str) -> str:
 def documents_dir(output: str) -> str:
     """The default folder for materialized datasets: beside annotate's `output`, never in it."""
     return f"{output.rstrip('/')}-documents"
-
-
-def saved_dataset_files(folder: str) -> list[str] | None:
-    """The Arrow files of a `save_to_disk` folder (from its `state.json`), or None when `folder`
-    is not one. A `DatasetDict` folder is refused with the splits to choose from."""
-    fs, root = fsspec.core.url_to_fs(folder)
-    root = root.rstrip("/")
-    if fs.isfile(f"{root}/{DICT_STATE}"):
-        with fs.open(f"{root}/{DICT_STATE}", "r") as fh:
-            splits = json.load(fh).get("splits") or []
-        raise HfError(f"{folder} is a saved DatasetDict; annotate one split at a time, e.g. "
-                      f"{posixpath.join(folder, splits[0]) if splits else folder + '/train'} "
-                      f"(splits: {', '.join(splits) or 'none listed'})")
-    if not fs.isfile(f"{root}/{STATE}"):
-        return None
-    with fs.open(f"{root}/{STATE}", "r") as fh:
-        state = json.load(fh)
-    names = [d["filename"] for d in state.get("_data_files") or []]
-    if not names:
-        raise HfError(f"{folder}/{STATE} lists no data files")
-    protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
-    local = protocol in ("file", "local")
-    return [f"{root}/{n}" if local else fs.unstrip_protocol(f"{root}/{n}") for n in names]
 
 
 def dataset_inputs(inputs: Any, output: str | None, directory: str | None = None) -> Any:

@@ -48,6 +48,7 @@ from textsieve import extensions
 from .bookkeeping import bookkeeping_stage, drop_bookkeeping
 from .compression import ZSTD_SUFFIXES
 from .errors import InputError
+from .saved_datasets import saved_dataset_paths
 
 # Longest suffix first: ".warc.wet.gz" must win over ".gz"-style matches of shorter entries.
 # A list, grown in place by `register_suffixes`, so every module holding it sees added formats.
@@ -195,6 +196,9 @@ def _find(fs: fsspec.AbstractFileSystem, path: str, raw: str) -> list[_Found]:
             raise InputError.at(raw, f"unknown file extension; readable: {_known_suffixes()}")
         return [_Found(path, posixpath.basename(path.rstrip("/")), _size(fs.info(path)), fmt)]
     if fs.isdir(path):
+        saved = saved_dataset_paths(fs, path, raw)
+        if saved is not None:  # a `save_to_disk` folder: its Arrow files, not its state/info JSON
+            return [_Found(p, posixpath.basename(p), _size(fs.info(p)), detect_format(p) or "arrow") for p in saved]
         found = _walk(fs, path, "")
         what = "folder contains"
     elif any(c in _MAGIC for c in path):
