@@ -172,3 +172,48 @@ def test_fuzzy_on_released_bands_equals_annotated_bands_and_recipes_run(release,
     assert kept and all(r["raw_content"] and r["id"].startswith("2022-49/0000/en_head.json.gz/") for r in kept)
     n = len(release[1]["2022-49/0000/en_head"])
     assert not {r["row"] for r in kept} & set(range(n - COPIES, n))  # the listed duplicates are dropped
+
+
+def test_import_from_an_fsspec_url_equals_local(release, imported, tmp_path):
+    """The release read through fsspec (memory://, as s3:// or https:// would be) gives the same
+    attribute shards as the local folder."""
+    import fsspec
+
+    root = release[0]
+    mem = fsspec.filesystem("memory")
+    for p in sorted(root.rglob("*")):
+        if p.is_file():
+            mem.pipe(f"/rpv2-url/{p.relative_to(root).as_posix()}", p.read_bytes())
+    try:
+        res = run_import_rpv2(ImportRpv2Config("memory://rpv2-url", str(tmp_path / "url"), workers=1,
+                                               progress=False))
+        assert sorted(res.shards_written) == sorted(imported[1].shards_written)
+        for rel in sorted(p.relative_to(imported[0]).as_posix() for p in imported[0].rglob("*.parquet")
+                          if not p.name.startswith(".") and "/." not in p.as_posix()):
+            a, b = _rows(imported[0], rel), _rows(tmp_path / "url", rel)
+            a.pop("shard", None), b.pop("shard", None)  # the shard path names the location it was read from
+            assert a == b, rel
+    finally:
+        mem.rm("/rpv2-url", recursive=True)
+
+
+def test_lone_surrogate_escapes_are_read_not_fatal(release, imported, tmp_path, caplog):
+    """JSON may spell a lone UTF-16 surrogate (`\\ud800`), which Python's json reads and UTF-8
+    (Arrow) cannot hold: before, the whole file failed ("The surrogate pair in string is
+    invalid"); now the character is read as U+FFFD with a warning and lengths are unchanged."""
+    import shutil
+
+    root = tmp_path / "release"
+    shutil.copytree(release[0], root)
+    path = sorted(root.glob("documents/*/*/*.json.gz"))[0]
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        recs = [json.loads(line) for line in fh]
+    recs[0]["raw_content"] = "\ud800" + recs[0]["raw_content"][1:]
+    with gzip.open(path, "wt", encoding="utf-8") as fh:
+        fh.writelines(json.dumps(r) + "\n" for r in recs)  # ensure_ascii: the escape `\ud800`
+    with caplog.at_level(logging.WARNING, logger="textsieve.import_rpv2"):
+        res = run_import_rpv2(ImportRpv2Config(str(root), str(tmp_path / "attrs"), workers=1, progress=False))
+    assert sorted(res.shards_written) == sorted(imported[1].shards_written)
+    assert "1 lone UTF-16 surrogate escape(s)" in caplog.text
+    rel = str(path.relative_to(root / "documents")).replace(".json.gz", ".parquet")
+    assert _rows(tmp_path / "attrs", rel)["ts_length"] == _rows(imported[0], rel)["ts_length"]

@@ -21,6 +21,7 @@ import gzip
 import hashlib
 import io
 import json
+import logging
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -33,6 +34,8 @@ import pyarrow.json as pj
 import pyarrow.parquet as pq
 
 from textsieve.errors import TextsieveError
+
+log = logging.getLogger("textsieve.import_rpv2")
 
 COMPONENTS = {"documents": ".json.gz", "quality_signals": ".signals.json.gz", "minhash": ".minhash.parquet",
               "duplicates": ".duplicates.parquet"}
@@ -134,6 +137,7 @@ def _read_json(fs: fsspec.AbstractFileSystem, path: str, schema: pa.Schema, unex
     with fs.open(path, "rb") as raw:
         data = gzip.decompress(raw.read()) if path.endswith(".gz") else raw.read()
     block = _BLOCK
+    replaced = False
     while True:
         try:
             return pj.read_json(io.BytesIO(data), read_options=pj.ReadOptions(block_size=block, use_threads=False),
@@ -143,7 +147,40 @@ def _read_json(fs: fsspec.AbstractFileSystem, path: str, schema: pa.Schema, unex
             if "straddling" in str(exc) and block < len(data) + 1:
                 block = min(4 * block, len(data) + 1)
                 continue
+            if "surrogate" in str(exc) and not replaced:
+                data, n = _without_lone_surrogates(data, path)
+                replaced = True
+                log.warning("%s: %d lone UTF-16 surrogate escape(s) (\\ud800-\\udfff without a partner) read as "
+                            "U+FFFD; lengths in code points are unchanged", path, n)
+                continue
             raise ReleaseError(f"{path}: not a RedPajama-V2 JSON Lines file ({exc})") from None
+
+
+_LONE = re.compile("[\ud800-\udfff]")
+
+
+def _without_lone_surrogates(data: bytes, path: str) -> tuple[bytes, int]:
+    """The file with every lone surrogate (which JSON's `\\uXXXX` escapes can spell, Python's json
+    accepts and UTF-8, hence Arrow, cannot hold) replaced by U+FFFD, re-encoded line by line; the
+    count. Only files Arrow refuses take this slower path."""
+    out: list[bytes] = []
+    n = 0
+    for i, line in enumerate(data.split(b"\n"), 1):
+        if not line.strip():
+            out.append(line)
+            continue
+        text = line.decode("utf-8", "surrogatepass")
+        if "\\u" not in text.lower() and not _LONE.search(text):
+            out.append(line)
+            continue
+        try:
+            value = json.loads(text)
+        except ValueError as exc:
+            raise ReleaseError(f"{path}: line {i} is not JSON ({exc})") from None
+        dumped = json.dumps(value, ensure_ascii=False)
+        n += len(_LONE.findall(dumped))
+        out.append(_LONE.sub("\ufffd", dumped).encode("utf-8"))
+    return b"\n".join(out), n
 
 
 def read_documents(fs: fsspec.AbstractFileSystem, path: str) -> pa.Table:
