@@ -315,3 +315,20 @@ def test_views_render_in_chromium(run_dir: Path, tmp_path: Path) -> None:
     cache = Path(__file__).resolve().parents[1] / ".pytest_cache"
     if cache.is_dir():
         shutil.copy(shot, cache / "report-views.png")
+
+
+def test_exact_set_without_duplicates_and_record_fields(tmp_path: Path) -> None:
+    """A `_dedup_exact` set with no duplicate (its size histogram is over no rows) beside a
+    breakdown read from the source records: the report crashed with DuckDB's "connection has an
+    unfinished result from execute()" (a one-row aggregate fetched with fetchone, then
+    `register`); it renders now."""
+    from textsieve.sample import build_sample
+
+    build_sample(tmp_path / "sample.jsonl.gz")
+    attrs = tmp_path / "attrs"
+    assert main(["annotate", str(tmp_path / "sample.jsonl.gz"), "-o", str(attrs), "--signals",
+                 "rps_doc_word_count", "-q"]) == 0
+    assert main(["dedup", "exact", str(attrs), "-q"]) == 0
+    assert main(["report", str(attrs), "-o", str(tmp_path / "r.html"), "-q"]) == 0
+    page = (tmp_path / "r.html").read_text("utf-8")
+    assert "source" in page and "rps_doc_word_count" in page

@@ -22,6 +22,7 @@ import fsspec
 from textsieve.io.attributes import SCORE_SUFFIX, attribute_sets
 from textsieve.io.texts import annotated_texts
 from textsieve.recipes.funnel import Funnel, connect, funnel_of, schema_files
+from textsieve.recipes.funnel_tokens import kept_tokens, token_totals
 from textsieve.recipes.language import (
     Between,
     Binary,
@@ -134,6 +135,7 @@ class ReportData:
     breakdowns: list = field(default_factory=list)  # report.breakdown.Breakdown: per source, per language
     dedup_exact_sets: dict[str, dict] = field(default_factory=dict)  # every `dedup exact` set: its summary
     extraction: dict | None = None  # the `extract.json` of the run the documents came from (report.extraction)
+    tokens: dict[str, dict] = field(default_factory=dict)  # `_tokens_*` sets: {ts_tokens_<name>: {total, tokenizer}}
 
 
 # ---------------------------------------------------------------- locating the run
@@ -266,11 +268,13 @@ def comparisons(rule: Rule) -> list[tuple[Node, Threshold]]:
 # ---------------------------------------------------------------- histograms
 
 def _one_row(con: duckdb.DuckDBPyConnection, sql: str) -> tuple[Any, ...]:
-    """The row of an aggregate query without GROUP BY (DuckDB always returns exactly one)."""
-    row = con.execute(sql).fetchone()
-    if row is None:  # pragma: no cover
+    """The row of an aggregate query without GROUP BY (DuckDB always returns exactly one).
+    Fetched to the end: DuckDB 2 keeps a result whose last fetch returned rows open, and the
+    connection then refuses `register` (the report's next step when it reads record fields)."""
+    rows = con.execute(sql).fetchall()
+    if not rows:  # pragma: no cover
         raise RuntimeError(f"report: no row from {sql[:120]}")
-    return row
+    return rows[0]
 
 
 def histogram(con: duckdb.DuckDBPyConnection, values_sql: str, cuts: Sequence[float] = (), name: str = "",
@@ -475,6 +479,7 @@ def collect(run_dir: str, recipe_spec: str | None = None, selection_dir: str | N
     funnel = ex = None
     if recipe is not None and compiled is not None:
         funnel = funnel_of(compiled, threads)
+        funnel.tokens = kept_tokens(ann, compiled, threads)  # {} without a `_tokens_*` set
         ex = rule_examples(con, schema, recipe, compiled, examples)
     else:
         notes.append("No recipe: give --recipe NAME|PATH (or a select output folder) to see thresholds, "
@@ -485,7 +490,7 @@ def collect(run_dir: str, recipe_spec: str | None = None, selection_dir: str | N
     views, view_notes = breakdowns(con, ann, schema, compiled, by)
     return ReportData(run_dir, ann, int(docs), int(chars), recipe, funnel, signals, derived, dsir, fuzzy, exact,
                       sizes, ex or [], selection, read_text(pipe) if pipe else None, sets, notes + view_notes,
-                      views, exact_sets, extraction_summary(ann))
+                      views, exact_sets, extraction_summary(ann), token_totals(ann))
 
 
 __all__ = ["collect", "locate", "comparisons", "histogram", "Threshold", "Histogram", "Quantity", "ReportData",
