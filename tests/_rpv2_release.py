@@ -39,7 +39,11 @@ def _id_int(doc_id: str) -> int:
 
 
 def _compact(obj: object) -> bytes:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+    """A signals line as RPv2's workers wrote it: msgspec's JSON (its float spelling, e.g.
+    `0.00001234`, is not Python json's `1.234e-05`)."""
+    import msgspec
+
+    return msgspec.json.encode(obj) + b"\n"
 
 
 def _ccnet(rec: dict, i: int, bucket: str, snapshot: str) -> dict:

@@ -217,3 +217,26 @@ def test_lone_surrogate_escapes_are_read_not_fatal(release, imported, tmp_path, 
     assert "1 lone UTF-16 surrogate escape(s)" in caplog.text
     rel = str(path.relative_to(root / "documents")).replace(".json.gz", ".parquet")
     assert _rows(tmp_path / "attrs", rel)["ts_length"] == _rows(imported[0], rel)["ts_length"]
+
+
+def test_released_float_spelling_is_msgspecs():
+    """RPv2's workers wrote the release with msgspec, which spells floats outside 1e-4..1e16
+    unlike Python's json (`0.00001234`, not `1.234e-05`); `export rpv2` wrote json's spelling,
+    so a real released line did not round-trip byte for byte. Lines now spell them as msgspec
+    0.18.4 (RPv2's time) did, and read back to the same values."""
+    import io
+
+    import pyarrow.json as pj
+
+    from textsieve.interop.rpv2_release import signals_line
+
+    spans = [("rps_doc_frac_chars_dupe_10grams", [[0, 9, 1.234e-05]]), ("ccnet_perplexity", [[0, 9, 1e16]]),
+             ("rps_doc_word_count", [[0, 9, 12]]), ("rps_lines_num_words", [[0, 4, 2], [4, 9, 1.5e-07]])]
+    line = signals_line("2023-06/0000/en_head.json.gz/0", 7, {"cc_segment": "x", "nlines": 2}, spans)
+    assert line == (b'{"id":"2023-06/0000/en_head.json.gz/0","id_int":7,"metadata":{"cc_segment":"x","nlines":2},'
+                    b'"quality_signals":{"rps_doc_frac_chars_dupe_10grams":[[0,9,0.00001234]],'
+                    b'"ccnet_perplexity":[[0,9,1e16]],"rps_doc_word_count":[[0,9,12]],'
+                    b'"rps_lines_num_words":[[0,4,2],[4,9,1.5e-7]]}}\n')
+    back = json.loads(line)["quality_signals"]
+    assert [back[k] for k, _ in spans] == [v for _, v in spans]
+    assert pj.read_json(io.BytesIO(line)).num_rows == 1

@@ -27,6 +27,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import fsspec
+import msgspec
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -301,8 +302,16 @@ def positions(index: np.ndarray, n_docs: int) -> pa.Array:
 # ---------------------------------------------------------------- writing the layout
 
 def _dumps(obj: object) -> bytes:
-    """Compact JSON like RPv2's msgspec encoder: no spaces, UTF-8 text, shortest float repr."""
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8", "surrogatepass")
+    """Compact JSON written by msgspec, as RPv2's workers wrote the release: no spaces, UTF-8
+    text, and msgspec's own float spelling, which differs from Python's `json` outside
+    1e-4..1e16 (`0.00001234` where json writes `1.234e-05`, `1e16` for `1e+16`, `1.5e-7` for
+    `1.5e-07`; the same in msgspec 0.18.4 of RPv2's time and today). A string holding a lone
+    surrogate, which msgspec cannot write, falls back to json with the surrogate passed through."""
+    try:
+        return msgspec.json.encode(obj)
+    except UnicodeEncodeError:
+        return json.dumps(obj, ensure_ascii=False, separators=(",", ":"),
+                          allow_nan=False).encode("utf-8", "surrogatepass")
 
 
 def signals_line(doc_id: str, doc_id_int: int, metadata: dict, signals: Iterable[tuple[str, list | None]]) -> bytes:
