@@ -35,6 +35,10 @@ as in spec §10).
 
 A bare line-level column in a document rule is an error (it has one score per line): reduce
 it. Invalid rules fail with the rule name, the offending column/operator and the valid names.
+
+`redact: [pii]` (beside `rules:`) makes `select` replace spans when it writes the documents, as
+`select --redact pii` does: `pii` puts placeholders over the `_pii` set's spans (`textsieve
+pii`), a span column's name (e.g. `ts_contam_spans`) removes its spans.
 """
 
 from __future__ import annotations
@@ -383,10 +387,15 @@ class Recipe:
     # alias -> [path as written, places looked in] for a relative model path found nowhere, so
     # the error can say where it looked (see `resolve_model_path`)
     model_search: dict[str, list[str]] = field(default_factory=dict, compare=False, repr=False)
+    # span columns `select` replaces when writing (`redact: [pii]`; see `textsieve.pii.redact_plan`)
+    redact: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if not self.rules:
             raise RecipeError(f"recipe {self.name!r} has no rules")
+        if not isinstance(self.redact, (list, tuple)) or not all(isinstance(r, str) and r.strip() for r in self.redact):
+            raise RecipeError(f"recipe {self.name!r}: 'redact' must be a list of names, e.g. [pii] or "
+                              f"[pii, ts_contam_spans], not {self.redact!r}")
         seen: set[str] = set()
         for r in self.rules:
             if r.name in seen:
@@ -404,10 +413,10 @@ class Recipe:
     def from_dict(cls, doc: dict[str, Any], name: str = "recipe", base: Path | None = None) -> Recipe:
         if not isinstance(doc, dict):
             raise RecipeError(f"recipe {name!r}: expected a mapping with a 'rules' key")
-        unknown = set(doc) - {"name", "description", "rules", "models"}
+        unknown = set(doc) - {"name", "description", "rules", "models", "redact"}
         if unknown:
             raise RecipeError(f"recipe {name!r}: unknown keys {sorted(unknown)}; "
-                              "valid: name, description, rules, models")
+                              "valid: name, description, rules, models, redact")
         if "rules" not in doc:
             raise RecipeError(f"recipe {name!r}: expected a mapping with a 'rules' key")
         raw = doc["rules"]
@@ -426,8 +435,10 @@ class Recipe:
             models[str(alias)], tried = resolve_model_path(str(path), base)
             if tried:
                 search[str(alias)] = [str(path), *tried]
+        redact = doc.get("redact") or []
         return cls(rules=[_rule(str(n), t) for n, t in items], name=str(doc.get("name", name)),
-                   description=str(doc.get("description", "")), models=models, model_search=search)
+                   description=str(doc.get("description", "")), models=models, model_search=search,
+                   redact=[redact] if isinstance(redact, str) else redact)
 
     @classmethod
     def from_yaml(cls, text: str, name: str = "recipe", base: Path | None = None) -> Recipe:
@@ -442,8 +453,9 @@ class Recipe:
         return [r for r in self.rules if r.line]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "description": self.description,
-                "rules": {r.name: r.source() for r in self.rules}, "models": dict(self.models)}
+        out = {"name": self.name, "description": self.description,
+               "rules": {r.name: r.source() for r in self.rules}, "models": dict(self.models)}
+        return out | ({"redact": list(self.redact)} if self.redact else {})
 
     def fingerprint(self) -> str:
         """Hash of the rules and model files (contents), so changed thresholds redo a selection."""

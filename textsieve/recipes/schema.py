@@ -48,12 +48,16 @@ class Column:
         return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
 
 
-def _span_kind(name: str, typ: pa.DataType) -> str | None:
+def _span_kind(name: str, typ: pa.DataType, metadata: dict | None = None) -> str | None:
+    """"doc" / "line" for a span column (registry level, else the name), "other" for free spans
+    (`signals.spans.free_spans`: anywhere, any number), None for any other column."""
     if not (pa.types.is_list(typ) or pa.types.is_large_list(typ)):
         return None
     v = typ.value_type
     if not (pa.types.is_struct(v) and {v.field(i).name for i in range(v.num_fields)} >= {"start", "end", "score"}):
         return None
+    if metadata and metadata.get(b"textsieve.level") == b"spans":
+        return "other"
     try:
         from textsieve.signals.registry import REGISTRY
         if name in REGISTRY:
@@ -141,7 +145,7 @@ def schema_from_arrow(directory: str, sets: list[tuple[str, pa.Schema, list[str]
         for f in arrow:
             if f.name in KEY_COLUMNS or (f.name.endswith(SCORE_SUFFIX) and f.name[: -len(SCORE_SUFFIX)] in names):
                 continue  # scalar twins are used transparently (see Column.scalar), not listed
-            kind = _span_kind(f.name, f.type)
+            kind = _span_kind(f.name, f.type, f.metadata)
             if kind is None:
                 nested = pa.types.is_nested(f.type) or pa.types.is_binary(f.type) or pa.types.is_large_binary(f.type)
                 kind = "other" if nested else "scalar"

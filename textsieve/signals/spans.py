@@ -20,6 +20,19 @@ def span_type(dtype: str) -> pa.DataType:
     return pa.list_(pa.struct([("start", pa.int64()), ("end", pa.int64()), ("score", score)]))
 
 
+#: Field metadata key naming a span column's level where the name cannot tell it (see `free_spans`).
+LEVEL_KEY = b"textsieve.level"
+FREE = b"spans"
+
+
+def free_spans(name: str, dtype: str = "int") -> pa.Field:
+    """A span column whose spans are anywhere in the text, any number per document (PII matches,
+    contaminated passages): neither one span per document nor one per line, so recipes must not
+    read its first span as the document's value. The level travels in the field's metadata
+    (kept by Parquet), which `recipes.schema` reads."""
+    return pa.field(name, span_type(dtype), metadata={LEVEL_KEY: FREE})
+
+
 def _struct(starts: np.ndarray, ends: np.ndarray, values: np.ndarray, valid: np.ndarray | None,
             dtype: str) -> pa.StructArray:
     np_type = np.int64 if dtype == "int" else np.float64

@@ -71,7 +71,7 @@ class SelectConfig:
         None, help="targets to resample toward (after `textsieve dsir fit`)", metavar="NAME[:W][,NAME2:W2]",
         group=DSIR_GROUP)
     k: int | None = option(None, help="documents to draw", group=DSIR_GROUP)
-    tokens: int | None = option(None, help="token budget to draw instead of --k (word/punctuation tokens)",
+    tokens: int | None = option(None, help="token budget to draw instead of --k (in --token-column's tokens)",
                                 group=DSIR_GROUP)
     replace: bool = option(False, help="draw with replacement (a document may repeat; default: without, "
                                        "Gumbel top-k)", group=DSIR_GROUP)
@@ -99,6 +99,16 @@ class SelectConfig:
         help="a folder the source documents may be read from besides the inputs annotate recorded (repeatable; "
              "for sources that moved). Footers naming files elsewhere are refused", factory=list,
         flag="--source-root", repeat=True, metavar="DIR")
+    redact: list[str] = option(
+        help="replace spans when writing (repeatable): `pii` puts a placeholder such as |||EMAIL_ADDRESS||| over "
+             "every span of the _pii set (`textsieve pii`); a span column's name (e.g. ts_contam_spans) removes its "
+             "spans. Each record gets ts_redacted, the spans replaced per type; a recipe's `redact:` adds to these",
+        factory=list, repeat=True, metavar="NAME")
+    # what --tokens counts (textsieve.tokenization.columns.resolve_token_column)
+    token_column: str | None = option(
+        None, help="what --tokens and the reported tokens count: ts_tokens_NAME (after `textsieve tokens`), or "
+                   "words (word/punctuation tokens). Default: the folder's one ts_tokens_* column if it has "
+                   "exactly one, else words", metavar="COLUMN", group=DSIR_GROUP)
 
 
 @dataclass
@@ -111,6 +121,7 @@ class SelectResult:
     shards_skipped: list[str] = field(default_factory=list)
     seconds: float = 0.0
     dsir: dict | None = None
+    redacted: dict[str, int] = field(default_factory=dict)  # spans replaced per label (this run's shards)
 
 
 @dataclass
@@ -126,6 +137,8 @@ class _Task:
     counts: np.ndarray  # times to write each row
     starts: list[np.ndarray] | None = None  # kept line spans per row (line rules)
     ends: list[np.ndarray] | None = None
+    redact: list[tuple[str, str, str, str]] | None = None  # span columns to replace (`pii.redact_plan`)
+    redact_labels: tuple[str, ...] = ()
 
 
 def _shard_metas(directory: str, source_roots: Sequence[str] = ()) -> tuple[fsspec.AbstractFileSystem, str,
@@ -153,23 +166,31 @@ def _out_rel(attr_rel: str, fmt: str) -> str:
     return f"{stem}.{fmt}"
 
 
-def write_shard(task: _Task) -> tuple[str, int, int]:
+def write_shard(task: _Task) -> tuple[str, int, int, dict[str, int]]:
     """Stream the source shard, write the selected rows with every source field (see
-    `textsieve.stages.select_output`). Returns (final path, records, characters)."""
+    `textsieve.stages.select_output`). Returns (final path, records, characters, spans
+    redacted per label)."""
     from textsieve.stages.select_output import stream_selected, write_selected
 
     selected, check = stream_selected(task, SelectError)
     records, chars = write_selected(task, selected)
-    check()
-    return task.final, records, chars
+    return task.final, records, chars, check()
 
 
 def _fingerprint(cfg: SelectConfig, inputs: list[dict]) -> str:
     recipe, _ = recipe_and_targets(cfg)
-    what = {"recipe": recipe.fingerprint() if recipe else None, "format": cfg.format,
+    what: dict[str, object] = {"recipe": recipe.fingerprint() if recipe else None, "format": cfg.format,
             "dsir": [cfg.dsir, cfg.k, cfg.tokens, cfg.replace, cfg.seed, cfg.temperature, cfg.dsir_weight,
                      cfg.min_tokens, cfg.prior_ngrams]
             if cfg.dsir else None, "inputs": inputs}
+    if redact_names(cfg):  # only then: selections made without redaction keep their fingerprints
+        what["redact"] = redact_names(cfg)
+    if cfg.dsir and cfg.tokens is not None:  # real token counts: the column and its tokenizer decide the draw
+        from textsieve.tokenization.columns import resolve_token_column, token_info
+
+        col = resolve_token_column(cfg.directory, cfg.token_column, "DSIR token budget")
+        if col is not None:
+            what["token_column"] = [col, token_info(cfg.directory, col).get("tokenizer_fingerprint")]
     return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -198,7 +219,7 @@ def _selected(cfg: SelectConfig) -> tuple[dict[str, dict], dict | None, list[str
     within = {s: d["rows"] for s, d in kept.items()} if kept is not None else None
     res = resample(cfg.directory, targets, k=cfg.k, tokens=cfg.tokens, replace=cfg.replace, seed=cfg.seed,
                    temperature=cfg.temperature, weight=cfg.dsir_weight, min_tokens=cfg.min_tokens,
-                   prior_ngrams=cfg.prior_ngrams, within=within)
+                   prior_ngrams=cfg.prior_ngrams, within=within, token_column=cfg.token_column)
     out = {}
     order = np.lexsort((res.row.astype(np.int64), res.shard.astype(str)))
     for s in dict.fromkeys(res.shard[order].tolist()):
@@ -233,7 +254,7 @@ def preview_draw(cfg: SelectConfig) -> Resample:
     within = survivors(cfg.directory, recipe, cfg.threads) if recipe is not None else None
     return resample(cfg.directory, targets, k=cfg.k, tokens=cfg.tokens, replace=cfg.replace, seed=cfg.seed,
                     temperature=cfg.temperature, weight=cfg.dsir_weight, min_tokens=cfg.min_tokens,
-                    prior_ngrams=cfg.prior_ngrams, within=within)
+                    prior_ngrams=cfg.prior_ngrams, within=within, token_column=cfg.token_column)
 
 
 def _mapper(cfg: SelectConfig):
@@ -268,6 +289,14 @@ def resolve_select_config(cfg: SelectConfig) -> SelectConfig:
     return replace(cfg, recipe=recipe, dsir=dsir)
 
 
+def redact_names(cfg: SelectConfig) -> list[str]:
+    """The `--redact` names of a config plus its recipe's `redact:` entries, in order, once each."""
+    recipe = cfg.recipe if isinstance(cfg.recipe, Recipe) else None
+    given = [cfg.redact] if isinstance(cfg.redact, str) else list(cfg.redact or [])
+    names = [n.strip() for v in [*given, *(recipe.redact if recipe is not None else [])] for n in str(v).split(",")]
+    return list(dict.fromkeys(n for n in names if n))
+
+
 def recipe_and_targets(cfg: SelectConfig) -> tuple[Recipe | None, list[tuple[str, float]] | None]:
     """(recipe, DSIR targets) of a config `resolve_select_config` returned, typed as such: the
     fields also accept a recipe name or path and a targets string, which only resolving turns
@@ -297,6 +326,9 @@ def run_select(cfg: SelectConfig) -> SelectResult:
                "source": m.get("source"), "source_size": m["source_shard"].get("size"), "documents": m.get("documents")}
               for rel, m in sorted(metas.values(), key=lambda x: x[0])]
     _check_apart(cfg, metas)
+    from textsieve.pii.redact_plan import resolve_redact
+
+    redact = resolve_redact(cfg.directory, redact_names(cfg))
     fs, out_root = fsspec.core.url_to_fs(cfg.output)
     out_root = out_root.rstrip("/")
     settings = _fingerprint(cfg, [])
@@ -323,6 +355,8 @@ def run_select(cfg: SelectConfig) -> SelectResult:
                           "another folder")
     head = {"stage": "select", "status": "done", "fingerprint": fp, "format": cfg.format,
             "recipe": recipe.to_dict() if recipe else None, "inputs": inputs}
+    if redact.names:
+        head["redact"] = {"names": redact.names, "columns": [c.column for c in redact.columns]}
 
     selected, dsir_summary, used = _selected(cfg)
     pool = sum(int(m.get("documents") or 0) for _, m in metas.values())
@@ -344,7 +378,8 @@ def run_select(cfg: SelectConfig) -> SelectResult:
         d = selected.get(shard) or {"rows": np.zeros(0, np.int64), "ids": [], "lengths": np.zeros(0, np.int64),
                                     "counts": np.zeros(0, np.int64)}
         tasks.append(_Task({k: v for k, v in meta.items() if k != "_attr_size"}, prefix + final, cfg.format,
-                           d["rows"], d["ids"], d["lengths"], d["counts"], d.get("starts"), d.get("ends")))
+                           d["rows"], d["ids"], d["lengths"], d["counts"], d.get("starts"), d.get("ends"),
+                           redact.sources(rel) if redact.columns else None, redact.labels))
     if tasks:
         pub.claim()  # refuses to discard a killed run's work of other settings (unless --overwrite)
     held = [cfg.directory, cfg.output] + [t.meta.get("source_shard", {}).get("path") or "" for t in tasks]
@@ -352,8 +387,11 @@ def run_select(cfg: SelectConfig) -> SelectResult:
                            held, cfg.executor)  # memory:// cannot be seen by worker processes
     progress = Progress("select", sum(len(t.rows) for t in tasks), enabled=cfg.progress)
     written, records, chars = [], 0, 0
+    redacted = dict.fromkeys(redact.labels, 0)
     try:
-        for task, (final, n, c) in _mapper(cfg)(write_shard, tasks, workers=workers):
+        for task, (final, n, c, r) in _mapper(cfg)(write_shard, tasks, workers=workers):
+            for label, k in r.items():
+                redacted[label] = redacted.get(label, 0) + k
             out_rel = final[len(prefix + pub.staging) + 1:]
             pub.add(out_rel, fp)
             written.append(f"{out_root}/{out_rel}")
@@ -364,12 +402,13 @@ def run_select(cfg: SelectConfig) -> SelectResult:
         progress.close()
     total_selected = sum(int(d["counts"].sum()) for d in selected.values())
     result = SelectResult(cfg.output, total_selected, chars, pool, written, skipped, time.perf_counter() - t0,
-                          dsir_summary)
+                          dsir_summary, redacted)
     _write_summary(fs, pub.staged(SUMMARY), head | {
         "status": "done", "attribute_sets": used, "dsir": dsir_summary,
         "counts": {"pool": pool, "selected": total_selected,
                    "distinct": sum(len(d["rows"]) for d in selected.values()),
-                   "characters_written_this_run": chars, "shards": len(metas), "shards_skipped": len(skipped)}})
+                   "characters_written_this_run": chars, "shards": len(metas), "shards_skipped": len(skipped),
+                   **({"redacted_this_run": redacted} if redact.names else {})}})
     pub.add(SUMMARY, fp)
     pub.commit()
     return result

@@ -29,6 +29,12 @@ Name clashes: `id` is textsieve's document id as a string; when the source's id 
 itself, that value is it (an integer id becomes its decimal string). A source field named
 `shard` or `row`, or an `id` that is not the id field, is kept as `source_shard`, `source_row`,
 `source_id`.
+
+Redaction (`select --redact`, `textsieve.pii.redact`): the text field gets the spans replaced
+(after the line cut, in the original text's offsets), and every record gets one more field at
+its end, `ts_redacted`: the spans replaced per label, every label present (zeros included), so
+JSONL objects and the Parquet struct column have one shape. A source field of that name is
+replaced by it.
 """
 
 from __future__ import annotations
@@ -51,6 +57,8 @@ from textsieve.document import Document
 from textsieve.io.atomic import AtomicParquetWriter, atomic_open
 from textsieve.io.attributes import source_documents
 from textsieve.io.fields import FieldPath
+from textsieve.pii.redact import Region, redact
+from textsieve.pii.redact_plan import REDACTED_FIELD, load_regions
 
 if TYPE_CHECKING:
     from textsieve.stages.select import _Task
@@ -184,8 +192,9 @@ class ParquetRows:
     The text column comes from the documents (cut by line rules); the other columns are read
     by row group, each at most once, as rows arrive in ascending order."""
 
-    def __init__(self, path: str, text_field: str, id_field: str):
+    def __init__(self, path: str, text_field: str, id_field: str, redacted: tuple[str, ...] = ()):
         self._fh: Any = None
+        self.redacted = redacted
         if path.lower().endswith(".arrow"):  # a Hugging Face dataset's Arrow file, memory-mapped
             from textsieve.io.arrow_ipc import ArrowFile
 
@@ -201,10 +210,12 @@ class ParquetRows:
         self.out: list[tuple[str, str, pa.DataType]] = []  # (output name, source column, type)
         for f in src:
             name = renamed(f.name, id_field)
-            if name is not None:
+            if name is not None and not (redacted and name == REDACTED_FIELD):
                 self.out.append((name, f.name, f.type))
         self.read_cols = [c for _, c, _ in self.out if not (c == self.text_col and not self.text_inner)]
         self.schema = pa.schema(list(zip(KEYS, KEY_TYPES)) + [(n, t) for n, _, t in self.out])
+        if redacted:
+            self.schema = self.schema.append(pa.field(REDACTED_FIELD, pa.struct([(k, pa.int64()) for k in redacted])))
         md = self.pf.metadata
         self.starts = np.cumsum([0] + [md.row_group(i).num_rows for i in range(md.num_row_groups)])
         self._group: tuple[int, pa.Table] | None = None
@@ -247,6 +258,8 @@ class ParquetRows:
                 arrays.append(pa.array(values, typ))
             else:
                 arrays.append(taken.column(col).combine_chunks())
+        if self.redacted:
+            arrays.append(pa.array([d.meta[REDACTED_FIELD] for d, _ in docs], self.schema.field(REDACTED_FIELD).type))
         return pa.Table.from_arrays(arrays, schema=self.schema)
 
 
@@ -273,7 +286,7 @@ def write_selected(task: _Task, selected) -> tuple[int, int]:
     shard = task.meta.get("shard")
     records = chars = 0
     if source_format in ("parquet", "arrow"):  # columnar: every column copied with its Arrow type
-        rows = ParquetRows(task.meta["source_shard"]["path"], text_field.name, id_field)
+        rows = ParquetRows(task.meta["source_shard"]["path"], text_field.name, id_field, task.redact_labels)
         try:
             if task.fmt == "parquet":
                 writer = AtomicParquetWriter(fs, task.final, rows.schema)
@@ -332,14 +345,20 @@ def write_selected(task: _Task, selected) -> tuple[int, int]:
 
 def stream_selected(task: _Task, error: type[Exception]) -> tuple[Any, Any]:
     """(`selected`, `check`): `selected()` streams the task's rows from its source shard as
-    (document, text with line rules applied, count), verifying each against the attributes;
-    `check()` raises `error` unless the last stream found every selected row."""
+    (document, text with line rules applied and spans redacted, count), verifying each against
+    the attributes; `check()` raises `error` unless the last stream found every selected row,
+    and returns the spans it redacted per label."""
     want = {int(r): i for i, r in enumerate(task.rows.tolist())}
     found: set[int] = set()
     starts, ends = task.starts, task.ends  # kept line spans per row, when line rules cut
+    regions: list[list[Region]] = []
+    redacted: dict[str, int] = dict.fromkeys(task.redact_labels, 0)
+    if task.redact and want:
+        regions = load_regions(task.redact, task.rows)
 
     def selected() -> Iterator[Selected]:
         found.clear()
+        redacted.update(dict.fromkeys(redacted, 0))
         if not want:
             return
         last = int(task.rows[-1])
@@ -354,14 +373,22 @@ def stream_selected(task: _Task, error: type[Exception]) -> tuple[Any, Any]:
                 raise error(f"{task.meta['source']}: row {doc.row} is {doc.id!r} with {len(doc.text)} "
                             f"characters, but the attributes say {task.ids[i]!r} with {task.lengths[i]}; "
                             f"the source changed since `textsieve annotate`, re-annotate it")
-            text = doc.text if starts is None or ends is None else _cut(doc.text, starts[i], ends[i])
+            if task.redact:
+                keep = None if starts is None or ends is None else list(zip(starts[i].tolist(), ends[i].tolist()))
+                text, counts = redact(doc.text, regions[i], keep, task.redact_labels)
+                doc.meta[REDACTED_FIELD] = counts
+                for label, k in counts.items():
+                    redacted[label] += k * int(task.counts[i])
+            else:
+                text = doc.text if starts is None or ends is None else _cut(doc.text, starts[i], ends[i])
             yield doc, text, int(task.counts[i])
 
-    def check() -> None:
+    def check() -> dict[str, int]:
         if len(found) != len(want):
             missing = sorted(set(want) - found)[:3]
             raise error(f"{task.meta['source']}: only {len(found)} of {len(want)} selected rows were found "
                         f"(e.g. rows {missing}); the source changed since `textsieve annotate`")
+        return dict(redacted)
 
     return selected, check
 
