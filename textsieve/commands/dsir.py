@@ -18,7 +18,7 @@ from textsieve.commands.options import ExamplesFormatter, add_config_options, co
 
 #: The `select` options that `dsir resample` shares (one definition: SelectConfig's).
 RESAMPLE_FIELDS = ("directory", "dsir", "k", "tokens", "replace", "seed", "temperature", "min_tokens",
-                   "prior_ngrams", "dsir_weight")
+                   "prior_ngrams", "dsir_weight", "token_column")
 
 
 def run_fit_cmd(args: argparse.Namespace) -> int:
@@ -49,7 +49,7 @@ def run_resample_cmd(args: argparse.Namespace) -> int:
         raise ValueError("dsir resample: --dsir NAME[:W][,NAME2:W2] is required")
     r = resample(cfg.directory, targets, k=cfg.k, tokens=cfg.tokens, replace=cfg.replace, seed=cfg.seed,
                  temperature=cfg.temperature, weight=cfg.dsir_weight, min_tokens=cfg.min_tokens,
-                 prior_ngrams=cfg.prior_ngrams)
+                 prior_ngrams=cfg.prior_ngrams, token_column=cfg.token_column)
     out = r.summary()
     sources = Counter(str(i).split("/", 1)[0] for i in r.id)
     out["sources"] = len(sources)

@@ -77,3 +77,6 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     u.add_argument("-o", "--output", required=True, metavar="FILE", help="model file to write (.tsm)")
     u.set_defaults(func=run_ut1)
     train_more.register_more(tsub, common)
+    from textsieve.commands.tokens import register_train  # `train tokenizer` (a BPE for `textsieve tokens`)
+
+    register_train(tsub, common)

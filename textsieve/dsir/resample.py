@@ -45,6 +45,7 @@ import pyarrow.parquet as pq
 from textsieve.dsir.defaults import DEFAULT_MIN_TOKENS, DEFAULT_PRIOR_NGRAMS, DEFAULT_TEMPERATURE, WEIGHTS
 from textsieve.dsir.names import check_name, column_names, set_name
 from textsieve.io.attributes import attribute_shards
+from textsieve.tokenization.columns import aligned_counts, resolve_token_column
 
 
 @dataclass
@@ -62,6 +63,7 @@ class Resample:
     ess_per_target: dict = field(default_factory=dict)
     shortfall: int = 0  # requested documents that could not be drawn (k > eligible without replacement)
     annotated: int | None = None  # with a survivor set: documents in the annotated folder (pool = survivors)
+    token_column: str | None = None  # what `tokens` counts: a ts_tokens_<name> column, None = word/punct tokens
 
     @property
     def documents(self) -> int:
@@ -75,6 +77,8 @@ class Resample:
                "shortfall": self.shortfall}
         if self.annotated is not None:  # drawn from a recipe's survivors: say from how many
             out |= {"recipe_survivors": self.pool, "annotated": self.annotated}
+        if self.token_column is not None:  # tokens are a real tokenizer's, not word/punctuation tokens
+            out["token_column"] = self.token_column
         return out
 
 
@@ -158,7 +162,8 @@ def _quotas(total: int, props: np.ndarray) -> np.ndarray:
 def resample(directory: str, targets: list[tuple[str, float]], k: int | None = None, tokens: int | None = None,
              replace: bool = False, seed: int = 0, temperature: float = DEFAULT_TEMPERATURE,
              weight: str = "normalized", min_tokens: int = DEFAULT_MIN_TOKENS,
-             prior_ngrams: float = DEFAULT_PRIOR_NGRAMS, within: Mapping[str, np.ndarray] | None = None) -> Resample:
+             prior_ngrams: float = DEFAULT_PRIOR_NGRAMS, within: Mapping[str, np.ndarray] | None = None,
+             token_column: str | None = None) -> Resample:
     """Draw documents of the annotated pool `directory` toward the DSIR targets (see module doc).
 
     Exactly one of `k` (documents) and `tokens` (token budget) is given. Documents with fewer
@@ -172,6 +177,13 @@ def resample(directory: str, targets: list[tuple[str, float]], k: int | None = N
     the Gumbel noise (drawn in document order over the survivors only) are then exactly those
     of a pool that holds only the survivors, so filtering first in one step draws the same
     documents as materializing the survivors, annotating and fitting on them.
+
+    `token_column` picks what the `tokens` budget and the reported tokens count
+    (`tokenization.columns.resolve_token_column`): None = the real counts of the folder's one
+    `_tokens_<name>` set if it has exactly one, else the word/punctuation tokens stored with the
+    DSIR weights; "words" = those; "ts_tokens_<name>" (or "<name>") = that set. Eligibility
+    (`min_tokens`) and the n-gram estimate of the shrinkage always use the word tokens, the
+    units the DSIR weights were computed in.
     """
     if (k is None) == (tokens is None):
         raise ValueError("give exactly one of k (documents) or tokens (token budget)")
@@ -194,6 +206,8 @@ def resample(directory: str, targets: list[tuple[str, float]], k: int | None = N
     props = props / props.sum()
 
     sc = load_scores(directory, names)
+    budget_col = resolve_token_column(directory, token_column, "DSIR token budget")
+    budget = sc.tokens if budget_col is None else aligned_counts(directory, budget_col, sc.shard, sc.row)
     annotated = None
     if within is not None:
         from textsieve.recipes.survivors import survivor_mask
@@ -202,6 +216,7 @@ def resample(directory: str, targets: list[tuple[str, float]], k: int | None = N
         keep = survivor_mask(sc.shard, sc.row, within)
         sc = _Scores(sc.shard[keep], sc.row[keep], sc.id[keep], sc.tokens[keep],
                      {t: (a[keep], b[keep]) for t, (a, b) in sc.scores.items()})
+        budget = budget[keep]
     n = len(sc.row)
     eligible = sc.tokens >= max(1, min_tokens)
     logw = {}
@@ -232,7 +247,7 @@ def resample(directory: str, targets: list[tuple[str, float]], k: int | None = N
     for ti, (name, q) in enumerate(zip(names, quota)):
         s = logw[name]
         if replace:
-            idx = _draw_with_replacement(rng, s, sc.tokens, q, by_tokens=tokens is not None)
+            idx = _draw_with_replacement(rng, s, budget, q, by_tokens=tokens is not None)
             if idx is None:
                 shortfall += int(q) if k is not None else 0
                 continue
@@ -247,7 +262,7 @@ def resample(directory: str, targets: list[tuple[str, float]], k: int | None = N
                 idx = np.argpartition(-keys, m - 1)[:m] if 0 < m < n else np.flatnonzero(np.isfinite(keys))[:m]
             else:
                 order = np.argsort(-keys, kind="stable")[:avail]
-                cum = np.cumsum(sc.tokens[order])
+                cum = np.cumsum(budget[order])
                 idx = order[:int(np.searchsorted(cum, q, side="left")) + 1] if q > 0 else order[:0]
             counts[idx] = 1
         fresh = drawn_by[idx] < 0
@@ -256,8 +271,8 @@ def resample(directory: str, targets: list[tuple[str, float]], k: int | None = N
     sel = np.flatnonzero(counts)
     return Resample(shard=sc.shard[sel], row=sc.row[sel], count=counts[sel], ess=ess, id=sc.id[sel],
                     log_weight=drawn_w[sel], target=np.array(names, dtype=object)[drawn_by[sel]],
-                    tokens=int((sc.tokens[sel] * counts[sel]).sum()), eligible=int(eligible.sum()), pool=n,
-                    ess_per_target=ess_t, shortfall=shortfall, annotated=annotated)
+                    tokens=int((budget[sel] * counts[sel]).sum()), eligible=int(eligible.sum()), pool=n,
+                    ess_per_target=ess_t, shortfall=shortfall, annotated=annotated, token_column=budget_col)
 
 
 def _draw_with_replacement(rng: np.random.Generator, logw: np.ndarray, tokens: np.ndarray, quota: float,

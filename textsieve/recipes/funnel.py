@@ -50,11 +50,16 @@ class Funnel:
     kept_chars: int
     rules: list[RuleCount] = field(default_factory=list)
     seconds: float = 0.0
+    # real tokens, when the folder has `_tokens_*` sets: {ts_tokens_<name>: {total, kept, estimated}}
+    tokens: dict[str, dict] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        return {"recipe": self.recipe, "rules": [asdict(r) for r in self.rules], "total": self.total,
-                "total_chars": self.total_chars, "kept": self.kept, "kept_chars": self.kept_chars,
-                "seconds": round(self.seconds, 3)}
+        out = {"recipe": self.recipe, "rules": [asdict(r) for r in self.rules], "total": self.total,
+               "total_chars": self.total_chars, "kept": self.kept, "kept_chars": self.kept_chars,
+               "seconds": round(self.seconds, 3)}
+        if self.tokens:
+            out["tokens"] = self.tokens
+        return out
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)
@@ -75,6 +80,9 @@ class Funnel:
                          f"{r.chars_removed_cumulative:>12,} {pct(r.chars_removed_cumulative, self.total_chars)}")
         lines.append(f"{'kept':<{w}}        {self.kept:>11,} {pct(self.kept, self.total)}  "
                      f"{self.kept_chars:>12,} {pct(self.kept_chars, self.total_chars)}")
+        for col, t in self.tokens.items():
+            est = " (estimated: line rules cut documents)" if t.get("estimated") else ""
+            lines.append(f"tokens kept ({col}): {t['kept']:,} of {t['total']:,} {pct(t['kept'], t['total'])}{est}")
         return "\n".join(lines)
 
 
@@ -96,8 +104,12 @@ def schema_files(schema: Schema) -> list[str]:
 
 def compute_funnel(directory: str, recipe: Recipe, threads: int | None = None) -> Funnel:
     """Dry-run `recipe` over the annotate folder `directory` (attribute columns only)."""
+    from textsieve.recipes.funnel_tokens import kept_tokens
+
     t0 = time.perf_counter()
-    funnel = funnel_of(compile_recipe(recipe, read_schema(directory)), threads)
+    compiled = compile_recipe(recipe, read_schema(directory))
+    funnel = funnel_of(compiled, threads)
+    funnel.tokens = kept_tokens(directory, compiled, threads)  # {} without a `_tokens_*` set
     funnel.seconds = time.perf_counter() - t0
     return funnel
 

@@ -490,7 +490,7 @@ def collect(run_dir: str, recipe_spec: str | None = None, selection_dir: str | N
     views, view_notes = breakdowns(con, ann, schema, compiled, by)
     return ReportData(run_dir, ann, int(docs), int(chars), recipe, funnel, signals, derived, dsir, fuzzy, exact,
                       sizes, ex or [], selection, read_text(pipe) if pipe else None, sets, notes + view_notes,
-                      views, exact_sets, extraction_summary(ann), token_totals(ann))
+                      views, exact_sets, extraction_summary(ann), token_totals(ann, sets))
 
 
 __all__ = ["collect", "locate", "comparisons", "histogram", "Threshold", "Histogram", "Quantity", "ReportData",

@@ -111,6 +111,12 @@ def _overview(d: ReportData) -> str:
     cards = [("documents", f"{d.documents:,}"), ("characters", f"{d.characters:,}")]
     if d.funnel:
         cards.append(("kept by recipe", f"{d.funnel.kept:,} ({_pct(d.funnel.kept, d.funnel.total)})"))
+    for col, t in d.tokens.items():  # real tokens (`textsieve tokens`): the corpus's and the recipe's
+        cards.append((f"tokens ({col[len('ts_tokens_'):]})", f"{t['total']:,}"))
+        kept = d.funnel.tokens.get(col) if d.funnel else None
+        if kept:
+            cards.append((f"tokens kept by recipe{' (est.)' if kept.get('estimated') else ''}",
+                          f"{kept['kept']:,} ({_pct(kept['kept'], kept['total'])})"))
     if d.dedup_fuzzy:
         for t, v in d.dedup_fuzzy.get("thresholds", {}).items():
             cards.append((f"fuzzy dups removed @{t}", f"{v.get('n_removed', 0):,}"))
@@ -124,6 +130,9 @@ def _overview(d: ReportData) -> str:
         c = d.selection.get("counts", {})
         rows.append(("selection", f"{c.get('selected', 0):,} of {c.get('pool', 0):,} documents written "
                                   f"({d.selection.get('format', '')})"))
+        drawn = d.selection.get("dsir") or {}
+        if drawn.get("token_column"):  # a DSIR draw counted in real tokens
+            rows.append(("selection tokens", f"{drawn.get('tokens', 0):,} {drawn['token_column']}"))
     table = "<table>" + "".join(f"<tr><th>{escape(k)}</th><td>{escape(str(v))}</td></tr>" for k, v in rows) + "</table>"
     notes = "".join(f'<div class="note">{escape(n)}</div>' for n in d.notes)
     pipe = (f"<details><summary>resolved pipeline file</summary><pre>{escape(d.pipeline)}</pre></details>"

@@ -1,0 +1,154 @@
+"""`textsieve tokens`: the real token count of every document, with the tokenizer the user trains with.
+
+Why: the word/punctuation counts annotate and DSIR use are a proxy; a token budget, a mixing
+ratio or a shard size is in the trainer's tokens. This stage writes the set `_tokens_<name>`
+beside the annotate shards with one int64 column `ts_tokens_<name>` (rows in annotate's order),
+built on the per-document scaffold `stages.doc_set` (resume, refusal, summary.json).
+
+Identity: the set's `info` holds the tokenizer's file fingerprint (SHA-256 of its bytes), kind,
+vocabulary size and split pattern. A tokenizer file changed in place re-counts every shard on
+the next run (the fingerprint is part of every shard's key); a *different* tokenizer file or
+tiktoken pattern under the same name is refused unless `overwrite` (pass another `name` to keep
+both). Counts exclude special tokens (see `tokenization.tokenizer`).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from textsieve.options import option, progress_option
+from textsieve.tokenization.columns import COLUMN_PREFIX, SET_PREFIX
+
+if TYPE_CHECKING:
+    from textsieve.stages.doc_set import DocSetJob
+    from textsieve.tokenization.tokenizer import Tokenizer
+
+STAGE = "tokens"
+
+
+@dataclass
+class TokensConfig:
+    """Everything `textsieve tokens` takes (CLI, YAML `tokens:` and `ts.tokens`)."""
+
+    directory: str = option(help="annotate output folder (its shards point at the texts)", positional=True,
+                            metavar="ATTRS")
+    tokenizer: str = option(help="a Hugging Face tokenizer.json (or a folder holding one) or a tiktoken BPE "
+                                 "file (.tiktoken); read from this path, nothing is downloaded", metavar="PATH")
+    name: str | None = option(None, help="column suffix: writes ts_tokens_NAME in the set _tokens_NAME "
+                                         "(default: the file's stem, or its folder's name for tokenizer.json)")
+    tiktoken_pattern: str | None = option(None, help="tiktoken files only: the split regex, or a preset "
+                                                     "(cl100k_base, o200k_base, r50k_base, gpt2, p50k_base); default: "
+                                                     "the preset the file's stem names, else cl100k_base",
+                                          metavar="REGEX")
+    workers: int | None = option(None, help="processes, one annotate shard each (default: all cores)")
+    progress: bool = progress_option()
+    overwrite: bool = option(False, help="replace a set made with another tokenizer file or pattern under the "
+                                         "same name (without it the run refuses)")
+
+
+@dataclass
+class TokensResult:
+    output: str  # the set folder DIR/_tokens_<name>
+    set_name: str  # tokens_<name>
+    column: str  # ts_tokens_<name>
+    documents: int = 0
+    tokens: int = 0
+    shards: int = 0
+    computed: int = 0  # shards counted by this run (the others unchanged or finished by a killed run)
+    skipped: bool = False  # nothing to do: published from these inputs with this tokenizer
+    seconds: float = 0.0
+    tokenizer: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def tokens_per_doc(self) -> float:
+        return self.tokens / self.documents if self.documents else 0.0
+
+
+def column_name(name: str) -> str:
+    return COLUMN_PREFIX + name
+
+
+def set_name(name: str) -> str:
+    return SET_PREFIX + name
+
+
+def output_schema(name: str) -> pa.Schema:
+    """The schema of the set `_tokens_<name>`'s shards (`run --dry-run` checks recipes against it)."""
+    from textsieve.stages.doc_set import BASE
+
+    return pa.schema([*BASE, (column_name(name), pa.int64())])
+
+
+def _setup(params: dict[str, Any]) -> Any:
+    """Once per worker: limit the tokenizer's own threads when several workers share the cores,
+    load the file and check it is still the one the run was started with."""
+    from textsieve.tokenization.tokenizer import TokenizerError, load_tokenizer
+
+    threads = int(params["threads"])
+    if multiprocessing.parent_process() is not None and "RAYON_NUM_THREADS" not in os.environ:
+        os.environ["RAYON_NUM_THREADS"] = str(threads)  # read by tokenizers at its first batch
+    tok = load_tokenizer(params["path"], params["name"], pattern=params["pattern"])
+    if tok.fingerprint != params["fingerprint"]:
+        raise TokenizerError(f"tokens: {params['path']} changed while the run was counting "
+                             f"(fingerprint {params['fingerprint']}, now {tok.fingerprint}); run it again")
+    if tok.kind == "tiktoken":
+        impl = tok._impl
+        return lambda texts: [len(x) for x in impl.encode_ordinary_batch(texts, num_threads=threads)]
+    return tok.count_batch
+
+
+@dataclass(frozen=True)
+class _Compute:
+    """compute(state, texts) with the column name bound (picklable, unlike a closure)."""
+
+    column: str
+
+    def __call__(self, count: Any, texts: list[str]) -> dict[str, pa.Array]:
+        return {self.column: pa.array(count(texts), pa.int64())}
+
+
+def _threads(cfg: TokensConfig, n_shards: int) -> int:
+    from textsieve.exec.local import default_workers
+
+    cores = default_workers()
+    planned = max(1, min(cfg.workers or cores, n_shards))
+    return max(1, cores // planned)
+
+
+def _abs(path: str) -> str:
+    return path if "://" in path else os.path.abspath(path)
+
+
+def tokens_job(cfg: TokensConfig) -> tuple[DocSetJob, Tokenizer]:
+    """The `DocSetJob` of a run (the tokenizer loaded once here, so a bad path fails before any work)."""
+    from textsieve.stages.doc_set import DocSetJob, annotate_sources
+    from textsieve.tokenization.tokenizer import load_tokenizer
+
+    tok = load_tokenizer(cfg.tokenizer, cfg.name, pattern=cfg.tiktoken_pattern)
+    n_shards = len(annotate_sources(cfg.directory, STAGE))
+    col = column_name(tok.name)
+    params = {"path": _abs(cfg.tokenizer), "name": tok.name, "pattern": cfg.tiktoken_pattern,
+              "fingerprint": tok.fingerprint, "threads": _threads(cfg, n_shards)}
+    info = {"tokenizer": _abs(tok.path), "tokenizer_kind": tok.kind, "tokenizer_fingerprint": tok.fingerprint,
+            "tokenizer_vocab_size": tok.vocab_size, "tokenizer_eos_id": tok.eos_id,
+            "tiktoken_pattern": tok.pattern, "column": col}
+    return DocSetJob(stage=STAGE, set_name=set_name(tok.name), setup=_setup, compute=_Compute(col),
+                     params=params, info=info, result_keys=("tokenizer", "tiktoken_pattern"),
+                     schema=pa.schema([(col, pa.int64())]), totals=(col,), batch_docs=1000), tok
+
+
+def run_tokens(cfg: TokensConfig) -> TokensResult:
+    """Count every document's tokens into DIR/_tokens_<name> (or keep the published counts)."""
+    from textsieve.stages.doc_set import run_doc_set
+
+    job, tok = tokens_job(cfg)
+    res = run_doc_set(cfg.directory, job, workers=cfg.workers, progress=cfg.progress, overwrite=cfg.overwrite)
+    col = column_name(tok.name)
+    return TokensResult(output=res.output, set_name=job.set_name, column=col, documents=res.documents,
+                        tokens=int(res.summary.get(col, 0)), shards=res.shards, computed=res.computed,
+                        skipped=res.skipped, seconds=res.seconds, tokenizer=tok.info())
