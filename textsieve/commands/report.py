@@ -13,7 +13,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--examples {args.examples}: must be >= 0")
     out = write_report(ReportConfig(run_dir=args.run_dir, output=args.output, recipe=args.recipe,
                                     selection=args.selection, examples=args.examples, threads=args.threads,
-                                    by=args.by))
+                                    by=args.by, mix=args.mix))
     if not args.quiet:
         print(f"report written to {out}", file=sys.stderr)
     return 0
@@ -38,4 +38,6 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    help="break the funnel down by this record field or attribute column, dotted for nested "
                         "fields (default: source, when the documents have it); the language view is always added "
                         "when ts_lang or a --lang-field exists")
+    r.add_argument("--mix", default=None, metavar="DIR",
+                   help="a `textsieve mix` output folder: add its tokens per source and per language")
     r.set_defaults(func=run)

@@ -20,6 +20,7 @@ class ReportConfig:
     examples: int = 3  # example documents per rule and side
     threads: int | None = None
     by: str | None = None  # field the funnel is broken down by (default: `source`, when present)
+    mix: str | None = None  # a `textsieve mix` output folder: adds its per-source / per-language token section
 
 
 def write_report(cfg: ReportConfig) -> str:
@@ -31,6 +32,10 @@ def write_report(cfg: ReportConfig) -> str:
 
     data = collect(cfg.run_dir, cfg.recipe, cfg.selection, examples=cfg.examples, threads=cfg.threads, by=cfg.by)
     page = render(data)
+    if cfg.mix:  # the training-mix section (report.mix), from the mix's manifest only
+        from textsieve.report.mix import mix_section
+
+        page = page.replace("</main>", mix_section(cfg.mix) + "</main>", 1)
     fs, path = fsspec.core.url_to_fs(cfg.output)
     with atomic_open(fs, path, "wb") as fh:
         fh.write(page.encode("utf-8"))

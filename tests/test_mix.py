@@ -1,0 +1,183 @@
+"""`textsieve mix`: plans, shares, epochs, infeasible mixes, schema errors, token columns, re-runs
+(issue 14 item 4), on real web and Wikipedia text."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+import zstandard
+from _mix_corpus import corpus as build_corpus
+from _mix_corpus import mix_file
+
+from textsieve.cli import main
+from textsieve.mixing.spec import MixError, load_mix
+from textsieve.stages.mix import MixConfig, plan_mix, run_mix
+
+
+@pytest.fixture(scope="module")
+def corpus(dev_dir, tmp_path_factory):
+    return build_corpus(dev_dir, tmp_path_factory)
+
+
+def _records(out: Path) -> list[dict]:
+    recs = []
+    for p in sorted(out.glob("shard-*.jsonl.zst")):
+        with open(p, "rb") as fh:
+            data = zstandard.ZstdDecompressor().stream_reader(fh).read()
+        recs += [json.loads(line) for line in data.decode("utf-8").splitlines()]
+    return recs
+
+
+def _cli(capsys, *args: str) -> tuple[int, str, str]:
+    rc = main([*args, "--workers", "1"] if args[0] == "mix" else list(args))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_shares_within_half_a_document_of_target(corpus, tmp_path):
+    """Each source's tokens miss its target by at most half its largest document; the shards hold
+    exactly the planned records, each text counted with the mix's tokenizer."""
+    from textsieve.tokenization.tokenizer import load_tokenizer
+
+    f = mix_file(tmp_path / "mix.yaml", corpus, tokens=400_000)
+    res = run_mix(MixConfig(str(f), output=str(tmp_path / "out"), workers=1, progress=False))
+    recs = _records(tmp_path / "out")
+    tok = load_tokenizer(str(corpus["tok"]))
+    for sp in res.plan.sources:
+        mine = [r for r in recs if r["source"] == sp.name]
+        biggest = max(r["tokens"] for r in mine)
+        assert abs(sp.drawn_tokens - sp.target_tokens) <= biggest / 2, (sp.name, sp.drawn_tokens, sp.target_tokens)
+        assert sum(r["tokens"] for r in mine) == sp.drawn_tokens
+        assert abs(sp.drawn_tokens / res.tokens - sp.share) < 0.01
+    assert len(recs) == res.documents
+    assert [len(x) for x in tok.encode_batch([r["text"] for r in recs[:50]])] == [r["tokens"] for r in recs[:50]]
+    src = res.manifest["info"]["mix"]["sources"]
+    assert [s["name"] for s in src] == ["web", "wiki"] and all(s["token_count"] == "tokenizer" for s in src)
+    assert set(res.manifest["info"]["mix"]["languages"]["web"]) >= {"en"}  # ts_lang of the web attributes
+
+
+def test_upsampling_whole_epochs_plus_partial_and_max_epochs(corpus, tmp_path):
+    """wiki at 2.4 epochs: every document twice, some three times, never more (max_epochs 3);
+    the partial epoch draws without replacement."""
+    f = mix_file(tmp_path / "mix.yaml", corpus, tokens=720_000, web={"share": 0.4, "max_epochs": 1},
+                 wiki={"share": 0.6, "max_epochs": 3})
+    res = run_mix(MixConfig(str(f), output=str(tmp_path / "out"), workers=1, progress=False))
+    wiki = res.plan.sources[1]
+    assert 2 < wiki.epochs_needed < 3 and wiki.epochs <= 3
+    ids = [r["id"] for r in _records(tmp_path / "out") if r["source"] == "wiki"]
+    counts = np.unique(ids, return_counts=True)[1]
+    assert len(counts) == wiki.documents and counts.min() == 2 and counts.max() == 3
+    web = [r["id"] for r in _records(tmp_path / "out") if r["source"] == "web"]
+    assert len(web) == len(set(web))  # max_epochs 1: no repeats
+
+
+@pytest.mark.parametrize("change, reason", [
+    ({"wiki": {"max_epochs": 1, "share": 0.6}, "web": {"share": 0.4}, "tokens": 720_000}, "epochs > max_epochs 1"),
+    ({"wiki": {"share": 0.2}}, "shares sum to 0.9, not 1"),
+    ({"web": {"recipe": "EMPTY"}}, "source 'web': empty source"),
+])
+def test_infeasible_mix_flagged_before_anything_is_written(corpus, tmp_path, capsys, change, reason):
+    web = dict(change.get("web", {}))
+    if web.get("recipe") == "EMPTY":
+        empty = tmp_path / "empty.yaml"
+        empty.write_text(yaml.safe_dump({"name": "none", "rules": {"huge": "rps_doc_word_count > 100000000"}}))
+        web["recipe"] = str(empty)
+    f = mix_file(tmp_path / "mix.yaml", corpus, **{**change, "web": web})
+    out = tmp_path / "out"
+    rc, stdout, err = _cli(capsys, "mix", str(f), "--dry-run", "-q")
+    assert rc != 0 and "INFEASIBLE" in stdout and "source" in stdout.splitlines()[1]
+    assert err.count("\n") == 1 and err.startswith("textsieve: error: infeasible mix: ") and reason in err
+    rc, stdout, err = _cli(capsys, "mix", str(f), "-o", str(out), "-q")
+    assert rc != 0 and reason in err and err.count("\n") == 1 and "INFEASIBLE" in stdout
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("data, key", [
+    ({"sources": [{"name": "a", "attributes": "x", "recipe": "gopher", "share": 1.0, "sahre": 1}]}, "sahre"),
+    ({"sources": [{"name": "a", "attributes": "x", "selection": "y", "share": 1}]}, "exactly one of attributes"),
+    ({"sources": [{"name": "a", "attributes": "x", "share": 1}]}, "needs recipe: and/or dsir:"),
+    ({"sources": [{"name": "a", "selection": "y"}]}, "share: (of the total tokens) or weight:"),
+    ({"sources": [{"name": "a", "selection": "y", "share": -1}]}, "sources[0] (a).share: must be >= 0"),
+    ({"sources": [{"name": "a", "selection": "y", "share": 1}], "format": "tfrecord"}, "format: expected one of"),
+    ({"sources": [{"name": "a", "selection": "y", "share": 1}], "shard_size": "big"}, "shard_size: cannot read"),
+    ({"sources": [{"name": "a", "selection": "y", "share": 1}], "tokens": "lots"}, "tokens: cannot read"),
+    ({"sources": [{"name": "a", "selection": "y", "share": 0.5}, {"name": "b", "selection": "z", "weight": 1}]},
+     "mix share: and weight:"),
+    ({"sources": [{"name": "a", "selection": "y", "share": 1}, {"name": "a", "selection": "z", "share": 1}]},
+     "name 'a' given twice"),
+    ({"sources": [{"name": "a", "selection": "y", "dsir": "wiki", "share": 1}]}, "sources[0] (a).dsir: only for"),
+])
+def test_mix_file_errors_name_the_key(tmp_path, capsys, data, key):
+    f = tmp_path / "mix.yaml"
+    f.write_text(yaml.safe_dump(data))
+    with pytest.raises(MixError, match=None) as exc:
+        load_mix(str(f))
+    assert key in str(exc.value)
+    rc, _, err = _cli(capsys, "mix", str(f), "--dry-run")
+    assert rc != 0 and err.count("\n") == 1 and key in err
+
+
+def test_missing_budget_and_bin_without_tokenizer_are_one_line_errors(corpus, tmp_path, capsys):
+    f = mix_file(tmp_path / "mix.yaml", corpus, tokens=None)
+    rc, _, err = _cli(capsys, "mix", str(f), "--dry-run")
+    assert rc != 0 and err == "textsieve: error: tokens: the mix needs a total token budget (tokens: 5M in the " \
+                              "file, or --tokens)\n"
+    f = mix_file(tmp_path / "mix2.yaml", corpus, tokenizer="words", format="bin")
+    rc, _, err = _cli(capsys, "mix", str(f), "--dry-run")
+    assert rc != 0 and "format: bin writes token ids" in err and err.count("\n") == 1
+
+
+def test_words_estimate_is_labelled(corpus, tmp_path, capsys):
+    f = mix_file(tmp_path / "mix.yaml", corpus, tokenizer="words")
+    rc, out, _ = _cli(capsys, "mix", str(f), "--dry-run")
+    assert rc == 0 and "(estimated: word/punctuation tokens)" in out.splitlines()[0]
+
+
+def test_token_column_is_used_when_it_matches_the_tokenizer(corpus, tmp_path):
+    """After `textsieve tokens` with the mix's tokenizer the plan reads ts_tokens_<name> and counts
+    the same tokens as encoding does (same draw, same bytes)."""
+    from textsieve.stages.tokens import TokensConfig, run_tokens
+
+    web = tmp_path / "web-attrs"
+    shutil.copytree(corpus["web"], web)
+    f = mix_file(tmp_path / "mix.yaml", corpus, web={"attributes": str(web)})
+    _, pools_before, plan_before = plan_mix(MixConfig(str(f), workers=1))
+    run_tokens(TokensConfig(str(web), str(corpus["tok"]), workers=1, progress=False))
+    _, pools, plan = plan_mix(MixConfig(str(f), workers=1))
+    assert pools[0].token_count == "column:ts_tokens_tok" and pools_before[0].token_count == "tokenizer"
+    assert [s.tokens for s in plan.sources] == [s.tokens for s in plan_before.sources]
+
+
+def test_rerun_is_a_noop_and_other_settings_are_refused(corpus, tmp_path, capsys):
+    f = mix_file(tmp_path / "mix.yaml", corpus)
+    out = tmp_path / "out"
+    first = run_mix(MixConfig(str(f), output=str(out), workers=1, progress=False))
+    again = run_mix(MixConfig(str(f), output=str(out), workers=1, progress=False))
+    assert again.skipped and not first.skipped and again.documents == first.documents
+    rc, _, err = _cli(capsys, "mix", str(f), "-o", str(out), "--seed", "7", "-q")
+    assert rc != 0 and "holds a mix made with other settings" in err and err.count("\n") == 1
+    res = run_mix(MixConfig(str(f), output=str(out), seed=7, overwrite=True, workers=1, progress=False))
+    assert not res.skipped
+    rc, _, err = _cli(capsys, "mix", str(f), "-o", str(corpus["web"]), "-q")
+    assert rc != 0 and err.count("\n") == 1 and str(corpus["web"]) in err  # never into an input
+
+
+def test_report_shows_tokens_per_source_and_language(corpus, tmp_path, capsys):
+    f = mix_file(tmp_path / "mix.yaml", corpus)
+    out = tmp_path / "out"
+    res = run_mix(MixConfig(str(f), output=str(out), workers=1, progress=False))
+    rc, _, _ = _cli(capsys, "report", str(corpus["web"]), "-o", str(tmp_path / "r.html"), "--mix", str(out), "-q")
+    page = (tmp_path / "r.html").read_text()
+    assert rc == 0 and '<section id="mix">' in page and "Tokens per language" in page
+    web = res.plan.sources[0]
+    assert "<td>web</td><td>0.700</td>" in page and f"{web.drawn_tokens:,}" in page
+    en = res.manifest["info"]["mix"]["languages"]["web"]["en"]
+    assert f"<td>web</td><td>en</td><td>{en:,}</td>" in page
+    rc, _, err = _cli(capsys, "report", str(corpus["web"]), "-o", str(tmp_path / "r2.html"), "--mix",
+                      str(corpus["web"]), "-q")
+    assert rc != 0 and err.count("\n") == 1 and "not a `textsieve mix` output" in err

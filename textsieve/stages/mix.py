@@ -1,0 +1,328 @@
+"""`textsieve mix`: selections mixed at token shares into globally shuffled, fixed-size shards.
+
+Steps (each deterministic for the same mix file, inputs and seed):
+
+1. Sources (`stages.mix_sources`): each source's documents, DSIR multiplicity, language and
+   token counts (a `ts_tokens_<name>` column, else its texts encoded with the mix's tokenizer,
+   in worker processes).
+2. Plan (`mixing.plan`): per source the available and target tokens and the epochs that takes;
+   an infeasible mix (epochs > max_epochs, an empty source, shares not summing to 1) stops here,
+   before anything is written. Then the seeded draw: whole epochs plus a partial one.
+3. Scatter (`stages.mix_worker`, one task per source shard, in workers): each drawn record gets
+   a seeded random key and goes to one of K bucket files by key range.
+4. Gather (`mixing.shuffle`, `mixing.shards`): buckets in key order, each sorted in memory (split
+   on disk first when larger than the `--memory` share), cut into shards of the fixed size.
+
+Output: `OUT/shard-NNNNN.{jsonl.zst,parquet}` or `.bin`/`.idx`/`.docs.jsonl`, and `OUT/manifest.json`
+(the publication manifest, `io.publish`): per file size, SHA-256, documents, tokens; under
+`info.mix` the settings, the plan, per source documents / distinct documents / tokens / epochs /
+input fingerprints, and tokens per language. Everything is staged in `OUT/.staging-mix-KEY/`
+and published in one switch: a killed run publishes nothing and its re-run resumes the finished
+scatter tasks; the same settings on the same inputs re-run is a no-op.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import fsspec
+import numpy as np
+
+from textsieve.exec.budget import parse_size
+from textsieve.mixing.plan import Plan, draw_counts, make_plan
+from textsieve.mixing.spec import (
+    FORMATS,
+    WORDS,
+    MixError,
+    MixSpec,
+    load_mix,
+    parse_count,
+    parse_mix,
+    parse_shard_size,
+)
+from textsieve.options import check_choices, option, progress_option
+from textsieve.stages.mix_sources import SourcePool, column_counts, resolve_pool
+
+STAGE = "mix"
+
+
+class MixInfeasibleError(MixError):
+    """The mix cannot be made as planned; `plan` says per source why."""
+
+    def __init__(self, plan: Plan):
+        super().__init__("infeasible mix: " + "; ".join(plan.problems) + " (nothing was written)")
+        self.plan = plan
+
+
+@dataclass
+class MixConfig:
+    """What `textsieve mix` (and `ts.mix`) takes: the mix file, and settings that override it."""
+
+    mix: str | dict[str, Any] = option(help="the mix file (YAML: sources, shares, tokens, tokenizer...; see "
+                                            "docs/training-data.md); the API also takes its parsed dict",
+                                       positional=True, metavar="MIX_YAML")
+    output: str | None = option(None, help="folder for the shards and manifest.json (required unless --dry-run)",
+                                short="-o", metavar="DIR")
+    tokens: str | None = option(None, help="total token budget, e.g. 5M (overrides the file's tokens:)",
+                                metavar="N")
+    tokenizer: str | None = option(None, help="tokenizer.json or tiktoken file, or 'words' for estimated counts "
+                                              "(overrides the file's tokenizer:)", metavar="PATH")
+    seed: int | None = option(None, help="random seed of the draw and the shuffle (overrides the file's seed:)")
+    shard_size: str | None = option(None, help="shard size: '5M tokens' or bytes such as 64MB (overrides the "
+                                               "file's shard_size:)", metavar="SIZE")
+    format: str | None = option(None, help="shard format (overrides the file's format:)", choices=FORMATS)
+    memory: str = option("1GB", help="memory for the shuffle's buffers and the bucket sorted in memory (a larger "
+                                     "bucket is split on disk first; the output is the same for any value)")
+    workers: int | None = option(None, help="processes counting and scattering (default: all cores; same output)")
+    threads: int | None = option(None, help="DuckDB threads for the recipes (default: all cores)")
+    overwrite: bool = option(False, help="replace an output made with other settings")
+    progress: bool = progress_option()
+    source_roots: list[str] = option(
+        help="a folder the annotate sources may be read from besides the recorded inputs (repeatable)",
+        factory=list, flag="--source-root", repeat=True, metavar="DIR")
+
+
+@dataclass
+class MixResult:
+    output: str | None
+    plan: Plan
+    documents: int = 0  # records written (with repeats)
+    tokens: int = 0
+    shards: list[dict] = field(default_factory=list)
+    skipped: bool = False  # already published with these settings and inputs
+    seconds: float = 0.0
+    max_bucket_bytes: int = 0  # largest bucket held in memory
+    bucket_splits: int = 0  # buckets split on disk because they exceeded the memory share
+    manifest: dict = field(default_factory=dict)
+    tasks: int = 0  # scatter tasks (one per source shard with drawn documents)
+    tasks_resumed: int = 0  # of them, finished by an earlier killed run and adopted
+
+
+def resolve_mix(cfg: MixConfig) -> MixSpec:
+    """The mix file with the config's overrides applied, checked."""
+    check_choices(cfg)
+    spec = parse_mix(cfg.mix, os.getcwd(), "mix") if isinstance(cfg.mix, dict) else load_mix(cfg.mix)
+    if cfg.tokens is not None:
+        spec.tokens = parse_count(cfg.tokens, "--tokens")
+    if cfg.tokenizer is not None:
+        spec.tokenizer = cfg.tokenizer
+    if cfg.seed is not None:
+        spec.seed = cfg.seed
+    if cfg.shard_size is not None:
+        parse_shard_size(cfg.shard_size, "--shard-size")
+        spec.shard_size = cfg.shard_size
+    if cfg.format is not None:
+        spec.format = cfg.format
+    if spec.tokens is None:
+        raise MixError("tokens: the mix needs a total token budget (tokens: 5M in the file, or --tokens)")
+    if spec.format == "bin" and (spec.tokenizer is None or spec.tokenizer == WORDS):
+        raise MixError("format: bin writes token ids, so it needs tokenizer: PATH (a tokenizer.json or tiktoken "
+                       "file), not word counts")
+    parse_size(cfg.memory, "--memory")
+    return spec
+
+
+def _count_missing(pools: list[SourcePool], spec: MixSpec, cfg: MixConfig) -> None:
+    """Fill every shard's token counts: from a matching column, else by reading and encoding."""
+    from textsieve.exec.local import default_workers, ordered_map
+    from textsieve.io.locations import pool_workers
+    from textsieve.stages.mix_worker import CountTask, count_task, counter
+
+    tok = counter(spec.tokenizer).tok if spec.tokenizer not in (None, WORDS) else None
+    tasks = []
+    for pool in pools:
+        if column_counts(pool, tok):
+            continue
+        pool.token_count = WORDS if spec.tokenizer == WORDS else "tokenizer"
+        if spec.tokenizer is None:
+            raise MixError(f"sources: {pool.spec.name}: no token counts (no ts_tokens_* column of the mix's "
+                           "tokenizer); give tokenizer: PATH, or tokenizer: words for an estimate")
+        tasks += [CountTask(sp, spec.tokenizer) for sp in pool.shards]
+    if not tasks:
+        return
+    held = [p.spec.attributes or p.spec.selection or "" for p in pools]
+    workers = pool_workers(STAGE, cfg.workers, max(1, min(cfg.workers or default_workers(), len(tasks))), held)
+    for task, counts in ordered_map(count_task, tasks, workers=workers):
+        task.pool.tokens = counts  # the task yielded back is this process's own object
+
+
+def plan_mix(cfg: MixConfig) -> tuple[MixSpec, list[SourcePool], Plan]:
+    """Resolve the sources, count their tokens and plan the mix (what --dry-run prints); nothing is
+    written. Infeasibility is in `plan.problems` (not raised)."""
+    spec = resolve_mix(cfg)
+    pools = [resolve_pool(s, spec.seed, cfg.threads, cfg.source_roots) for s in spec.sources]
+    _count_missing(pools, spec, cfg)
+    units = []
+    for pool in pools:
+        toks = [np.repeat(sp.tokens, sp.mult) for sp in pool.shards if sp.tokens is not None]
+        units.append(np.concatenate(toks) if toks else np.zeros(0, np.int64))
+    mode = WORDS if spec.tokenizer == WORDS else "tokenizer"
+    if all(p.token_count.startswith("column:") for p in pools):
+        mode = "column"
+    assert spec.tokens is not None
+    plan = make_plan([s.name for s in spec.sources], spec.shares(), [s.max_epochs for s in spec.sources], units,
+                     [p.documents for p in pools], spec.tokens, mode)
+    return spec, pools, plan
+
+
+def _draw(pools: list[SourcePool], plan: Plan, seed: int) -> list[list[np.ndarray]]:
+    """Per source, per shard: the times each row is written; fills the plan's drawn figures."""
+    out = []
+    for i, (pool, sp_plan) in enumerate(zip(pools, plan.sources)):
+        toks = [np.repeat(np.asarray(sp.tokens), sp.mult) for sp in pool.shards]
+        sizes = [len(sp.rows) for sp in pool.shards]
+        doc_of = [np.repeat(np.arange(n, dtype=np.int64), sp.mult) for n, sp in zip(sizes, pool.shards)]
+        offsets = np.cumsum([0] + sizes)
+        tokens = np.concatenate(toks) if toks else np.zeros(0, np.int64)
+        unit_doc = np.concatenate([d + o for d, o in zip(doc_of, offsets[:-1])]) if doc_of else np.zeros(0, np.int64)
+        counts = draw_counts(tokens, unit_doc, int(offsets[-1]), sp_plan.target_tokens, seed, i,
+                             sp_plan.max_epochs)
+        doc_tokens = np.concatenate([sp.tokens for sp in pool.shards]) if pool.shards else np.zeros(0, np.int64)
+        sp_plan.drawn_documents = int(counts.sum())
+        sp_plan.drawn_distinct = int((counts > 0).sum())
+        sp_plan.drawn_tokens = int((counts * doc_tokens).sum())
+        out.append([counts[offsets[j]:offsets[j + 1]] for j in range(len(sizes))])
+    return out
+
+
+def _fingerprints(spec: MixSpec, pools: list[SourcePool], tokenizer_info: dict | None) -> tuple[str, str]:
+    """(settings fingerprint, run key = settings + inputs)."""
+    sources: list[dict[str, Any]] = [s.to_dict() for s in spec.sources]
+    for s in sources:
+        for k in ("attributes", "selection"):
+            if k in s:
+                s[k] = os.path.abspath(s[k]) if "://" not in s[k] else s[k]
+    settings = {"sources": sources, "tokens": spec.tokens, "seed": spec.seed,
+                "shard_size": list(parse_shard_size(spec.shard_size)), "format": spec.format,
+                "tokenizer": tokenizer_info or spec.tokenizer}
+    sfp = hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    inputs = [p.inputs for p in pools]
+    key = hashlib.sha256(json.dumps([sfp, inputs], sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return sfp, key
+
+
+def _check_apart(spec: MixSpec, output: str) -> None:
+    from textsieve.io.locations import source_locations
+    from textsieve.io.overlap import check_apart
+
+    inputs: list[str] = []
+    for s in spec.sources:
+        if s.attributes:
+            inputs += [s.attributes, *source_locations(s.attributes)]
+        if s.selection:
+            inputs.append(s.selection)
+    if spec.tokenizer not in (None, WORDS):
+        inputs.append(str(spec.tokenizer))
+    if spec.path:
+        inputs.append(spec.path)
+    check_apart(STAGE, output, inputs)
+
+
+def _languages(pools: list[SourcePool], draws: list[list[np.ndarray]]) -> dict[str, dict[str, int]]:
+    """Tokens written per source and language (`unknown` without a language)."""
+    out: dict[str, dict[str, int]] = {}
+    for pool, counts in zip(pools, draws):
+        by: dict[str, int] = {}
+        for sp, c in zip(pool.shards, counts):
+            assert sp.tokens is not None
+            for lang, n in zip(sp.lang or [None] * len(sp.rows), (c * sp.tokens).tolist()):
+                if n:
+                    by[lang or "unknown"] = by.get(lang or "unknown", 0) + int(n)
+        out[pool.spec.name] = dict(sorted(by.items(), key=lambda kv: (-kv[1], kv[0])))
+    return out
+
+
+def run_mix(cfg: MixConfig) -> MixResult:
+    """Plan, draw, shuffle and publish the mix into `cfg.output` (see the module doc)."""
+    from textsieve.io.publish import Publication
+    from textsieve.io.runstate import holds_output
+
+    t0 = time.perf_counter()
+    if not cfg.output:
+        raise MixError("--output DIR is required unless --dry-run")
+    if "://" in cfg.output and not cfg.output.startswith("file://"):
+        raise MixError(f"--output {cfg.output}: mix writes its shuffle buckets beside the output, so it must be a "
+                       "local folder")
+    spec = resolve_mix(cfg)
+    _check_apart(spec, cfg.output)
+    spec, pools, plan = plan_mix(replace(cfg))
+    if not plan.feasible:
+        raise MixInfeasibleError(plan)
+    draws = _draw(pools, plan, spec.seed)
+    from textsieve.stages.mix_worker import counter
+
+    tok = counter(spec.tokenizer).tok if spec.tokenizer not in (None, WORDS) else None
+    sfp, key = _fingerprints(spec, pools, tok.info() if tok is not None else None)
+    fs, out_root = fsspec.core.url_to_fs(cfg.output)
+    out_root = out_root.rstrip("/")
+    fs.makedirs(out_root, exist_ok=True)
+    pub = Publication(fs, out_root, STAGE, key, info={"settings": sfp}, protect=True, overwrite=cfg.overwrite)
+    old = pub.previous
+    if old is not None and not cfg.overwrite:
+        if old.key == key and all(pub.unchanged(rel, key) for rel in old.files):
+            pub.abandon()
+            info = old.info.get("mix", {})
+            return MixResult(cfg.output, plan, int(info.get("documents", 0)), int(info.get("tokens", 0)),
+                             list(info.get("shards", [])), True, time.perf_counter() - t0,
+                             manifest=old.to_json())
+        if old.info.get("settings") != sfp:
+            pub.abandon()
+            raise MixError(f"{cfg.output} holds a mix made with other settings (fingerprint "
+                           f"{old.info.get('settings')} != {sfp}); use --overwrite or another folder")
+    elif old is None and not cfg.overwrite and holds_output(fs, out_root):
+        pub.abandon()
+        raise MixError(f"{cfg.output} holds files that no textsieve mix published; use --overwrite or another folder")
+    pub.claim()
+    from textsieve.stages.mix_write import write_shards
+
+    stats = write_shards(cfg, spec, pools, draws, pub.staging, tok)
+    shards = []
+    for info in stats["shards"]:
+        shards.append({"files": info.files, "documents": info.documents, "tokens": info.tokens, "bytes": info.size,
+                       "sources": info.by_source})
+        for j, rel in enumerate(info.files):
+            if j == 0:
+                pub.add(rel, key, documents=info.documents, tokens=info.tokens)
+            else:
+                pub.add(rel, key)
+    documents = sum(s["documents"] for s in shards)
+    tokens = sum(s["tokens"] for s in shards)
+    per_source = []
+    for pool, sp_plan in zip(pools, plan.sources):
+        per_source.append({"name": pool.spec.name, "spec": pool.spec.to_dict(), "documents": sp_plan.drawn_documents,
+                           "distinct_documents": sp_plan.drawn_distinct, "tokens": sp_plan.drawn_tokens,
+                           "epochs": round(sp_plan.epochs, 6), "target_tokens": sp_plan.target_tokens,
+                           "available_documents": sp_plan.documents, "available_tokens": sp_plan.tokens,
+                           "token_count": pool.token_count, "inputs": pool.inputs, "details": pool.details})
+    pub.info["mix"] = {
+        "settings": {"tokens": spec.tokens, "seed": spec.seed, "shard_size": spec.shard_size, "format": spec.format,
+                     "tokenizer": tok.info() if tok is not None else spec.tokenizer,
+                     "token_dtype": stats.get("dtype"), "eos_id": stats.get("eos"),
+                     "mix_file": os.path.abspath(spec.path) if spec.path and spec.path != "mix" else None},
+        "plan": plan.to_dict(), "sources": per_source, "languages": _languages(pools, draws),
+        "documents": documents, "tokens": tokens, "shards": shards}
+    manifest = pub.commit()
+    return MixResult(cfg.output, plan, documents, tokens, shards, False, time.perf_counter() - t0,
+                     stats["max_loaded"], stats["splits"], manifest.to_json(), stats["tasks"], stats["resumed"])
+
+
+def output_schema() -> Any:
+    """The Parquet schema of the mix's records (jsonl.zst has the same fields)."""
+    from textsieve.mixing.shards import parquet_schema
+
+    return parquet_schema()
+
+
+def remove_work(folder: str) -> None:
+    """Remove the shuffle's work folder (buckets, markers)."""
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+__all__ = ["MixConfig", "MixError", "MixInfeasibleError", "MixResult", "output_schema", "plan_mix", "resolve_mix",
+           "run_mix"]

@@ -1,0 +1,257 @@
+"""The documents each mix source offers, their token counts and languages, and their texts.
+
+Why a module of its own: a mix source is either a selection made on the fly over an annotate
+folder (a recipe and/or a DSIR draw, with exactly `select`'s semantics: this module calls
+select's own resolution) or an existing `select` output folder, and both must look the same to
+the planner and the shuffle: per shard the rows, ids, DSIR multiplicities, token counts and
+languages (`ShardPool`), and a way to read the rows' texts back (`texts`).
+
+Token counts, in this order: the annotate folder's `ts_tokens_<name>` column (from `textsieve
+tokens` with the mix's tokenizer file: same name *and* same file fingerprint), unless the
+recipe's line rules cut the texts; otherwise the texts are read and encoded with the mix's
+tokenizer; with `tokenizer: words` the word/punctuation count (an estimate, labelled so in the
+plan and the manifest).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import fsspec
+import numpy as np
+import pyarrow.parquet as pq
+
+from textsieve.mixing.spec import WORDS, MixError, SourceSpec
+
+_WORDS = re.compile(r"\w+|[^\w\s]")
+
+
+@dataclass
+class ShardPool:
+    """One shard's documents in a source: rows in order, with what the plan and shuffle need."""
+
+    key: str  # source shard rel name (attributes) or the selection file's rel path
+    kind: str  # "attributes" | "selection"
+    meta: dict  # annotate footer meta, or {"path", "format", "text_field"} of a selection file
+    rows: np.ndarray
+    ids: list[str]
+    lengths: np.ndarray  # characters (-1: unknown)
+    mult: np.ndarray  # DSIR multiplicity (1 otherwise)
+    starts: list[np.ndarray] | None = None  # kept line spans (recipe line rules)
+    ends: list[np.ndarray] | None = None
+    tokens: np.ndarray | None = None
+    lang: list[str | None] = field(default_factory=list)
+
+
+@dataclass
+class SourcePool:
+    """A source's shards and how its counts were made."""
+
+    spec: SourceSpec
+    shards: list[ShardPool]
+    inputs: dict[str, Any]  # fingerprints of what it was read from
+    token_count: str = "tokenizer"  # tokenizer | column:<name> | words
+    details: dict[str, Any] = field(default_factory=dict)  # DSIR summary, recipe name
+
+    @property
+    def documents(self) -> int:
+        return sum(len(s.rows) for s in self.shards)
+
+
+class Counter:
+    """Counts (and, for `bin`, encodes) texts: a real tokenizer or the word/punctuation estimate."""
+
+    def __init__(self, spec: str | None):
+        self.spec = spec
+        self.tok: Any = None
+        if spec is not None and spec != WORDS:
+            from textsieve.tokenization.tokenizer import load_tokenizer
+
+            self.tok = load_tokenizer(spec)
+
+    def count(self, texts: list[str]) -> np.ndarray:
+        if self.tok is not None:
+            return np.asarray(self.tok.count_batch(texts), np.int64)
+        if self.spec == WORDS:
+            return np.fromiter((len(_WORDS.findall(t)) for t in texts), np.int64, len(texts))
+        raise MixError("tokenizer: the mix needs token counts: give tokenizer: PATH (a tokenizer.json or tiktoken "
+                       "file), run `textsieve tokens` on the attribute folders, or set tokenizer: words for an "
+                       "estimate")
+
+    def encode(self, texts: list[str]) -> list[list[int]]:
+        if self.tok is None:
+            raise MixError("format: bin needs a real tokenizer (tokenizer: PATH), not word counts")
+        return self.tok.encode_batch(texts)
+
+
+def _attribute_pool(spec: SourceSpec, seed: int, threads: int | None, source_roots: list[str]) -> SourcePool:
+    from textsieve.io.publish import content_key
+    from textsieve.stages.select import (
+        SelectConfig,
+        _published_inputs,
+        _selected,
+        _shard_metas,
+        resolve_select_config,
+    )
+
+    assert spec.attributes is not None
+    cfg = SelectConfig(directory=spec.attributes, recipe=spec.recipe, dsir=spec.dsir, k=spec.k,
+                       tokens=spec.dsir_tokens, replace=spec.replace, seed=seed, threads=threads,
+                       source_roots=list(source_roots))
+    if spec.temperature is not None:
+        cfg.temperature = spec.temperature
+    where = f"sources: {spec.name}"
+    try:
+        cfg = resolve_select_config(cfg)
+        _, _, metas = _shard_metas(spec.attributes, source_roots)
+        selected, dsir_summary, used = _selected(cfg)
+    except FileNotFoundError as exc:
+        raise MixError(f"{where}: {exc}") from None
+    shards = []
+    for shard in sorted(selected, key=lambda s: metas[s][0] if s in metas else s):
+        if shard not in metas:
+            raise MixError(f"{where}: selected rows name source shard {shard!r}, which has no annotate shard")
+        d = selected[shard]
+        if not len(d["rows"]):
+            continue
+        meta = {k: v for k, v in metas[shard][1].items() if k != "_attr_size"}
+        meta["_attr_rel"] = metas[shard][0]
+        shards.append(ShardPool(shard, "attributes", meta, d["rows"], list(d["ids"]), d["lengths"], d["counts"],
+                                d.get("starts"), d.get("ends")))
+    fs, root = fsspec.core.url_to_fs(spec.attributes)
+    inputs = {"attributes": spec.attributes, "content": _published_inputs(spec.attributes),
+              "annotate": content_key(fs, root.rstrip("/")), "attribute_sets": used}
+    pool = SourcePool(spec, shards, inputs, details={"dsir": dsir_summary, "recipe": spec.recipe})
+    _attribute_langs(spec.attributes, pool)
+    return pool
+
+
+def _attribute_langs(directory: str, pool: SourcePool) -> None:
+    """Each document's `ts_lang` (annotate's language id) when the shards have it."""
+    fs, root = fsspec.core.url_to_fs(directory)
+    for sp in pool.shards:
+        path = f"{root.rstrip('/')}/{sp.meta['_attr_rel']}"
+        with fs.open(path, "rb") as fh:
+            pf = pq.ParquetFile(fh)
+            if "ts_lang" not in pf.schema_arrow.names:
+                sp.lang = [None] * len(sp.rows)
+                continue
+            t = pf.read(columns=["row", "ts_lang"])
+        rows = t.column("row").to_numpy().astype(np.int64)
+        langs = t.column("ts_lang").to_pylist()
+        at = np.searchsorted(rows, sp.rows)
+        sp.lang = [langs[i] for i in at.tolist()]
+
+
+def column_counts(pool: SourcePool, tokenizer: Any) -> bool:
+    """Fill token counts from the folder's `ts_tokens_<name>` column when it was made with this
+    tokenizer file and no line rule cuts the texts; whether it did."""
+    from textsieve.tokenization.columns import COLUMN_PREFIX, aligned_counts, token_columns, token_info
+
+    directory = pool.spec.attributes
+    if directory is None or tokenizer is None or any(s.starts is not None for s in pool.shards):
+        return False
+    col = COLUMN_PREFIX + tokenizer.name
+    if col not in token_columns(directory):
+        return False
+    fp = token_info(directory, col).get("tokenizer_fingerprint")
+    if fp is not None and fp != tokenizer.fingerprint:
+        return False
+    for sp in pool.shards:
+        sp.tokens = aligned_counts(directory, col, np.asarray([sp.key] * len(sp.rows), object), sp.rows)
+    pool.token_count = f"column:{col}"
+    pool.inputs["token_column"] = {"column": col, "tokenizer_fingerprint": fp}
+    return True
+
+
+def _selection_pool(spec: SourceSpec) -> SourcePool:
+    """An existing `select` output folder: every record of its published shards is one document."""
+    from textsieve.io.publish import check_file, read_manifest
+
+    assert spec.selection is not None
+    where = f"sources: {spec.name}"
+    fs, root = fsspec.core.url_to_fs(spec.selection)
+    root = root.rstrip("/")
+    manifest = read_manifest(fs, root)
+    if manifest is None or manifest.stage != "select":
+        raise MixError(f"{where}: {spec.selection} is not a published `textsieve select` output (no manifest.json "
+                       "of stage select)")
+    shards = []
+    for rel in sorted(manifest.files):
+        if not rel.endswith((".jsonl.gz", ".parquet")):
+            continue
+        path = check_file(fs, root, manifest, rel)
+        meta = {"path": path, "format": "parquet" if rel.endswith(".parquet") else "jsonl.gz",
+                "text_field": spec.text_field}
+        ids, langs = [], []
+        for rec in _selection_records(meta, fields=True):
+            ids.append(str(rec.get("id")))
+            lang = rec.get("ts_lang", rec.get("lang"))
+            langs.append(lang if isinstance(lang, str) else None)
+        n = len(ids)
+        if n:
+            shards.append(ShardPool(rel, "selection", meta, np.arange(n, dtype=np.int64), ids,
+                                    np.full(n, -1, np.int64), np.ones(n, np.int64), lang=langs))
+    inputs = {"selection": spec.selection, "manifest_key": manifest.key,
+              "files": {r: manifest.files[r]["sha256"] for r in sorted(manifest.files)}}
+    return SourcePool(spec, shards, inputs)
+
+
+def _selection_records(meta: dict, fields: bool = False) -> Iterator[dict]:
+    """The records of one selection file (without the text when only `fields` are wanted)."""
+    if meta["format"] == "parquet":
+        with fsspec.open(meta["path"], "rb") as fh:
+            pf = pq.ParquetFile(fh)
+            names = pf.schema_arrow.names
+            cols = [c for c in names if c in ("id", "lang", "ts_lang")] if fields else \
+                [c for c in names if c in ("id", "lang", "ts_lang", meta["text_field"])]
+            for batch in pf.iter_batches(columns=cols, batch_size=2000):
+                yield from batch.to_pylist()
+        return
+    with fsspec.open(meta["path"], "rb") as raw, gzip.open(raw, "rt", encoding="utf-8") as fh:
+        for line in fh:
+            yield json.loads(line)
+
+
+def texts(sp: ShardPool, want: np.ndarray | None = None) -> Iterator[tuple[int, str]]:
+    """(position in `sp.rows`, text as written) for the rows (all, or where `want` is true), in order."""
+    if sp.kind == "selection":
+        field_name = sp.meta["text_field"]
+        for i, rec in enumerate(_selection_records(sp.meta)):
+            if want is not None and not want[i]:
+                continue
+            text = rec.get(field_name)
+            if not isinstance(text, str):
+                raise MixError(f"{sp.meta['path']}: record {i} has no text field {field_name!r} (set text_field: "
+                               "in the source)")
+            yield i, text
+        return
+    from textsieve.stages.select import _Task
+    from textsieve.stages.select_output import stream_selected
+
+    keep = np.ones(len(sp.rows), bool) if want is None else want
+    idx = np.flatnonzero(keep)
+    meta = {k: v for k, v in sp.meta.items() if not k.startswith("_")}
+    task = _Task(meta, "", "", sp.rows[idx], [sp.ids[i] for i in idx.tolist()], sp.lengths[idx],
+                 np.ones(len(idx), np.int64), [sp.starts[i] for i in idx.tolist()] if sp.starts else None,
+                 [sp.ends[i] for i in idx.tolist()] if sp.ends else None)
+    selected, check = stream_selected(task, MixError)
+    for j, (_doc, text, _n) in enumerate(selected()):
+        yield int(idx[j]), text
+    check()
+
+
+def resolve_pool(spec: SourceSpec, seed: int, threads: int | None = None,
+                 source_roots: list[str] | None = None) -> SourcePool:
+    """The documents a source offers (no texts read for an attributes source)."""
+    if spec.selection is not None:
+        return _selection_pool(spec)
+    return _attribute_pool(spec, seed, threads, list(source_roots or []))
+
+
+__all__ = ["Counter", "ShardPool", "SourcePool", "column_counts", "resolve_pool", "texts"]
