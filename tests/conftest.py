@@ -64,6 +64,7 @@ def _isolated_user_cache(tmp_path_factory, monkeypatch) -> None:
 SLOW_TESTS = {
     "test_train_shards.py::test_killed_run_publishes_nothing_and_resumes",  # a CLI subprocess slowed, killed
     "test_train_shards.py::test_shuffle_is_global_and_identical_across_runs_workers_and_memory",  # 5 runs, a pool
+    "test_select_shards.py::test_identical_across_runs_and_workers_rerun_is_a_noop",  # 6 runs, a 2-worker pool
     "test_decontaminate.py::test_cli_end_to_end_with_a_recipe",  # two worker processes map the index
     "test_hf_datasets.py::test_saved_dataset_annotated_in_place_and_joined_back",
     "test_hf_datasets.py::test_every_column_survives_select",

@@ -69,7 +69,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                        formatter_class=ExamplesFormatter,
                        epilog=examples("textsieve select attrs/ --recipe gopher --dry-run",
                                        "textsieve select attrs/ --recipe c4 -o c4-selected/ --format parquet",
-                                       "textsieve select attrs/ --recipe gopher --dsir wiki --k 50 -o gopher-wiki/"),
+                                       "textsieve select attrs/ --recipe gopher --dsir wiki --k 50 -o gopher-wiki/",
+                                       "textsieve select attrs/ --recipe gopher --shards jsonl.zst --tokenizer words "
+                                       "--shard-size 20000 -o gopher-train/"),
                        description="Filter the documents of an annotate folder with a recipe over their stored "
                                    "attributes (signals, dedup flags, DSIR weights, learned models). --dry-run "
                                    "prints the funnel without reading any text; otherwise the selected documents "

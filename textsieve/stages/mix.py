@@ -69,7 +69,7 @@ class MixConfig:
                                        positional=True, metavar="MIX_YAML")
     output: str | None = option(None, help="folder for the shards and manifest.json (required unless --dry-run)",
                                 short="-o", metavar="DIR")
-    tokens: str | None = option(None, help="total token budget, e.g. 5M (overrides the file's tokens:)",
+    tokens: int | str | None = option(None, help="total token budget, e.g. 5M (overrides the file's tokens:)",
                                 metavar="N")
     tokenizer: str | None = option(None, help="tokenizer.json or tiktoken file, or 'words' for estimated counts "
                                               "(overrides the file's tokenizer:)", metavar="PATH")
@@ -157,6 +157,12 @@ def plan_mix(cfg: MixConfig) -> tuple[MixSpec, list[SourcePool], Plan]:
     written. Infeasibility is in `plan.problems` (not raised)."""
     spec = resolve_mix(cfg)
     pools = [resolve_pool(s, spec.seed, cfg.threads, cfg.source_roots) for s in spec.sources]
+    return spec, pools, plan_pools(spec, pools, cfg)
+
+
+def plan_pools(spec: MixSpec, pools: list[SourcePool], cfg: MixConfig) -> Plan:
+    """Count the resolved sources' tokens and plan them. `spec.tokens` None means every token the
+    sources hold, once (each document with its DSIR multiplicity): what `select --shards` writes."""
     _count_missing(pools, spec, cfg)
     units = []
     for pool in pools:
@@ -165,10 +171,9 @@ def plan_mix(cfg: MixConfig) -> tuple[MixSpec, list[SourcePool], Plan]:
     mode = WORDS if spec.tokenizer == WORDS else "tokenizer"
     if all(p.token_count.startswith("column:") for p in pools):
         mode = "column"
-    assert spec.tokens is not None
-    plan = make_plan([s.name for s in spec.sources], spec.shares(), [s.max_epochs for s in spec.sources], units,
-                     [p.documents for p in pools], spec.tokens, mode)
-    return spec, pools, plan
+    total = spec.tokens if spec.tokens is not None else int(sum(int(u.sum()) for u in units))
+    return make_plan([s.name for s in spec.sources], spec.shares(), [s.max_epochs for s in spec.sources], units,
+                     [p.documents for p in pools], total, mode)
 
 
 def _draw(pools: list[SourcePool], plan: Plan, seed: int) -> list[list[np.ndarray]]:
@@ -201,6 +206,8 @@ def _fingerprints(spec: MixSpec, pools: list[SourcePool], tokenizer_info: dict |
     settings = {"sources": sources, "tokens": spec.tokens, "seed": spec.seed,
                 "shard_size": list(parse_shard_size(spec.shard_size)), "format": spec.format,
                 "tokenizer": tokenizer_info or spec.tokenizer}
+    if spec.extra:  # a caller's own settings (select --shards: its recipe and DSIR fingerprint)
+        settings["extra"] = spec.extra
     sfp = hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:16]
     inputs = [p.inputs for p in pools]
     key = hashlib.sha256(json.dumps([sfp, inputs], sort_keys=True, default=str).encode()).hexdigest()[:16]
@@ -240,18 +247,33 @@ def _languages(pools: list[SourcePool], draws: list[list[np.ndarray]]) -> dict[s
 
 def run_mix(cfg: MixConfig) -> MixResult:
     """Plan, draw, shuffle and publish the mix into `cfg.output` (see the module doc)."""
-    from textsieve.io.publish import Publication
-    from textsieve.io.runstate import holds_output
-
     t0 = time.perf_counter()
-    if not cfg.output:
-        raise MixError("--output DIR is required unless --dry-run")
-    if "://" in cfg.output and not cfg.output.startswith("file://"):
-        raise MixError(f"--output {cfg.output}: mix writes its shuffle buckets beside the output, so it must be a "
-                       "local folder")
+    check_output(cfg.output)
+    assert cfg.output is not None
     spec = resolve_mix(cfg)
     _check_apart(spec, cfg.output)
     spec, pools, plan = plan_mix(replace(cfg))
+    return publish_mix(cfg, spec, pools, plan, t0)
+
+
+def check_output(output: str | None) -> None:
+    """The output must be given and local (the shuffle's buckets are written beside it)."""
+    if not output:
+        raise MixError("--output DIR is required unless --dry-run")
+    if "://" in output and not output.startswith("file://"):
+        raise MixError(f"--output {output}: mix writes its shuffle buckets beside the output, so it must be a "
+                       "local folder")
+
+
+def publish_mix(cfg: MixConfig, spec: MixSpec, pools: list[SourcePool], plan: Plan, t0: float | None = None,
+                extra_info: dict[str, Any] | None = None, files: dict[str, bytes] | None = None) -> MixResult:
+    """Draw, shuffle and publish a planned mix into `cfg.output` (`run_mix`, and `select --shards`,
+    whose `extra_info` goes into the manifest's info and whose `files` are published beside the shards)."""
+    from textsieve.io.publish import Publication
+    from textsieve.io.runstate import holds_output
+
+    t0 = time.perf_counter() if t0 is None else t0
+    assert cfg.output is not None
     if not plan.feasible:
         raise MixInfeasibleError(plan)
     draws = _draw(pools, plan, spec.seed)
@@ -307,6 +329,13 @@ def run_mix(cfg: MixConfig) -> MixResult:
                      "mix_file": os.path.abspath(spec.path) if spec.path and spec.path != "mix" else None},
         "plan": plan.to_dict(), "sources": per_source, "languages": _languages(pools, draws),
         "documents": documents, "tokens": tokens, "shards": shards}
+    pub.info.update(extra_info or {})
+    from textsieve.io.atomic import atomic_open
+
+    for rel, data in (files or {}).items():
+        with atomic_open(fs, pub.staged(rel), "wb") as fh:
+            fh.write(data)
+        pub.add(rel, key)
     manifest = pub.commit()
     return MixResult(cfg.output, plan, documents, tokens, shards, False, time.perf_counter() - t0,
                      stats["max_loaded"], stats["splits"], manifest.to_json(), stats["tasks"], stats["resumed"])
@@ -324,5 +353,5 @@ def remove_work(folder: str) -> None:
     shutil.rmtree(folder, ignore_errors=True)
 
 
-__all__ = ["MixConfig", "MixError", "MixInfeasibleError", "MixResult", "output_schema", "plan_mix", "resolve_mix",
-           "run_mix"]
+__all__ = ["MixConfig", "MixError", "MixInfeasibleError", "MixResult", "check_output", "output_schema", "plan_mix",
+           "plan_pools", "publish_mix", "resolve_mix", "run_mix"]

@@ -90,14 +90,7 @@ class Counter:
 
 
 def _attribute_pool(spec: SourceSpec, seed: int, threads: int | None, source_roots: list[str]) -> SourcePool:
-    from textsieve.io.publish import content_key
-    from textsieve.stages.select import (
-        SelectConfig,
-        _published_inputs,
-        _selected,
-        _shard_metas,
-        resolve_select_config,
-    )
+    from textsieve.stages.select import SelectConfig
 
     assert spec.attributes is not None
     cfg = SelectConfig(directory=spec.attributes, recipe=spec.recipe, dsir=spec.dsir, k=spec.k,
@@ -105,6 +98,17 @@ def _attribute_pool(spec: SourceSpec, seed: int, threads: int | None, source_roo
                        source_roots=list(source_roots))
     if spec.temperature is not None:
         cfg.temperature = spec.temperature
+    return select_pool(spec, cfg)
+
+
+def select_pool(spec: SourceSpec, cfg: Any) -> SourcePool:
+    """The documents `select` with config `cfg` (a `SelectConfig`, every setting of it) chooses
+    from `spec.attributes` (`select --shards` passes its own config)."""
+    from textsieve.io.publish import content_key
+    from textsieve.stages.select import _published_inputs, _selected, _shard_metas, resolve_select_config
+
+    assert spec.attributes is not None
+    source_roots = list(cfg.source_roots)
     where = f"sources: {spec.name}"
     try:
         cfg = resolve_select_config(cfg)
@@ -178,6 +182,9 @@ def _selection_pool(spec: SourceSpec) -> SourcePool:
     fs, root = fsspec.core.url_to_fs(spec.selection)
     root = root.rstrip("/")
     manifest = read_manifest(fs, root)
+    if manifest is not None and manifest.stage == "mix":
+        raise MixError(f"{where}: {spec.selection} holds training shards (of `mix` or `select --shards`), not "
+                       "selection files; give the annotate folder with its recipe (attributes:) instead")
     if manifest is None or manifest.stage != "select":
         raise MixError(f"{where}: {spec.selection} is not a published `textsieve select` output (no manifest.json "
                        "of stage select)")
@@ -254,4 +261,4 @@ def resolve_pool(spec: SourceSpec, seed: int, threads: int | None = None,
     return _attribute_pool(spec, seed, threads, list(source_roots or []))
 
 
-__all__ = ["Counter", "ShardPool", "SourcePool", "column_counts", "resolve_pool", "texts"]
+__all__ = ["Counter", "ShardPool", "SourcePool", "column_counts", "resolve_pool", "select_pool", "texts"]

@@ -41,6 +41,8 @@ from textsieve.io.leftovers import remove_stale_temps
 from textsieve.io.locations import pool_workers
 from textsieve.io.publish import Publication
 from textsieve.io.runstate import holds_output
+from textsieve.mixing.spec import FORMATS as SHARD_FORMATS
+from textsieve.mixing.spec import MixSpec
 from textsieve.options import address_option, check_choices, executor_option, option, progress_option
 from textsieve.recipes.language import Recipe
 from textsieve.recipes.sql import lit
@@ -51,6 +53,7 @@ if TYPE_CHECKING:
 
 FORMATS = ("jsonl.gz", "parquet")
 DSIR_GROUP = "DSIR resampling (after `textsieve dsir fit`)"
+SHARDS_GROUP = "training shards (shuffled, fixed-size, as `textsieve mix` writes them)"
 SUMMARY = "selection.json"
 
 
@@ -75,7 +78,8 @@ class SelectConfig:
                                 group=DSIR_GROUP)
     replace: bool = option(False, help="draw with replacement (a document may repeat; default: without, "
                                        "Gumbel top-k)", group=DSIR_GROUP)
-    seed: int = option(0, help="random seed; the same seed gives the same draw", group=DSIR_GROUP)
+    seed: int = option(0, help="random seed; the same seed gives the same draw (and, with --shards, the same "
+                               "shuffle)", group=DSIR_GROUP)
     temperature: float = option(DEFAULT_TEMPERATURE, help="divides the log weights: lower is closer to top-k, "
                                                           "higher to uniform", group=DSIR_GROUP)
     min_tokens: int = option(DEFAULT_MIN_TOKENS, help="documents with fewer tokens are never drawn "
@@ -109,6 +113,23 @@ class SelectConfig:
         None, help="what --tokens and the reported tokens count: ts_tokens_NAME (after `textsieve tokens`), or "
                    "words (word/punctuation tokens). Default: the folder's one ts_tokens_* column if it has "
                    "exactly one, else words", metavar="COLUMN", group=DSIR_GROUP)
+    # training-ready shards instead of per-input selection files (`textsieve.stages.select_shards`)
+    shards: str | None = option(
+        None, choices=SHARD_FORMATS, metavar="FORMAT", group=SHARDS_GROUP,
+        help="write the selection as globally shuffled training shards of a fixed size (jsonl.zst, parquet, or bin: "
+             "token ids + Megatron .idx) with manifest.json, as `textsieve mix` does, instead of one file per input "
+             "shard: every selected document once (a DSIR draw: as often as drawn), shuffled with --seed")
+    shard_size: str | None = option(
+        None, metavar="SIZE", group=SHARDS_GROUP,
+        help=f"with --shards: shard size, '5M tokens' or bytes such as 64MB (default: {MixSpec.shard_size})")
+    tokenizer: str | None = option(
+        None, metavar="PATH", group=SHARDS_GROUP,
+        help="with --shards: tokenizer.json or tiktoken file the tokens are counted (and for bin encoded) with, or "
+             "'words' for estimated counts (the default for jsonl.zst and parquet; bin needs a file)")
+    memory: str | None = option(
+        None, group=SHARDS_GROUP,
+        help="with --shards: memory for the shuffle's buffers (default: as `textsieve mix --memory`; the output is "
+             "the same for any value)")
 
 
 @dataclass
@@ -122,6 +143,7 @@ class SelectResult:
     seconds: float = 0.0
     dsir: dict | None = None
     redacted: dict[str, int] = field(default_factory=dict)  # spans replaced per label (this run's shards)
+    training: dict | None = None  # --shards: {format, tokens, shards, skipped, manifest} (`select_shards`)
 
 
 @dataclass
@@ -286,7 +308,11 @@ def resolve_select_config(cfg: SelectConfig) -> SelectConfig:
     dsir = parse_dsir_targets(cfg.dsir) if cfg.dsir is not None else None
     if dsir is not None and (cfg.k is None) == (cfg.tokens is None):
         raise SelectError("DSIR resampling needs exactly one of --k N (documents) or --tokens N")
-    return replace(cfg, recipe=recipe, dsir=dsir)
+    from textsieve.stages.select_shards import check_shard_options
+
+    out = replace(cfg, recipe=recipe, dsir=dsir)
+    check_shard_options(out)
+    return out
 
 
 def redact_names(cfg: SelectConfig) -> list[str]:
@@ -320,6 +346,10 @@ def run_select(cfg: SelectConfig) -> SelectResult:
         raise SelectError("give a recipe, DSIR targets, or both (DSIR then draws from the recipe's survivors)")
     if cfg.format not in FORMATS:
         raise SelectError(f"--format must be one of {', '.join(FORMATS)}, not {cfg.format!r}")
+    if cfg.shards is not None:  # training shards: the mix machinery with this selection as its one source
+        from textsieve.stages.select_shards import run_select_shards
+
+        return run_select_shards(cfg)
     t0 = time.perf_counter()
     fs_in, root, metas = _shard_metas(cfg.directory, cfg.source_roots)
     inputs = [{"attribute_shard": rel, "size": m["_attr_size"], "fingerprint": m.get("fingerprint"),
