@@ -22,7 +22,9 @@ from textsieve.pipeline.twins import CLI_COMMANDS, yaml_path
 #: the fewest arguments each stage command parses with (its required ones)
 REQUIRED_ARGS = {"extract": ["crawl.warc.gz", "-o", "out"], "dedup_lines": ["attrs"],
                  "annotate": ["in.jsonl", "-o", "out"], "dedup_exact": ["attrs"], "dedup_fuzzy": ["attrs"],
-                 "dsir": ["--target", "t.jsonl", "--raw", "attrs", "--name", "wiki"], "select": ["attrs"]}
+                 "dsir": ["--target", "t.jsonl", "--raw", "attrs", "--name", "wiki"], "select": ["attrs"],
+                 "decontaminate": ["attrs", "--against", "b.jsonl"], "pii": ["attrs"],
+                 "tokens": ["attrs", "--tokenizer", "tok.json"], "mix": ["mix.yaml"]}
 
 
 def _yaml_default(path: str):

@@ -51,7 +51,8 @@ def _set(doc: dict, dotted: str, value) -> None:
 
 MINIMAL = {"inputs": ["docs.jsonl.gz"], "output": "out"}
 REQUIRED_SECTIONS = {"dsir": {"name": "wiki", "targets": ["t.jsonl"]}, "select": {"recipe": "gopher"},
-                     "extract": {"fix_text": False}}
+                     "extract": {"fix_text": False}, "decontaminate": {"against": ["b.jsonl"]},
+                     "tokens": {"tokenizer": "tok.json"}, "mix": {"mix": "mix.yaml"}, "pii": {"types": "email"}}
 
 
 #: a valid non-null value per field name, for fields whose default is null or empty
@@ -60,7 +61,11 @@ SAMPLES = {"inputs": ["docs.jsonl.gz"], "targets": ["t.jsonl"], "name": "wiki", 
            "workers": 2, "threads": 2, "resources": "res", "tmp_dir": "tmp", "bloom_fp": 0.01, "bloom_capacity": 10,
            "model_path": "m.dsir", "k": 5, "lang": "de", "thresholds": [0.9, 0.7], "dsir": "wiki", "tokens": 100,
            "address": "localhost:6379", "executor": "ray", "dedupe_ids": "suffix", "source_roots": ["docs"],
-           "group_shards": 2}
+           "group_shards": 2, "against": ["bench=b.jsonl"], "fields": ["question", "answer"], "tokenizer": "tok.json",
+           "redact": ["pii"],
+           "token_column": "ts_tokens_tok", "mix": "mix.yaml", "seed": 3, "shard_size": "1MB",
+           "format": "parquet", "types": ["email"], "phone_regions": ["US"], "tiktoken_pattern": "cl100k_base",
+           "shards": "parquet", "memory": "1GB"}
 
 
 @pytest.mark.parametrize("spec", STAGES, ids=lambda s: s.name)

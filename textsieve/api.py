@@ -40,14 +40,20 @@ from textsieve.pipeline.run import PipelineResult
 from textsieve.recipes.funnel import Funnel
 from textsieve.recipes.language import Recipe
 from textsieve.stages.annotate import AnnotateConfig, AnnotateResult
+from textsieve.stages.decontaminate import DecontamConfig, DecontamResult
 from textsieve.stages.dedup_exact import ExactConfig, ExactResult
 from textsieve.stages.dedup_fuzzy import FuzzyConfig, FuzzyResult
 from textsieve.stages.dedup_lines import LinesConfig, LinesResult
+from textsieve.stages.doc_set import DocSetResult
 from textsieve.stages.dsir_fit import DsirFitConfig, DsirFitResult
 from textsieve.stages.extract import ExtractConfig, ExtractResult
 from textsieve.stages.import_dolma import ImportDolmaConfig, ImportDolmaResult
 from textsieve.stages.import_rpv2 import ImportRpv2Config, ImportRpv2Result
+from textsieve.stages.mix import MixConfig, MixResult
+from textsieve.stages.pii import PiiConfig
 from textsieve.stages.select import SelectConfig, SelectResult
+from textsieve.stages.tokens import TokensConfig, TokensResult
+from textsieve.tokenization.train import TrainTokenizerConfig, TrainTokenizerResult
 
 if TYPE_CHECKING:
     import duckdb
@@ -55,9 +61,10 @@ if TYPE_CHECKING:
     import pyarrow
 
     from textsieve.interop.dolma import DolmaExport
+    from textsieve.mixing.plan import Plan as MixPlan
 
-__all__ = ["extract", "annotate", "import_rpv2", "dedup_exact", "dedup_fuzzy", "dedup_lines", "dsir_fit", "select",
-           "funnel", "run",
+__all__ = ["extract", "annotate", "import_rpv2", "dedup_exact", "dedup_fuzzy", "dedup_lines", "decontaminate", "pii",
+           "tokens", "train_tokenizer", "dsir_fit", "select", "mix", "funnel", "run",
            "load_recipe", "read_documents", "attributes", "build_config", "attributes_as_columns",
            "export_dolma", "import_dolma"]
 
@@ -242,6 +249,44 @@ def dedup_lines(directory: PathLike, **options: Any) -> LinesResult:
     return run_lines(_stage(LinesConfig, "dedup_lines", "directory", directory, options))
 
 
+def decontaminate(directory: PathLike, **options: Any) -> DecontamResult:
+    """N-gram overlap (13-grams of normalised words by default) of every document of an annotate
+    folder with the evaluation data in `against` (files or folders, `name=path`), written as
+    `_decontam` (`ts_contam_count`, `ts_contam_spans`, `ts_contam_bench`; `textsieve
+    decontaminate`). Keep clean documents with the rule `ts_contam_count == 0`, or cut the spans
+    with `select(..., redact=["ts_contam_spans"])`."""
+    from textsieve.stages.decontaminate import run_decontaminate
+
+    return run_decontaminate(_stage(DecontamConfig, "decontaminate", "directory", directory, options))
+
+
+def pii(directory: PathLike, **options: Any) -> DocSetResult:
+    """Personal data spans of every document (e-mail, IP, phone, credit card, IBAN) as the set
+    `_pii` (`textsieve pii`); `select(..., redact=["pii"])` replaces them with placeholders."""
+    from textsieve.stages.pii import run_pii
+
+    return run_pii(_stage(PiiConfig, "pii", "directory", directory, options))
+
+
+def tokens(directory: PathLike, **options: Any) -> TokensResult:
+    """Real token counts `ts_tokens_<name>` of every document with the tokenizer file
+    `tokenizer` (a tokenizer.json or tiktoken file), as the set `_tokens_<name>` (`textsieve
+    tokens`); DSIR budgets, the funnel, the report and `mix` use them."""
+    from textsieve.stages.tokens import run_tokens
+
+    return run_tokens(_stage(TokensConfig, "tokens", "directory", directory, options))
+
+
+def train_tokenizer(corpus: Inputs, **options: Any) -> TrainTokenizerResult:
+    """Train a byte-level BPE tokenizer (Hugging Face `tokenizers`) on document files and write
+    its tokenizer.json to `output` (`textsieve train tokenizer`): an offline default for
+    `tokens` and `mix`. Deterministic: the same corpus and settings give the same file."""
+    from textsieve.tokenization.train import train_tokenizer as _train
+
+    paths = [corpus] if isinstance(corpus, (str, os.PathLike)) else list(corpus)
+    return _train(_stage(TrainTokenizerConfig, "train_tokenizer", "corpus", [os.fspath(p) for p in paths], options))
+
+
 def dsir_fit(raw: PathLike, **options: Any) -> DsirFitResult:
     """Fit DSIR importance weights of the annotated pool `raw` toward `targets` and store them
     as `_dsir_<name>` (`textsieve dsir fit`)."""
@@ -278,6 +323,27 @@ def select(directory: PathLike, *, dry_run: bool = False, **options: Any) -> Sel
         assert isinstance(cfg.recipe, Recipe)  # loaded above; resolving keeps it
         return compute_funnel(cfg.directory, cfg.recipe, threads=cfg.threads)
     return preview_draw(cfg)
+
+
+@overload
+def mix(mix: PathLike | Mapping[str, Any], *, dry_run: Literal[False] = ..., **options: Any) -> MixResult: ...
+@overload
+def mix(mix: PathLike | Mapping[str, Any], *, dry_run: Literal[True], **options: Any) -> MixPlan: ...
+
+
+def mix(mix: PathLike | Mapping[str, Any], *, dry_run: bool = False, **options: Any) -> MixResult | MixPlan:
+    """Mix selections at token shares into shuffled training shards (`textsieve mix`): `mix` is
+    a mix file or its parsed mapping (sources, shares, tokens, tokenizer, ...; relative paths of
+    a mapping against the working directory). With `dry_run=True`, the plan only (per source
+    available and target tokens, epochs; `plan.feasible`), nothing written. An infeasible mix
+    raises `MixInfeasibleError` before anything is written."""
+    from textsieve.stages.mix import plan_mix, run_mix
+
+    value: Any = dict(mix) if isinstance(mix, Mapping) else os.fspath(mix)
+    cfg = _stage(MixConfig, "mix", "mix", value, options)
+    if dry_run:
+        return plan_mix(cfg)[2]
+    return run_mix(cfg)
 
 
 def funnel(directory: PathLike, recipe: str | os.PathLike | Mapping[str, Any] | Recipe, *,
@@ -374,7 +440,13 @@ _signature(import_dolma, ImportDolmaConfig, "root")
 _signature(dedup_exact, ExactConfig, "inputs")
 _signature(dedup_fuzzy, FuzzyConfig, "directory")
 _signature(dedup_lines, LinesConfig, "directory")
+_signature(decontaminate, DecontamConfig, "directory")
+_signature(pii, PiiConfig, "directory")
+_signature(tokens, TokensConfig, "directory")
+_signature(train_tokenizer, TrainTokenizerConfig, "corpus")
 _signature(dsir_fit, DsirFitConfig, "raw")
 _signature(select, SelectConfig, "directory",
+           [inspect.Parameter("dry_run", inspect.Parameter.KEYWORD_ONLY, default=False, annotation="bool")])
+_signature(mix, MixConfig, "mix",
            [inspect.Parameter("dry_run", inspect.Parameter.KEYWORD_ONLY, default=False, annotation="bool")])
 _signature(read_documents, ReadOptions, "paths")

@@ -6,7 +6,7 @@ output layout fixes) and calls the stage's `run_*` function, exactly as the CLI 
 
 Output layout: `OUT/docs/` (extracted documents, when the file has an `extract:` section; annotate
 then reads them), `OUT/attrs/` (annotate shards and the `_dedup_*`, `_dsir_*` sets beside them),
-`OUT/selected/` (the selection), `OUT/pipeline.resolved.yaml`.
+`OUT/selected/` (the selection), `OUT/train/` (the mix's training shards), `OUT/pipeline.resolved.yaml`.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from textsieve.pipeline.config import STAGES, PipelineConfig, PipelineConfigErro
 ATTRS = "attrs"
 DOCS = "docs"
 SELECTED = "selected"
+TRAIN = "train"
 SPECS = {s.name: s for s in STAGES}
 
 
@@ -34,6 +35,11 @@ def docs_dir(cfg: PipelineConfig) -> str:
 
 def selected_dir(cfg: PipelineConfig) -> str:
     return f"{cfg.output.rstrip('/')}/{SELECTED}"
+
+
+def train_dir(cfg: PipelineConfig) -> str:
+    """Where `mix` writes the training shards and their manifest.json."""
+    return f"{cfg.output.rstrip('/')}/{TRAIN}"
 
 
 def _get(data: dict[str, Any], dotted: str) -> Any:
@@ -59,6 +65,8 @@ def derived_values(cfg: PipelineConfig, name: str, progress: bool) -> dict[str, 
                                         "dedup_exact": {"inputs": [attrs], "output": attrs},
                                         "dedup_fuzzy": {"directory": attrs},
                                         "dedup_lines": {"directory": attrs},
+                                        "decontaminate": {"directory": attrs}, "pii": {"directory": attrs},
+                                        "tokens": {"directory": attrs}, "mix": {"output": train_dir(cfg)},
                                         "dsir": {"raw": attrs},
                                         "select": {"directory": attrs, "output": selected_dir(cfg)}}
     return fixed[name] | {"progress": progress}

@@ -60,6 +60,31 @@ def lines_set(cfg: PipelineConfig) -> tuple[str, pa.Schema]:
     return LINES_SET, output_schema()
 
 
+def decontam_set() -> tuple[str, pa.Schema]:
+    """(set name, schema) that `decontaminate` will write."""
+    from textsieve.stages.decontaminate import SET_NAME, output_schema
+
+    return SET_NAME, output_schema()
+
+
+def pii_set(cfg: PipelineConfig) -> tuple[str, pa.Schema]:
+    """(set name, schema) that `pii` will write: one span column per type asked for, and the count."""
+    from textsieve.stages.pii import SET_NAME, output_schema
+
+    return SET_NAME, output_schema(build(cfg, "pii", progress=False))
+
+
+def tokens_set(cfg: PipelineConfig) -> tuple[str, pa.Schema]:
+    """(set name, schema) that `tokens` will write, named by its tokenizer (the file is read now:
+    a missing or unreadable tokenizer fails the dry run, not the run after annotate)."""
+    from textsieve.stages.tokens import output_schema, set_name
+    from textsieve.tokenization.tokenizer import load_tokenizer
+
+    tk = build(cfg, "tokens", progress=False)
+    name = load_tokenizer(tk.tokenizer, tk.name, pattern=tk.tiktoken_pattern).name
+    return set_name(name), output_schema(name)
+
+
 def dsir_set(name: str) -> tuple[str, pa.Schema]:
     """(set name, schema) that `dsir fit --name NAME` writes."""
     from textsieve.dsir.names import column_names, set_name
@@ -99,6 +124,12 @@ def planned_sets(cfg: PipelineConfig) -> list[tuple[str, str, pa.Schema]]:
         out.append(("dedup_fuzzy", *fuzzy_set(cfg)))
     if d["dedup"]["lines"] is not None:
         out.append(("dedup_lines", *lines_set(cfg)))
+    if d["decontaminate"] is not None:
+        out.append(("decontaminate", *decontam_set()))
+    if d["pii"] is not None:
+        out.append(("pii", *pii_set(cfg)))
+    if d["tokens"] is not None:
+        out.append(("tokens", *tokens_set(cfg)))
     for fit in d["dsir"]:
         out.append((f"dsir:{fit['name']}", *dsir_set(fit["name"])))
     return out

@@ -17,8 +17,12 @@ section is present, annotate always runs, after extract when there is one):
     annotate: {signals, lang, models, resources, batch_size, workers}
     dedup:    {exact: {normalize, bloom_fp, ...}, fuzzy: {thresholds, bands, verify, keep, ...},
                lines: {normalize, group_shards, bloom_fp, ...}}
+    decontaminate: {against: [name=path, ...], fields, ngram, bloom_fp, ...}   (-> OUT/attrs/_decontam)
+    pii:      {types, phone_regions, ...}                  (-> OUT/attrs/_pii; select.redact: [pii] uses it)
+    tokens:   {tokenizer, name, ...}                       (-> OUT/attrs/_tokens_NAME)
     dsir:     [{name, targets, buckets, ngrams, ..., recipe}, ...]   (recipe: fit the raw side on its survivors)
-    select:   {recipe and/or dsir, k, tokens, format, ...}  (both: DSIR draws from the survivors)
+    select:   {recipe and/or dsir, k, tokens, format, redact, ...}  (both: DSIR draws from the survivors)
+    mix:      {mix: FILE or {sources: [...], tokens, tokenizer, ...}, seed, format, ...}   (-> OUT/train)
 
 Relative paths are relative to the pipeline file's folder. Errors name the YAML path
 (`dedup.fuzzy.thresholds[1]`), and unknown keys the nearest valid one.
@@ -37,12 +41,16 @@ import yaml
 
 from textsieve.options import choices_of, default_of
 from textsieve.stages.annotate import AnnotateConfig
+from textsieve.stages.decontaminate import DecontamConfig
 from textsieve.stages.dedup_exact import ExactConfig
 from textsieve.stages.dedup_fuzzy import FuzzyConfig
 from textsieve.stages.dedup_lines import LinesConfig
 from textsieve.stages.dsir_fit import DsirFitConfig
 from textsieve.stages.extract import ExtractConfig
+from textsieve.stages.mix import MixConfig
+from textsieve.stages.pii import PiiConfig
 from textsieve.stages.select import SelectConfig
+from textsieve.stages.tokens import TokensConfig
 
 EXECUTORS = ("local", "ray")
 EXECUTOR_FIELDS = ("executor", "address")
@@ -95,6 +103,12 @@ STAGES: tuple[StageSpec, ...] = (
               derived={"directory": "always the annotate folder OUT/attrs", "progress": PROGRESS_REASON}),
     StageSpec("dedup_lines", LinesConfig, "dedup.lines", shared={"overwrite": "overwrite"},
               derived={"directory": "always the annotate folder OUT/attrs", "progress": PROGRESS_REASON}),
+    StageSpec("decontaminate", DecontamConfig, "decontaminate", shared={"overwrite": "overwrite"},
+              derived={"directory": "always the annotate folder OUT/attrs", "progress": PROGRESS_REASON}),
+    StageSpec("pii", PiiConfig, "pii", shared={"overwrite": "overwrite"},
+              derived={"directory": "always the annotate folder OUT/attrs", "progress": PROGRESS_REASON}),
+    StageSpec("tokens", TokensConfig, "tokens", shared={"overwrite": "overwrite"},
+              derived={"directory": "always the annotate folder OUT/attrs", "progress": PROGRESS_REASON}),
     StageSpec("dsir", DsirFitConfig, "dsir[]", shared={"overwrite": "overwrite"},
               derived={"raw": "always the annotate folder OUT/attrs", "progress": PROGRESS_REASON},
               types={"recipe": str | dict | None}),
@@ -102,6 +116,9 @@ STAGES: tuple[StageSpec, ...] = (
               derived={"directory": "always the annotate folder OUT/attrs", "output": "always OUT/selected",
                        "progress": PROGRESS_REASON},
               types={"recipe": str | dict | None, "dsir": str | list | dict | None}),
+    StageSpec("mix", MixConfig, "mix", shared={"overwrite": "overwrite"},
+              derived={"output": "always OUT/train (shards and manifest.json)", "progress": PROGRESS_REASON},
+              types={"mix": str | dict}),
 )
 
 #: Pipeline-wide keys that belong to no single stage: (type, default, choices).
@@ -116,7 +133,7 @@ TOP_KEYS: dict[str, tuple[Any, Any, tuple | None]] = {
     "provenance": (dict | None, None, None),  # written into pipeline.resolved.yaml; checked on re-runs
 }
 #: Stage-config fields that are paths (resolved against the pipeline file's folder).
-PATH_FIELDS = {"inputs", "output", "resources", "tmp_dir", "targets", "model_path"}
+PATH_FIELDS = {"inputs", "output", "resources", "tmp_dir", "targets", "model_path", "tokenizer", "source_roots"}
 @dataclass(frozen=True)
 class Key:
     """One accepted YAML key: its type, default (MISSING = required) and allowed values."""
@@ -330,9 +347,12 @@ class PipelineConfig:
             out.append("dedup_fuzzy")
         if d["dedup"]["lines"] is not None:
             out.append("dedup_lines")
+        out += [name for name in ("decontaminate", "pii", "tokens") if d[name] is not None]
         out += [f"dsir:{fit['name']}" for fit in d["dsir"]]
         if d["select"] is not None:
             out.append("select")
+        if d["mix"] is not None:
+            out.append("mix")
         return out
 
 
@@ -351,12 +371,19 @@ def _resolve_paths(d: dict[str, Any], base: Path) -> None:
     d["inputs"] = _absolute([d["inputs"]] if isinstance(d["inputs"], str) else d["inputs"], base)
     d["output"] = _absolute(d["output"], base)
     dedup = d["dedup"]
-    sections = [d["extract"], d["annotate"], dedup["exact"], dedup["fuzzy"], dedup["lines"], d["select"], *d["dsir"]]
+    sections = [d["extract"], d["annotate"], dedup["exact"], dedup["fuzzy"], dedup["lines"], d["decontaminate"],
+                d["pii"], d["tokens"], d["select"], *d["dsir"], d["mix"]]
     for sec in sections:
         if not sec:
             continue
         for k in PATH_FIELDS & set(sec):
+            if k == "tokenizer" and sec[k] == "words":
+                continue  # mix's estimated counts, not a file
             sec[k] = _absolute(sec[k], base)
+    if d["decontaminate"]:  # `name=path` keeps its name; the path is the file's
+        d["decontaminate"]["against"] = [_named_path(v, base) for v in d["decontaminate"]["against"]]
+    if d["mix"]:
+        d["mix"]["mix"] = _mix_paths(d["mix"]["mix"], base)
     ann = d["annotate"]
     ann["models"] = {name: _absolute(path, base) for name, path in (ann.get("models") or {}).items()}
     for sec in [d["select"], *d["dsir"]]:  # a recipe file (not a bundled name) is a path
@@ -364,6 +391,40 @@ def _resolve_paths(d: dict[str, Any], base: Path) -> None:
             r = sec["recipe"]
             if r.endswith((".yaml", ".yml")) or (base / r).exists():
                 sec["recipe"] = _absolute(r, base)
+
+
+def _named_path(value: str, base: Path) -> str:
+    """A benchmark given as `name=path` or `path`, with the path made absolute."""
+    name, sep, rest = value.partition("=")
+    if sep and name and "/" not in name and "://" not in name:
+        return f"{name}={_absolute(rest, base)}"
+    return str(_absolute(value, base))
+
+
+def _mix_paths(value: Any, base: Path) -> Any:
+    """The mix: a file (made absolute) or a mapping written inline, whose sources' folders,
+    recipe files and tokenizer are made absolute against the pipeline file's folder."""
+    if isinstance(value, str):
+        return _absolute(value, base)
+    if not isinstance(value, dict):
+        return value
+    out = dict(value)
+    if isinstance(out.get("tokenizer"), str) and out["tokenizer"] != "words":
+        out["tokenizer"] = _absolute(out["tokenizer"], base)
+    sources = []
+    for src in out.get("sources") or []:
+        if isinstance(src, dict):
+            src = dict(src)
+            for k in ("attributes", "selection"):
+                if isinstance(src.get(k), str):
+                    src[k] = _absolute(src[k], base)
+            r = src.get("recipe")
+            if isinstance(r, str) and (r.endswith((".yaml", ".yml")) or (base / r).exists()):
+                src["recipe"] = _absolute(r, base)
+        sources.append(src)
+    if "sources" in out:
+        out["sources"] = sources
+    return out
 
 
 def parse_dsir_targets(value: Any, path: str) -> list[tuple[str, float]]:
@@ -394,6 +455,12 @@ def _cross_checks(d: dict[str, Any], errors: list[str]) -> None:
     for i, n in enumerate(names):
         if n is not None and names.index(n) != i:
             errors.append(f"dsir[{i}].name: {n!r} is used twice")
+    dec = d["decontaminate"]
+    if dec is not None and not dec.get("against"):
+        errors.append("decontaminate.against: give at least one benchmark file or folder (name=path or path)")
+    tok = d["tokens"]
+    if tok is not None and not tok.get("tokenizer"):
+        errors.append("tokens.tokenizer: give the tokenizer file (a tokenizer.json or tiktoken file)")
     sel = d["select"]
     if sel is not None:
         if sel.get("recipe") is None and sel.get("dsir") is None:

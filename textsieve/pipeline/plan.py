@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from textsieve.exec.budget import parse_memory
-from textsieve.pipeline.build import attrs_dir, build, selected_dir
+from textsieve.pipeline.build import attrs_dir, build, selected_dir, train_dir
 from textsieve.pipeline.config import PipelineConfig
 
 #: Attribute bytes per document of a full annotate (28 rule signals + 4 MinHash band sets),
@@ -201,11 +201,28 @@ def _select_plan(e: _Estimate, index: int | None) -> StagePlan:
                      e.docs * e.mean_chars, "disk: at most every document's text once")
 
 
+def _doc_set_plan(kind: str, does: str, per_char: float = 0.0) -> Callable[[_Estimate, int | None], StagePlan]:
+    """A per-document set's estimate: workers hold one batch of texts; the set is small."""
+    def plan(e: _Estimate, index: int | None) -> StagePlan:
+        return StagePlan(kind, does, 200_000_000, int(e.docs * (SET_BYTES_PER_DOC + per_char * e.mean_chars)))
+    return plan
+
+
+def _mix_plan(e: _Estimate, index: int | None) -> StagePlan:
+    mx = build(e.cfg, "mix", progress=False)
+    return StagePlan("mix", f"mix -> {train_dir(e.cfg)} (shuffled shards + manifest.json)",
+                     parse_memory(mx.memory) + 100_000_000, 2 * e.docs * e.mean_chars,
+                     "disk: the selected text once in shards, once in temporary buckets")
+
+
 #: per stage kind (as `textsieve run` names them, `dsir` for `dsir:NAME`): its estimate; a
 #: stage without one is listed with zeros
 ESTIMATES: dict[str, Callable[[_Estimate, int | None], StagePlan]] = {
     "extract": _extract_plan, "annotate": _annotate_plan, "dedup_exact": _dedup_exact_plan,
-    "dedup_fuzzy": _dedup_fuzzy_plan, "dedup_lines": _dedup_lines_plan, "dsir": _dsir_plan, "select": _select_plan}
+    "dedup_fuzzy": _dedup_fuzzy_plan, "dedup_lines": _dedup_lines_plan, "dsir": _dsir_plan, "select": _select_plan,
+    "decontaminate": _doc_set_plan("decontaminate", "n-gram overlap with the benchmarks -> _decontam", 0.1),
+    "pii": _doc_set_plan("pii", "personal data spans -> _pii"),
+    "tokens": _doc_set_plan("tokens", "real token counts -> _tokens_NAME"), "mix": _mix_plan}
 
 
 def make_plan(cfg: PipelineConfig) -> Plan:

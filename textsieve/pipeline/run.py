@@ -33,7 +33,7 @@ import yaml
 
 from textsieve import __version__
 from textsieve.io.atomic import atomic_open
-from textsieve.pipeline.build import attrs_dir, build, docs_dir, executor_support, selected_dir
+from textsieve.pipeline.build import attrs_dir, build, docs_dir, executor_support, selected_dir, train_dir
 from textsieve.pipeline.config import PipelineConfig, PipelineConfigError
 
 log = logging.getLogger("textsieve.pipeline")
@@ -269,6 +269,65 @@ def _dedup_lines(c: Any) -> Outcome:
                     "groups": r.groups})
 
 
+def _decontaminate(c: Any) -> Outcome:
+    from textsieve.stages.decontaminate import run_decontaminate
+
+    r = run_decontaminate(c)
+    return Outcome({"documents": r.documents, "contaminated": r.contaminated, "matched_ngrams": r.matched_ngrams})
+
+
+def _benchmarks(cfg: PipelineConfig, name: str, c: Any, names: list[str], keys: dict[str, str]) -> list[Any]:
+    """The benchmark files' identities (a changed benchmark redoes the stage)."""
+    paths = [v.partition("=")[2] if "=" in v and "/" not in v.partition("=")[0] else v for v in c.against]
+    return [input_fingerprints(paths, cfg.data["fingerprint"])]
+
+
+def _pii(c: Any) -> Outcome:
+    from textsieve.stages.pii import run_pii
+
+    r = run_pii(c)
+    return Outcome({"documents": r.documents, "spans": int(r.summary.get("ts_pii_count", 0))}, ran=not r.skipped)
+
+
+def _tokens(c: Any) -> Outcome:
+    from textsieve.stages.tokens import run_tokens
+
+    r = run_tokens(c)
+    return Outcome({"documents": r.documents, "tokens": r.tokens, "column": r.column}, ran=not r.skipped)
+
+
+def _tokens_complete(cfg: PipelineConfig, name: str, c: Any) -> bool:
+    from textsieve.stages.tokens import set_name
+    from textsieve.tokenization.tokenizer import load_tokenizer
+
+    return _set_complete(cfg, set_name(load_tokenizer(c.tokenizer, c.name, pattern=c.tiktoken_pattern).name))
+
+
+def _tokenizer_file(cfg: PipelineConfig, name: str, c: Any, names: list[str], keys: dict[str, str]) -> list[Any]:
+    return [input_fingerprints([c.tokenizer], cfg.data["fingerprint"])]
+
+
+def _mix(c: Any) -> Outcome:
+    from textsieve.stages.mix import run_mix
+
+    r = run_mix(c)
+    return Outcome({"documents": r.documents, "tokens": r.tokens, "shards": len(r.shards)}, ran=not r.skipped)
+
+
+def _mix_complete(cfg: PipelineConfig, name: str, c: Any) -> bool:
+    from textsieve.io.publish import read_manifest
+
+    fs, root = fsspec.core.url_to_fs(train_dir(cfg))
+    return read_manifest(fs, root.rstrip("/")) is not None
+
+
+def _mix_upstream(cfg: PipelineConfig, name: str, c: Any, names: list[str], keys: dict[str, str]) -> list[Any]:
+    """Every earlier stage (a source may use any set, or the selection), the mix file and a
+    tokenizer file given in the section."""
+    files = [p for p in (c.mix if isinstance(c.mix, str) else None, c.tokenizer) if p and p != "words"]
+    return _every_other_stage(cfg, name, c, names, keys) + [input_fingerprints(files, cfg.data["fingerprint"])]
+
+
 def _dsir_fit(c: Any) -> Outcome:
     from textsieve.stages.dsir_fit import run_fit
 
@@ -302,12 +361,15 @@ def _select_complete(cfg: PipelineConfig, name: str, c: Any) -> bool:
     manifest = read_manifest(fs, out)
     if manifest is None or "selection.json" not in manifest.files:
         return False
+    if c.shards is not None:  # training shards: published as one unit with selection.json beside them
+        return True
     fmt = cfg.data["select"]["format"]
     return all(f"{r[:-len('.parquet')]}.{fmt}" in manifest.files for r in rels)
 
 
 def _every_other_stage(cfg: PipelineConfig, name: str, c: Any, names: list[str], keys: dict[str, str]) -> list[Any]:
-    return [keys[n] for n in names if n not in ("annotate", name)]
+    """Every stage before this one (a selection may use any set they write)."""
+    return [keys[n] for n in names[:names.index(name)] if n != "annotate"]
 
 
 register_stage("extract", StageRunner(_extract, output_key=lambda cfg: _annotate_key(docs_dir(cfg))))
@@ -315,9 +377,14 @@ register_stage("annotate", StageRunner(_annotate, output_key=lambda cfg: _annota
 register_stage("dedup_exact", StageRunner(_dedup_exact, complete=_dedup_exact_complete))
 register_stage("dedup_fuzzy", StageRunner(_dedup_fuzzy, complete=lambda cfg, name, c: _set_complete(cfg, name)))
 register_stage("dedup_lines", StageRunner(_dedup_lines, complete=lambda cfg, name, c: _set_complete(cfg, name)))
+register_stage("decontaminate", StageRunner(_decontaminate, upstream=_benchmarks,
+                                            complete=lambda cfg, name, c: _set_complete(cfg, "decontam")))
+register_stage("pii", StageRunner(_pii, complete=lambda cfg, name, c: _set_complete(cfg, "pii")))
+register_stage("tokens", StageRunner(_tokens, upstream=_tokenizer_file, complete=_tokens_complete))
 register_stage("dsir", StageRunner(_dsir_fit, upstream=_dsir_upstream,
                                    complete=lambda cfg, name, c: _set_complete(cfg, name.replace(":", "_"), False)))
 register_stage("select", StageRunner(_select, complete=_select_complete, upstream=_every_other_stage))
+register_stage("mix", StageRunner(_mix, complete=_mix_complete, upstream=_mix_upstream))
 
 
 def _remove_leftovers(fs, out_root: str) -> None:

@@ -226,6 +226,7 @@ def _compute(job: DocSetJob, settings: str, sources: list[_Source], shard_fp: di
             bar.advance(n, n)
     finally:
         bar.close()
+        _STATE.clear()  # in-process runs: release the job's state (memory-mapped indexes) now, not at exit
     result.computed = len(todo)
     totals: dict[str, Any] = {"n_docs": 0, **dict.fromkeys(job.totals, 0)}
     for s in sources:
