@@ -23,6 +23,7 @@ from textsieve.exec.local import ordered_map
 from textsieve.io.atomic import AtomicParquetWriter
 from textsieve.io.attributes import META_KEY, attribute_shards, source_documents
 from textsieve.io.diskfull import disk_full_as_error
+from textsieve.io.parquet_read import read_table
 from textsieve.io.texts import aligned_source_texts, missing_rows, source_meta
 
 
@@ -74,7 +75,7 @@ class ShardTable:
 
     def read(self, i: int, columns: list[str]) -> pa.Table:
         with self.fs.open(self.paths[i], "rb") as fh:
-            return pq.read_table(fh, columns=columns)
+            return read_table(fh, columns=columns)
 
     def batches(self, i: int, columns: list[str], rows: int = 32768) -> Iterator[tuple[int, pa.RecordBatch]]:
         """Shard i's `columns` in batches of at most `rows`, each with the row offset it starts

@@ -40,11 +40,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from textsieve.dsir.defaults import DEFAULT_MIN_TOKENS, DEFAULT_PRIOR_NGRAMS, DEFAULT_TEMPERATURE, WEIGHTS
 from textsieve.dsir.names import check_name, column_names, set_name
 from textsieve.io.attributes import attribute_shards
+from textsieve.io.parquet_read import read_table
 from textsieve.tokenization.columns import aligned_counts, resolve_token_column
 
 
@@ -111,7 +111,7 @@ def load_scores(directory: str, names: list[str]) -> _Scores:
             raise FileNotFoundError(f"no DSIR weights for target {name!r} in {directory} "
                                     f"(run `textsieve dsir fit --raw {directory} --name {name}` first)") from None
         raw_col, norm_col, tok_col = column_names(name)
-        tables = [pq.read_table(fs.open(p, "rb"), columns=["id", "shard", "row", raw_col, norm_col, tok_col])
+        tables = [read_table(fs.open(p, "rb"), columns=["id", "shard", "row", raw_col, norm_col, tok_col])
                   for p in paths]
         t = pa.concat_tables(tables)
         keys = (t.column("shard").to_numpy(zero_copy_only=False).astype(object), t.column("row").to_numpy())

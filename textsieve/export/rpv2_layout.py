@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import fsspec
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from textsieve.errors import TextsieveError
 from textsieve.interop import rpv2_release as rel_
 from textsieve.io.attributes import attribute_shards, read_shard_meta
+from textsieve.io.parquet_read import read_table
 
 
 class ExportLayoutError(TextsieveError, ValueError):
@@ -68,7 +68,7 @@ def write_release(directory: str, output: str) -> int:
         info = meta.get("rpv2") or {}
         present = set(info.get("present") or ("quality_signals", "minhash"))
         with fs.open(path, "rb") as fh:
-            table = pq.read_table(fh)
+            table = read_table(fh)
         names = table.column_names
         cols = table.to_pydict()
         rows = range(table.num_rows)
@@ -93,7 +93,7 @@ def write_release(directory: str, output: str) -> int:
         if flags_path is not None:
             efs = fsspec.core.url_to_fs(directory)[0]
             with efs.open(flags_path, "rb") as fh:
-                flags = pq.read_table(fh, columns=["row", "dup_exact_keep"]).to_pydict()
+                flags = read_table(fh, columns=["row", "dup_exact_keep"]).to_pydict()
             by_row = dict(zip(flags["row"], flags["dup_exact_keep"]))
             dup = [i for i in rows if by_row.get(cols["row"][i]) is False]
             if dup or "duplicates" in present:

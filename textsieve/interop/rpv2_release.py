@@ -32,9 +32,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
-import pyarrow.parquet as pq
 
 from textsieve.errors import TextsieveError
+from textsieve.io.parquet_read import read_table
 
 log = logging.getLogger("textsieve.import_rpv2")
 
@@ -262,7 +262,7 @@ def nested_to_spans(arr: pa.Array, name: str, where: str) -> pa.Array:
 
 def read_minhash(fs: fsspec.AbstractFileSystem, path: str) -> pa.Table:
     with fs.open(path, "rb") as fh:
-        table = pq.read_table(fh)
+        table = read_table(fh)
     missing = [c for c in ("id", *SIGNATURES) if c not in table.column_names]
     if missing:
         raise ReleaseError(f"{path}: not a RedPajama-V2 minhash file (no column {missing[0]!r})")
@@ -271,7 +271,7 @@ def read_minhash(fs: fsspec.AbstractFileSystem, path: str) -> pa.Table:
 
 def read_duplicates(fs: fsspec.AbstractFileSystem, path: str) -> set[str]:
     with fs.open(path, "rb") as fh:
-        table = pq.read_table(fh)
+        table = read_table(fh)
     if "doc_id" not in table.column_names:
         raise ReleaseError(f"{path}: not a RedPajama-V2 duplicates file (no column 'doc_id')")
     return set(table.column("doc_id").to_pylist())

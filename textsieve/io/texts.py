@@ -27,7 +27,6 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 
 import fsspec
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from textsieve.document import Document
 from textsieve.io.attributes import attribute_shards, read_shard_meta, source_documents
@@ -35,6 +34,8 @@ from textsieve.io.errors import InputError
 from textsieve.io.paths import Shard, expand_inputs
 from textsieve.io.readers import ReadOptions, ShardReader
 from textsieve.io.source_roots import trusted
+
+from .parquet_read import read_table
 
 METADATA_FILES = frozenset({"selection.json", "annotate.json"})  # written beside documents, not documents
 KEY_COLUMNS = ("id", "shard", "row")  # the columns every attribute shard starts with
@@ -165,7 +166,7 @@ def shard_texts(fs: fsspec.AbstractFileSystem, path: str) -> tuple[pa.Table, lis
     """The key columns (`KEY_COLUMNS`) of the annotate shard `path` and the text of each of its
     rows, row-aligned: for a stage that computes one value per document from its text."""
     with fs.open(path, "rb") as fh:
-        keys = pq.read_table(fh, columns=list(KEY_COLUMNS))
+        keys = read_table(fh, columns=list(KEY_COLUMNS))
     rows = [int(r) for r in keys.column("row").to_numpy()]
     return keys, aligned_source_texts(source_meta(fs, path), rows, path)
 

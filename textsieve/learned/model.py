@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from textsieve import __version__
+from textsieve.io.parquet_read import read_table
 from textsieve.learned.features import columns_of, compute_features, feature_sql, parse_feature, sql_literal
 
 KIND = "textsieve.learned_filter"
@@ -233,7 +234,7 @@ def _read_source(src: LabelledSource, features: list[str] | None) -> tuple[Any, 
     tables = []
     for path in shards:
         with fs.open(path, "rb") as fh:
-            t = pq.read_table(fh, columns=cols)
+            t = read_table(fh, columns=cols)
         if src.label is not None:
             labels = np.full(t.num_rows, src.label, dtype=np.int64)
             t = t.append_column("label", pa.array(labels))

@@ -187,7 +187,8 @@ def _base_rows(fs: fsspec.AbstractFileSystem, path: str) -> Iterator[tuple[str, 
     import pyarrow.parquet as pq
 
     with fs.open(path, "rb") as fh:
-        for b in pq.ParquetFile(fh).iter_batches(batch_size=BATCH, columns=["id", "shard", "row"], use_threads=False):
+        reader = pq.ParquetFile(fh, pre_buffer=False)  # no read left pending at exit (`io.parquet_read`)
+        for b in reader.iter_batches(batch_size=BATCH, columns=["id", "shard", "row"], use_threads=False):
             yield from zip(*(b.column(c).to_pylist() for c in ("id", "shard", "row")))
 
 

@@ -63,6 +63,7 @@ from textsieve.io.attributes import attribute_set_dir, attribute_shards
 from textsieve.io.diskfull import disk_full_as_error
 from textsieve.io.leftovers import finish_work, remove_stale_temps, start_work
 from textsieve.io.locations import pool_workers, source_locations
+from textsieve.io.parquet_read import read_table
 from textsieve.io.publish import Publication, content_key, read_manifest, settings_diff
 from textsieve.options import MEMORY_HELP, check_choices, option, progress_option
 from textsieve.signals.spans import span_type
@@ -274,7 +275,7 @@ def _shard_counts(fs: fsspec.AbstractFileSystem, path: str) -> dict[str, int]:
     import pyarrow.compute as pc
 
     with fs.open(path, "rb") as fh:
-        t = pq.read_table(fh, columns=[SEEN, "dup_lines_count", "dup_lines_chars"])
+        t = read_table(fh, columns=[SEEN, "dup_lines_count", "dup_lines_chars"])
     flat = pc.list_flatten(t.column(SEEN))
     chars = pc.sum(pc.subtract(pc.struct_field(flat, "end"), pc.struct_field(flat, "start"))).as_py()
     dup_lines = pc.sum(t.column("dup_lines_count")).as_py()

@@ -12,6 +12,7 @@ from textsieve.dedup.corpus import ShardTable, first_lines, gather_texts, id_int
 from textsieve.dedup.lsh import BAND_PREFIXES, band_values, estimated_jaccard, signature_column
 from textsieve.io.atomic import AtomicParquetWriter
 from textsieve.io.attributes import attribute_shards
+from textsieve.io.parquet_read import read_table
 from textsieve.stages.dedup_fuzzy import FUZZY_SET, tkey
 
 
@@ -33,7 +34,7 @@ def find_cluster(directory: str, cluster: int, threshold: float | None = None) -
         hits = []
         for i, rel in enumerate(table.rels):
             with fs.open(by_rel[rel], "rb") as fh:
-                col = pq.read_table(fh, columns=[f"{stem}_cluster"]).column(0)
+                col = read_table(fh, columns=[f"{stem}_cluster"]).column(0)
             idx = np.flatnonzero(pc.fill_null(pc.equal(col, pa.scalar(cluster, pa.uint64())), False).to_numpy(
                 zero_copy_only=False))
             hits += [(i, int(k)) for k in idx]
@@ -100,7 +101,7 @@ def list_clusters(directory: str, threshold: float | None = None, top: int = DEF
     per_shard = []  # (cluster id per row, in a cluster?) per annotate shard
     for rel in table.rels:
         with fs.open(by_rel[rel], "rb") as fh:
-            c = pq.read_table(fh, columns=[col]).column(0)
+            c = read_table(fh, columns=[col]).column(0)
         valid = pc.is_valid(c).to_numpy(zero_copy_only=False)
         per_shard.append((pc.fill_null(c, 0).to_numpy(zero_copy_only=False).astype(np.uint64), valid))
     everything = np.concatenate([v[m] for v, m in per_shard]) if per_shard else np.zeros(0, np.uint64)
@@ -160,7 +161,7 @@ def export_rpv2_clusters(directory: str, threshold: float, output: str) -> int:
                 raise ValueError(f"{p}: no column {col}; run "
                                  f"`textsieve dedup fuzzy {directory} --threshold {threshold}`")
         with fs.open(p, "rb") as fh:
-            t = pq.read_table(fh, columns=["id", col])
+            t = read_table(fh, columns=["id", col])
         t = t.filter(pc.is_valid(t.column(col)))
         parts.append(pa.table({"id": t.column("id"), "id_int": pa.array(id_ints(t.column("id")), pa.uint64()),
                                "cluster_id": t.column(col).cast(pa.uint64())}))

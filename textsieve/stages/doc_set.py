@@ -38,6 +38,7 @@ from textsieve.io.atomic import atomic_open
 from textsieve.io.attributes import attribute_set_dir, attribute_shards
 from textsieve.io.leftovers import remove_stale_temps
 from textsieve.io.locations import pool_workers, source_locations
+from textsieve.io.parquet_read import read_table
 from textsieve.io.publish import Publication, content_key, read_manifest, settings_diff
 from textsieve.stages.dedup_exact import _Source
 from textsieve.stages.dedup_exact_out import write_tables
@@ -159,7 +160,7 @@ def _totals(fs: fsspec.AbstractFileSystem, path: str, columns: tuple[str, ...]) 
     import pyarrow.compute as pc
 
     with fs.open(path, "rb") as fh:
-        t = pq.read_table(fh, columns=list(columns) or ["row"])
+        t = read_table(fh, columns=list(columns) or ["row"])
     out: dict[str, Any] = {"n_docs": t.num_rows}
     for c in columns:
         v = pc.sum(t.column(c)).as_py()

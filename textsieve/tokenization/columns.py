@@ -16,9 +16,9 @@ from collections.abc import Iterable
 import fsspec
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from textsieve.errors import TextsieveError
+from textsieve.io.parquet_read import read_table
 
 SET_PREFIX = "tokens_"
 COLUMN_PREFIX = "ts_tokens_"
@@ -75,7 +75,7 @@ def read_token_counts(directory: str, column: str) -> pa.Table:
     tables = []
     for p in paths:
         with fs.open(p, "rb") as fh:
-            tables.append(pq.read_table(fh, columns=["shard", "row", column]))
+            tables.append(read_table(fh, columns=["shard", "row", column]))
     return pa.concat_tables(tables)
 
 
