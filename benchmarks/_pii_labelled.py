@@ -21,7 +21,7 @@ import ipaddress
 import random
 from dataclasses import dataclass, field
 
-from textsieve.pii.checks import IBAN_LENGTHS, iban_complete, iban_mod97, luhn_complete, luhn_ok
+from textsieve.personal_data.checks import IBAN_LENGTHS, iban_complete, iban_mod97, luhn_complete, luhn_ok
 
 TYPES = ("email", "ip", "phone", "credit_card", "iban")
 PHONE_REGIONS = ("US", "GB", "DE", "FR", "IN", "BR", "JP", "AU", "ES", "IT", "NL", "CA", "MX", "ZA")

@@ -47,7 +47,7 @@ def _docs(n: int) -> list[dict]:
 
 
 def textsieve_hits(texts: list[str]) -> tuple[list[list[tuple[int, int, str]]], float]:
-    from textsieve.pii.detect import PiiSettings, detect
+    from textsieve.personal_data.detect import PiiSettings, detect
 
     settings = PiiSettings()
     detect("warm up a@b.com +1 202 555 0143", settings)

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 import shutil
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
 import zstandard
+from _files import read_jsonl
 from _mix_corpus import corpus as build_corpus
 from _mix_corpus import mix_file
 
@@ -181,3 +183,132 @@ def test_report_shows_tokens_per_source_and_language(corpus, tmp_path, capsys):
     rc, _, err = _cli(capsys, "report", str(corpus["web"]), "-o", str(tmp_path / "r2.html"), "--mix",
                       str(corpus["web"]), "-q")
     assert rc != 0 and err.count("\n") == 1 and "not a `textsieve mix` output" in err
+
+
+# ---------------------------------------------------------------- issue 14 review: languages and redact: sources
+
+@pytest.fixture(scope="module")
+def sample_corpus(tmp_path_factory) -> dict[str, Path]:
+    """The bundled sample (records carry `meta.lang`), annotated with `--lang-field meta.lang` (so
+    no `ts_lang` column) and selected with `select` (a selection source)."""
+    from _mix_corpus import RECIPE
+
+    from textsieve.sample import SampleSources, build_sample
+    from textsieve.stages.annotate import AnnotateConfig, run_annotate
+    from textsieve.stages.select import SelectConfig, run_select
+
+    tmp = tmp_path_factory.mktemp("mixsample")
+    with warnings.catch_warnings():  # without the standard library's docstrings (slow to parse): fewer documents
+        warnings.simplefilter("ignore")
+        build_sample(tmp / "data" / "sample.jsonl.gz", max_docs=150, sources=SampleSources(stdlib_dir=None))
+    recipe = tmp / "words20.yaml"
+    recipe.write_text(yaml.safe_dump(RECIPE))
+    run_annotate(AnnotateConfig([str(tmp / "data")], str(tmp / "attrs"), signals=["rps_doc_word_count"],
+                                lang_field="meta.lang", workers=1, progress=False))
+    run_select(SelectConfig(directory=str(tmp / "attrs"), output=str(tmp / "sel"), recipe=str(recipe), workers=1,
+                            progress=False))
+    return {"root": tmp, "attrs": tmp / "attrs", "sel": tmp / "sel", "recipe": recipe}
+
+
+def test_languages_come_from_the_recorded_lang_field(sample_corpus, tmp_path, capsys):
+    """Before: a mix of the sample's attributes (language in meta.lang, no ts_lang) and of its
+    `select` output listed every token as `unknown`; now as `en`, in the manifest, the records
+    and the report. A selection's recorded lang_field (selection.json) is the field read."""
+    sel = json.loads((sample_corpus["sel"] / "selection.json").read_text())
+    assert sel["read_options"]["lang_field"] == "meta.lang"
+    data = {"tokens": 20_000, "tokenizer": "words", "seed": 0, "shard_size": "8K tokens", "sources": [
+        {"name": "attrs", "attributes": str(sample_corpus["attrs"]), "recipe": str(sample_corpus["recipe"]),
+         "share": 0.5},
+        {"name": "sel", "selection": str(sample_corpus["sel"]), "share": 0.5}]}
+    res = run_mix(MixConfig(data, output=str(tmp_path / "out"), workers=1, progress=False))
+    langs = res.manifest["info"]["mix"]["languages"]
+    assert set(langs["attrs"]) == {"en"} and set(langs["sel"]) == {"en"}, langs
+    assert {r["lang"] for r in _records(tmp_path / "out")} == {"en"}
+    rc, _, _ = _cli(capsys, "report", str(sample_corpus["attrs"]), "-o", str(tmp_path / "r.html"), "--mix",
+                    str(tmp_path / "out"), "-q")
+    page = (tmp_path / "r.html").read_text()
+    assert rc == 0 and f"<td>sel</td><td>en</td><td>{langs['sel']['en']:,}</td>" in page
+    assert "<td>unknown</td>" not in page
+    # the recorded field is the one read: point it at the records' `source` field instead
+    moved = tmp_path / "sel2"
+    shutil.copytree(sample_corpus["sel"], moved)
+    (moved / "selection.json").write_text(json.dumps({**sel, "read_options": {**sel["read_options"],
+                                                                              "lang_field": "source"}}))
+    data["sources"] = [{"name": "sel", "selection": str(moved), "share": 1.0}]
+    _, pools, _ = plan_mix(MixConfig(data, workers=1))
+    sources = {r["source"] for f in sorted(moved.glob("*.jsonl.gz")) for r in read_jsonl(f)}
+    assert "python-docs" in sources and {x for sp in pools[0].shards for x in sp.lang} == sources
+
+
+@pytest.fixture(scope="module")
+def planted(dev_dir, tmp_path_factory) -> dict:
+    """40 real web pages with planted PII (`benchmarks/_pii_labelled.py`), annotated, with `_pii`."""
+    import gzip
+    import sys
+
+    from _files import web_docs
+
+    from textsieve.stages.annotate import AnnotateConfig, run_annotate
+    from textsieve.stages.pii import PiiConfig, run_pii
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import _pii_labelled as labelled
+
+    tmp = tmp_path_factory.mktemp("mixpii")
+    docs = labelled.build(web_docs(dev_dir, 40), seed=5, per_doc=3)
+    (tmp / "data").mkdir()
+    with gzip.open(tmp / "data" / "web.jsonl.gz", "wt", encoding="utf-8") as fh:
+        fh.writelines(json.dumps({"id": d.id, "text": d.text}) + "\n" for d in docs)
+    run_annotate(AnnotateConfig([str(tmp / "data")], str(tmp / "attrs"), signals=["rps_doc_word_count"], workers=1,
+                                progress=False))
+    run_pii(PiiConfig(str(tmp / "attrs"), workers=1, progress=False))
+    return {"docs": docs, "attrs": tmp / "attrs", "root": tmp}
+
+
+def test_redact_source_has_no_planted_email_and_counts_redacted_tokens(corpus, planted, tmp_path):
+    """Before: `redact:` was an unknown key. Now an attributes source with `redact: [pii]` writes
+    every planted e-mail as its placeholder, counts the redacted texts' tokens (not the
+    `ts_tokens_` column of the unredacted ones), and records per source what was replaced."""
+    from textsieve.personal_data.redact import PLACEHOLDERS
+    from textsieve.stages.tokens import TokensConfig, run_tokens
+    from textsieve.tokenization.tokenizer import load_tokenizer
+
+    attrs = tmp_path / "attrs"
+    shutil.copytree(planted["attrs"], attrs)
+    run_tokens(TokensConfig(str(attrs), str(corpus["tok"]), workers=1, progress=False))
+    source = {"name": "web", "attributes": str(attrs), "recipe": str(corpus["recipe"]), "share": 1.0}
+
+    def mix(out: str, **extra) -> tuple[list[dict], dict]:
+        data = {"tokens": 1000, "tokenizer": str(corpus["tok"]), "seed": 0, "shard_size": "20K tokens",
+                "sources": [source | extra]}
+        _, _, plan = plan_mix(MixConfig(data, workers=1))
+        data["tokens"] = plan.sources[0].tokens  # every document once
+        res = run_mix(MixConfig(data, output=str(tmp_path / out), workers=1, progress=False))
+        return _records(tmp_path / out), res.manifest["info"]["mix"]["sources"][0]
+
+    emails = [p.value for d in planted["docs"] for p in d.plants if p.type == "email"]
+    plain, plain_src = mix("plain")
+    assert plain_src["token_count"] == "column:ts_tokens_tok" and "redacted" not in plain_src
+    assert sum(e in r["text"] for r in plain for e in emails) >= len(emails) // 2  # the control: they are there
+    recs, src = mix("redacted", redact=["pii"])
+    assert len(recs) == len(plain) and src["token_count"] == "tokenizer"
+    assert not [e for e in emails if any(e in r["text"] for r in recs)]
+    tok = load_tokenizer(str(corpus["tok"]))
+    assert [len(x) for x in tok.encode_batch([r["text"] for r in recs])] == [r["tokens"] for r in recs]
+    assert src["tokens"] == sum(r["tokens"] for r in recs) < plain_src["tokens"]
+    placed = {t: sum(r["text"].count(PLACEHOLDERS[t]) for r in recs) for t in PLACEHOLDERS}
+    assert src["redacted"]["names"] == ["pii"] and "ts_pii_email" in src["redacted"]["columns"]
+    assert src["redacted"]["replaced"] == placed and placed["email"] >= len(emails)
+
+
+def test_redact_key_errors_are_one_line(corpus, tmp_path, capsys):
+    f = mix_file(tmp_path / "m1.yaml", corpus, wiki={"redact": ["pii"]})
+    rc, _, err = _cli(capsys, "mix", str(f), "--dry-run")
+    assert rc != 0 and err.count("\n") == 1 and "sources[1] (wiki).redact: only for an attributes: source" in err
+    f = mix_file(tmp_path / "m2.yaml", corpus, web={"redact": "pii"})
+    rc, _, err = _cli(capsys, "mix", str(f), "--dry-run")
+    assert rc != 0 and err.count("\n") == 1
+    assert err.startswith("textsieve: error: sources: web: redact: pii: ") and "run `textsieve pii" in err
+    f = mix_file(tmp_path / "m3.yaml", corpus, web={"redact": [3]})
+    rc, _, err = _cli(capsys, "mix", str(f), "--dry-run")
+    assert rc != 0 and err.count("\n") == 1 and "redact: expected a list of names" in err

@@ -13,8 +13,8 @@ import pytest
 from _files import web_docs
 
 from textsieve.cli import main
-from textsieve.pii.checks import card_ok, iban_ok, luhn_ok
-from textsieve.pii.detect import PII_TYPES, PiiSettings, detect
+from textsieve.personal_data.checks import card_ok, iban_ok, luhn_ok
+from textsieve.personal_data.detect import PII_TYPES, PiiSettings, detect
 from textsieve.stages.annotate import AnnotateConfig, run_annotate
 from textsieve.stages.doc_set import DocSetError
 from textsieve.stages.pii import PiiConfig, PiiError, output_schema, run_pii

@@ -40,12 +40,22 @@ def _head(src: Path, dst: Path, n: int) -> Path:
 def _stages():
     """(API function, module and name of the stage's run function, config class, first argument)."""
     from textsieve.stages.annotate import AnnotateConfig
+    from textsieve.stages.decontaminate import DecontamConfig
     from textsieve.stages.dedup_exact import ExactConfig
     from textsieve.stages.dedup_fuzzy import FuzzyConfig
     from textsieve.stages.dsir_fit import DsirFitConfig
+    from textsieve.stages.mix import MixConfig
+    from textsieve.stages.pii import PiiConfig
     from textsieve.stages.select import SelectConfig
+    from textsieve.stages.tokens import TokensConfig
+    from textsieve.tokenization.train import TrainTokenizerConfig
 
     return [(ts.annotate, "textsieve.stages.annotate", "run_annotate", AnnotateConfig, "inputs"),
+            (ts.decontaminate, "textsieve.stages.decontaminate", "run_decontaminate", DecontamConfig, "directory"),
+            (ts.pii, "textsieve.stages.pii", "run_pii", PiiConfig, "directory"),
+            (ts.tokens, "textsieve.stages.tokens", "run_tokens", TokensConfig, "directory"),
+            (ts.train_tokenizer, "textsieve.tokenization.train", "train_tokenizer", TrainTokenizerConfig, "corpus"),
+            (ts.mix, "textsieve.stages.mix", "run_mix", MixConfig, "mix"),
             (ts.dedup_exact, "textsieve.stages.dedup_exact", "run_exact", ExactConfig, "inputs"),
             (ts.dedup_fuzzy, "textsieve.stages.dedup_fuzzy", "run_fuzzy", FuzzyConfig, "directory"),
             (ts.dsir_fit, "textsieve.stages.dsir_fit", "run_fit", DsirFitConfig, "raw"),
@@ -68,7 +78,8 @@ def _required_kwargs(cls, first: str) -> dict:
 
 # ---------------------------------------------------------------- keywords -> configs
 
-@pytest.mark.parametrize("i", range(5), ids=["annotate", "dedup_exact", "dedup_fuzzy", "dsir_fit", "select"])
+@pytest.mark.parametrize("i", range(10), ids=["annotate", "decontaminate", "pii", "tokens", "train_tokenizer", "mix",
+                                               "dedup_exact", "dedup_fuzzy", "dsir_fit", "select"])
 def test_keywords_build_the_stage_config_with_its_defaults(i, monkeypatch, tmp_path):
     fn, module, run_name, cls, first = _stages()[i]
     seen = []
@@ -85,7 +96,8 @@ def test_keywords_build_the_stage_config_with_its_defaults(i, monkeypatch, tmp_p
     assert cfg.progress is True  # as in the dataclasses
 
 
-@pytest.mark.parametrize("i", range(5), ids=["annotate", "dedup_exact", "dedup_fuzzy", "dsir_fit", "select"])
+@pytest.mark.parametrize("i", range(10), ids=["annotate", "decontaminate", "pii", "tokens", "train_tokenizer", "mix",
+                                               "dedup_exact", "dedup_fuzzy", "dsir_fit", "select"])
 def test_signature_lists_every_config_field(i):
     fn, _, _, cls, first = _stages()[i]
     params = inspect.signature(fn).parameters
@@ -97,7 +109,8 @@ def test_signature_lists_every_config_field(i):
     assert f"fields of {cls.__name__}" in fn.__doc__
 
 
-@pytest.mark.parametrize("i", range(5), ids=["annotate", "dedup_exact", "dedup_fuzzy", "dsir_fit", "select"])
+@pytest.mark.parametrize("i", range(10), ids=["annotate", "decontaminate", "pii", "tokens", "train_tokenizer", "mix",
+                                               "dedup_exact", "dedup_fuzzy", "dsir_fit", "select"])
 def test_unknown_keyword_names_the_valid_ones(i):
     fn, _, _, cls, first = _stages()[i]
     with pytest.raises(TypeError) as err:

@@ -17,6 +17,8 @@ mix file's folder)::
         dsir: wiki            #   a DSIR draw (after `dsir fit`): k: N or dsir_tokens: N, replace, temperature
         share: 0.7            # of the total tokens (or `weight:`, normalised over the sources)
         max_epochs: 2         # upsampling cap (default 1: no document repeats)
+        redact: [pii]         # optional: spans replaced as `select --redact` does (pii placeholders,
+                              #   or span columns such as ts_contam_spans removed), before counting
       - name: wiki
         selection: wiki-sel/  # a `textsieve select` output folder
         share: 0.3
@@ -38,7 +40,7 @@ FORMATS = ("jsonl.zst", "parquet", "bin")
 WORDS = "words"  # `tokenizer: words`: estimated token counts (word/punctuation tokens), labelled as such
 TOP_KEYS = ("sources", "tokens", "tokenizer", "seed", "shard_size", "format")
 SOURCE_KEYS = ("name", "attributes", "selection", "recipe", "dsir", "k", "dsir_tokens", "replace", "temperature",
-               "share", "weight", "max_epochs", "text_field")
+               "share", "weight", "max_epochs", "text_field", "redact")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 _COUNT = re.compile(r"\s*([0-9]*\.?[0-9]+(?:e[0-9]+)?)\s*([kmbgt]?)\s*", re.I)
 _SHARD = re.compile(r"\s*([0-9]*\.?[0-9]+)\s*([kmgt]?)\s*(i?b|bytes|tokens?)\s*", re.I)
@@ -65,6 +67,7 @@ class SourceSpec:
     weight: float | None = None
     max_epochs: float = 1.0
     text_field: str = "text"
+    redact: list[str] | None = None  # `select --redact` names (attributes sources), None: no redaction
 
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v is not None}
@@ -156,6 +159,14 @@ def _recipe_value(value: Any, key: str, base: str | None) -> str:
     return value
 
 
+def _redact_names(value: Any, key: str) -> list[str]:
+    """`redact:` as `select --redact` takes it: a list of names (a string may list them with commas)."""
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list) or not items or not all(isinstance(v, str) and v.strip() for v in items):
+        raise MixError(f"{key}: expected a list of names, e.g. [pii] or [pii, ts_contam_spans], not {value!r}")
+    return list(dict.fromkeys(n.strip() for v in items for n in v.split(",") if n.strip()))
+
+
 def parse_source(raw: Any, i: int, base: str | None) -> SourceSpec:
     """One `sources:` entry, checked."""
     where = f"sources[{i}]"
@@ -176,6 +187,9 @@ def parse_source(raw: Any, i: int, base: str | None) -> SourceSpec:
         bad = [k for k in ("recipe", "dsir", "k", "dsir_tokens", "replace", "temperature") if k in raw]
         if bad:
             raise MixError(f"{where}.{bad[0]}: only for an attributes: source (a selection is already selected)")
+        if "redact" in raw:
+            raise MixError(f"{where}.redact: only for an attributes: source (write the selection with "
+                           "`textsieve select --redact` instead)")
         spec.selection = _path(raw["selection"], f"{where}.selection", base)
     else:
         spec.attributes = _path(raw["attributes"], f"{where}.attributes", base)
@@ -202,6 +216,8 @@ def parse_source(raw: Any, i: int, base: str | None) -> SourceSpec:
             spec.replace = raw["replace"]
         if "temperature" in raw:
             spec.temperature = _num(raw["temperature"], f"{where}.temperature", positive=True)
+        if "redact" in raw:
+            spec.redact = _redact_names(raw["redact"], f"{where}.redact")
     if ("share" in raw) == ("weight" in raw):
         raise MixError(f"{where}: give exactly one of share: (of the total tokens) or weight:")
     if "share" in raw:

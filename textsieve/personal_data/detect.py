@@ -36,7 +36,7 @@ import ipaddress
 import re
 from dataclasses import dataclass
 
-from textsieve.pii.checks import IBAN_LENGTHS, card_ok, iban_ok
+from textsieve.personal_data.checks import IBAN_LENGTHS, card_ok, iban_ok
 
 PII_TYPES = ("email", "ip", "phone", "credit_card", "iban")
 #: bumped whenever a rule changes what is found (part of the `_pii` set's fingerprint)

@@ -25,12 +25,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from textsieve.errors import TextsieveError
-from textsieve.pii.redact import PLACEHOLDERS, Region
+from textsieve.personal_data.redact import PLACEHOLDERS, Region
 
 PII_SET = "pii"
 PII_PREFIX = "ts_pii_"
 #: the record field `select --redact` adds: replaced spans per label, e.g. {"email": 2, "ip": 0}
 REDACTED_FIELD = "ts_redacted"
+
+#: rows of an attribute shard read at a time by `load_regions`
+REGION_BATCH = 65_536
 
 #: one column to redact in one shard: (Parquet path, column, replacement, label)
 RedactSource = tuple[str, str, str, str]
@@ -131,18 +134,35 @@ def resolve_redact(directory: str, names: Sequence[str]) -> RedactPlan:
 
 def load_regions(sources: Sequence[RedactSource], rows: np.ndarray) -> list[list[Region]]:
     """The regions to replace in each of `rows` (source record indices, as the shard's `row`
-    column), from every source column; rows a set lacks have none."""
-    at = {int(r): i for i, r in enumerate(rows.tolist())}
-    out: list[list[Region]] = [[] for _ in range(len(rows))]
+    column), from every source column; rows a set lacks have none.
+
+    Why batch by batch, and only the wanted rows converted: a selection often keeps a few rows
+    of a large shard, and turning every row's spans into Python objects would cost memory and
+    time proportional to the shard, not to the selection. Each Arrow batch is matched against
+    the sorted `rows` in numpy, and only its matching rows are taken and converted."""
+    want = np.asarray(rows, np.int64)
+    out: list[list[Region]] = [[] for _ in range(len(want))]
+    if not len(want):
+        return out
+    order = np.argsort(want, kind="stable")
+    ordered = want[order]
     for path, column, replacement, label in sources:
         with fsspec.open(path, "rb") as fh:
-            table = pq.read_table(fh, columns=["row", column])
-        for r, spans in zip(table.column("row").to_pylist(), table.column(column).to_pylist()):
-            i = at.get(r)
-            if i is None or not spans:
-                continue
-            out[i].extend((int(sp["start"]), int(sp["end"]), replacement, label) for sp in spans
-                          if sp is not None and sp.get("start") is not None and sp.get("end") is not None)
+            pf = pq.ParquetFile(fh)
+            for batch in pf.iter_batches(batch_size=REGION_BATCH, columns=["row", column], use_threads=False):
+                got = batch.column(0).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+                pos = np.searchsorted(ordered, got)
+                hit = pos < len(ordered)
+                hit[hit] = ordered[pos[hit]] == got[hit]
+                if not hit.any():
+                    continue
+                take = np.flatnonzero(hit)
+                spans_of = batch.column(1).take(pa.array(take, pa.int64())).to_pylist()
+                for i, spans in zip(order[pos[take]].tolist(), spans_of):
+                    if spans:
+                        out[i].extend((int(sp["start"]), int(sp["end"]), replacement, label) for sp in spans
+                                      if sp is not None and sp.get("start") is not None
+                                      and sp.get("end") is not None)
     return out
 
 

@@ -387,7 +387,7 @@ class Recipe:
     # alias -> [path as written, places looked in] for a relative model path found nowhere, so
     # the error can say where it looked (see `resolve_model_path`)
     model_search: dict[str, list[str]] = field(default_factory=dict, compare=False, repr=False)
-    # span columns `select` replaces when writing (`redact: [pii]`; see `textsieve.pii.redact_plan`)
+    # span columns `select` replaces when writing (`redact: [pii]`; see `textsieve.personal_data.redact_plan`)
     redact: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:

@@ -16,7 +16,8 @@ Steps (each deterministic for the same mix file, inputs and seed):
 Output: `OUT/shard-NNNNN.{jsonl.zst,parquet}` or `.bin`/`.idx`/`.docs.jsonl`, and `OUT/manifest.json`
 (the publication manifest, `io.publish`): per file size, SHA-256, documents, tokens; under
 `info.mix` the settings, the plan, per source documents / distinct documents / tokens / epochs /
-input fingerprints, and tokens per language. Everything is staged in `OUT/.staging-mix-KEY/`
+input fingerprints (with `redact:`, `redacted`: the names, columns and spans replaced per label in
+the records written), and tokens per language. Everything is staged in `OUT/.staging-mix-KEY/`
 and published in one switch: a killed run publishes nothing and its re-run resumes the finished
 scatter tasks; the same settings on the same inputs re-run is a no-op.
 """
@@ -322,6 +323,10 @@ def publish_mix(cfg: MixConfig, spec: MixSpec, pools: list[SourcePool], plan: Pl
                            "epochs": round(sp_plan.epochs, 6), "target_tokens": sp_plan.target_tokens,
                            "available_documents": sp_plan.documents, "available_tokens": sp_plan.tokens,
                            "token_count": pool.token_count, "inputs": pool.inputs, "details": pool.details})
+        if pool.spec.redact:  # what `redact:` replaced in this source's records (each copy counted)
+            labels = next((sp.redact_labels for sp in pool.shards), ())
+            per_source[-1]["redacted"] = {**(pool.details.get("redact") or {}), "replaced": {
+                **dict.fromkeys(labels, 0), **stats["redacted"].get(pool.spec.name, {})}}
     pub.info["mix"] = {
         "settings": {"tokens": spec.tokens, "seed": spec.seed, "shard_size": spec.shard_size, "format": spec.format,
                      "tokenizer": tok.info() if tok is not None else spec.tokenizer,

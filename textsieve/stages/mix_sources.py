@@ -10,7 +10,15 @@ Token counts, in this order: the annotate folder's `ts_tokens_<name>` column (fr
 tokens` with the mix's tokenizer file: same name *and* same file fingerprint), unless the
 recipe's line rules cut the texts; otherwise the texts are read and encoded with the mix's
 tokenizer; with `tokenizer: words` the word/punctuation count (an estimate, labelled so in the
-plan and the manifest).
+plan and the manifest). A source's `redact:` names (`select --redact`'s, resolved by
+`pii.redact_plan`) are applied wherever its texts are read, so counts are of the redacted text
+and a token column (made from the unredacted text) is not used for it.
+
+Languages (the manifest's and report's per-language table, each record's `lang`): an attributes
+source takes annotate's `ts_lang` column, else the record field annotate read languages from
+(its recorded `lang_field`, e.g. `meta.lang`, re-read from the source shard); a selection source
+takes the field its `selection.json` records as `read_options.lang_field`, else `ts_lang`,
+`lang` or `meta.lang` of each record.
 """
 
 from __future__ import annotations
@@ -26,7 +34,12 @@ import fsspec
 import numpy as np
 import pyarrow.parquet as pq
 
+from textsieve.io.fields import MISSING, FieldPath
 from textsieve.mixing.spec import WORDS, MixError, SourceSpec
+from textsieve.personal_data.redact_plan import RedactError, RedactSource
+
+#: record fields a selection's language is read from when its selection.json records none
+SELECTION_LANG_FIELDS = ("ts_lang", "lang", "meta.lang")
 
 _WORDS = re.compile(r"\w+|[^\w\s]")
 
@@ -46,6 +59,8 @@ class ShardPool:
     ends: list[np.ndarray] | None = None
     tokens: np.ndarray | None = None
     lang: list[str | None] = field(default_factory=list)
+    redact: list[RedactSource] | None = None  # span columns replaced when the texts are read
+    redact_labels: tuple[str, ...] = ()
 
 
 @dataclass
@@ -131,19 +146,39 @@ def select_pool(spec: SourceSpec, cfg: Any) -> SourcePool:
     inputs = {"attributes": spec.attributes, "content": _published_inputs(spec.attributes),
               "annotate": content_key(fs, root.rstrip("/")), "attribute_sets": used}
     pool = SourcePool(spec, shards, inputs, details={"dsir": dsir_summary, "recipe": spec.recipe})
+    if spec.redact:
+        _plan_redaction(pool)
     _attribute_langs(spec.attributes, pool)
     return pool
 
 
+def _plan_redaction(pool: SourcePool) -> None:
+    """Give each shard the span columns its texts are redacted with (`select --redact`'s plan)."""
+    from textsieve.personal_data.redact_plan import resolve_redact
+
+    assert pool.spec.attributes is not None and pool.spec.redact
+    try:
+        plan = resolve_redact(pool.spec.attributes, pool.spec.redact)
+        for sp in pool.shards:
+            sp.redact = plan.sources(sp.meta["_attr_rel"]) if plan.columns else None
+            sp.redact_labels = plan.labels
+    except RedactError as exc:
+        why = str(exc).removeprefix("select --redact").lstrip(" :")
+        raise MixError(f"sources: {pool.spec.name}: redact: {why}") from None
+    pool.details["redact"] = {"names": plan.names, "columns": [c.column for c in plan.columns]}
+
+
 def _attribute_langs(directory: str, pool: SourcePool) -> None:
-    """Each document's `ts_lang` (annotate's language id) when the shards have it."""
+    """Each document's `ts_lang` (annotate's language id) when the shards have it, else the
+    language annotate read from the records (`read_options.lang_field`), else None."""
     fs, root = fsspec.core.url_to_fs(directory)
     for sp in pool.shards:
         path = f"{root.rstrip('/')}/{sp.meta['_attr_rel']}"
         with fs.open(path, "rb") as fh:
             pf = pq.ParquetFile(fh)
             if "ts_lang" not in pf.schema_arrow.names:
-                sp.lang = [None] * len(sp.rows)
+                lang_field = (sp.meta.get("read_options") or {}).get("lang_field")
+                sp.lang = source_langs(sp.meta, sp.rows) if lang_field else [None] * len(sp.rows)
                 continue
             t = pf.read(columns=["row", "ts_lang"])
         rows = t.column("row").to_numpy().astype(np.int64)
@@ -152,13 +187,55 @@ def _attribute_langs(directory: str, pool: SourcePool) -> None:
         sp.lang = [langs[i] for i in at.tolist()]
 
 
+def source_langs(meta: dict, rows: np.ndarray) -> list[str | None]:
+    """The language of each of `rows` of the source shard an annotate shard was made from, as
+    annotate read it (`read_options.lang_field`): a Parquet source's column alone, other formats
+    through annotate's own reader (so rows, skipped records and renamed ids match)."""
+    from textsieve.io.attributes import source_documents
+
+    lang_field = FieldPath(meta["read_options"]["lang_field"])
+    src = meta["source_shard"]
+    if src.get("format") == "parquet":
+        with fsspec.open(src["path"], "rb") as fh:
+            pf = pq.ParquetFile(fh)
+            names = pf.schema_arrow.names
+            top = lang_field.name if lang_field.name in names else lang_field.parts[0]
+            if top not in names:
+                return [None] * len(rows)
+            values = pf.read(columns=[top]).column(top).take(np.asarray(rows, np.int64)).to_pylist()
+        return [_lang_str(lang_field.get({top: v})) for v in values]
+    want = {int(r): i for i, r in enumerate(rows.tolist())}
+    out: list[str | None] = [None] * len(rows)
+    last = max(want) if want else -1
+    for doc in source_documents({k: v for k, v in meta.items() if not k.startswith("_")}):
+        if doc.row > last:
+            break
+        i = want.get(doc.row)
+        if i is not None:
+            out[i] = doc.lang
+    return out
+
+
+def _lang_str(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def record_lang(rec: dict, fields: tuple[FieldPath, ...]) -> str | None:
+    """A selection record's language: the first of `fields` it has as a string."""
+    for f in fields:
+        value = f.get(rec)
+        if value is not MISSING and _lang_str(value):
+            return str(value)
+    return None
+
+
 def column_counts(pool: SourcePool, tokenizer: Any) -> bool:
     """Fill token counts from the folder's `ts_tokens_<name>` column when it was made with this
     tokenizer file and no line rule cuts the texts; whether it did."""
     from textsieve.tokenization.columns import COLUMN_PREFIX, aligned_counts, token_columns, token_info
 
     directory = pool.spec.attributes
-    if directory is None or tokenizer is None or any(s.starts is not None for s in pool.shards):
+    if directory is None or tokenizer is None or any(s.starts is not None or s.redact for s in pool.shards):
         return False
     col = COLUMN_PREFIX + tokenizer.name
     if col not in token_columns(directory):
@@ -189,17 +266,17 @@ def _selection_pool(spec: SourceSpec) -> SourcePool:
         raise MixError(f"{where}: {spec.selection} is not a published `textsieve select` output (no manifest.json "
                        "of stage select)")
     shards = []
+    lang_fields = _selection_lang_fields(fs, root, manifest)
     for rel in sorted(manifest.files):
         if not rel.endswith((".jsonl.gz", ".parquet")):
             continue
         path = check_file(fs, root, manifest, rel)
         meta = {"path": path, "format": "parquet" if rel.endswith(".parquet") else "jsonl.gz",
-                "text_field": spec.text_field}
+                "text_field": spec.text_field, "lang_fields": [f.name for f in lang_fields]}
         ids, langs = [], []
         for rec in _selection_records(meta, fields=True):
             ids.append(str(rec.get("id")))
-            lang = rec.get("ts_lang", rec.get("lang"))
-            langs.append(lang if isinstance(lang, str) else None)
+            langs.append(record_lang(rec, lang_fields))
         n = len(ids)
         if n:
             shards.append(ShardPool(rel, "selection", meta, np.arange(n, dtype=np.int64), ids,
@@ -209,14 +286,29 @@ def _selection_pool(spec: SourceSpec) -> SourcePool:
     return SourcePool(spec, shards, inputs)
 
 
+def _selection_lang_fields(fs: fsspec.AbstractFileSystem, root: str, manifest: Any) -> tuple[FieldPath, ...]:
+    """Where a selection's records hold their language: the `lang_field` its selection.json
+    records (annotate's read option; the records keep the source's fields), else the usual names."""
+    from textsieve.stages.select import SUMMARY
+
+    recorded = None
+    if SUMMARY in manifest.files:
+        try:
+            recorded = (json.loads(fs.cat_file(f"{root}/{SUMMARY}")).get("read_options") or {}).get("lang_field")
+        except (OSError, ValueError, AttributeError):
+            recorded = None
+    names = ([recorded] if isinstance(recorded, str) and recorded else []) + list(SELECTION_LANG_FIELDS)
+    return tuple(FieldPath(n) for n in dict.fromkeys(names))
+
+
 def _selection_records(meta: dict, fields: bool = False) -> Iterator[dict]:
     """The records of one selection file (without the text when only `fields` are wanted)."""
     if meta["format"] == "parquet":
         with fsspec.open(meta["path"], "rb") as fh:
             pf = pq.ParquetFile(fh)
             names = pf.schema_arrow.names
-            cols = [c for c in names if c in ("id", "lang", "ts_lang")] if fields else \
-                [c for c in names if c in ("id", "lang", "ts_lang", meta["text_field"])]
+            wanted = {"id", *(f.split(".", 1)[0] for f in meta.get("lang_fields", ())), *meta.get("lang_fields", ())}
+            cols = [c for c in names if c in wanted or (not fields and c == meta["text_field"])]
             for batch in pf.iter_batches(columns=cols, batch_size=2000):
                 yield from batch.to_pylist()
         return
@@ -225,8 +317,11 @@ def _selection_records(meta: dict, fields: bool = False) -> Iterator[dict]:
             yield json.loads(line)
 
 
-def texts(sp: ShardPool, want: np.ndarray | None = None) -> Iterator[tuple[int, str]]:
-    """(position in `sp.rows`, text as written) for the rows (all, or where `want` is true), in order."""
+def texts(sp: ShardPool, want: np.ndarray | None = None, copies: np.ndarray | None = None,
+          redacted: dict[str, int] | None = None) -> Iterator[tuple[int, str]]:
+    """(position in `sp.rows`, text as written: line rules applied and spans redacted) for the
+    rows (all, or where `want` is true), in order. With `redacted`, the spans replaced per label
+    are added to it once the rows are read, each row's counted `copies[row]` times (default 1)."""
     if sp.kind == "selection":
         field_name = sp.meta["text_field"]
         for i, rec in enumerate(_selection_records(sp.meta)):
@@ -245,12 +340,16 @@ def texts(sp: ShardPool, want: np.ndarray | None = None) -> Iterator[tuple[int, 
     idx = np.flatnonzero(keep)
     meta = {k: v for k, v in sp.meta.items() if not k.startswith("_")}
     task = _Task(meta, "", "", sp.rows[idx], [sp.ids[i] for i in idx.tolist()], sp.lengths[idx],
-                 np.ones(len(idx), np.int64), [sp.starts[i] for i in idx.tolist()] if sp.starts else None,
-                 [sp.ends[i] for i in idx.tolist()] if sp.ends else None)
+                 np.ones(len(idx), np.int64) if copies is None else np.asarray(copies, np.int64)[idx],
+                 [sp.starts[i] for i in idx.tolist()] if sp.starts else None,
+                 [sp.ends[i] for i in idx.tolist()] if sp.ends else None, sp.redact, sp.redact_labels)
     selected, check = stream_selected(task, MixError)
     for j, (_doc, text, _n) in enumerate(selected()):
         yield int(idx[j]), text
-    check()
+    counts = check()
+    if redacted is not None:
+        for label, k in counts.items():
+            redacted[label] = redacted.get(label, 0) + int(k)
 
 
 def resolve_pool(spec: SourceSpec, seed: int, threads: int | None = None,

@@ -126,13 +126,16 @@ def scatter_task(task: ScatterTask) -> dict[str, Any]:
             tokens += n * planned
         pending.clear()
 
-    for i, text in texts(sp, want):
+    redacted: dict[str, int] = dict.fromkeys(sp.redact_labels, 0)
+    for i, text in texts(sp, want, task.counts, redacted):
         pending.append((i, text))
         if len(pending) >= BATCH:
             flush()
     flush()
     sc.flush()
     out: dict[str, Any] = {"records": records, "tokens": tokens}
+    if sp.redact:  # spans replaced in the records written (each copy counted), per label
+        out["redacted"] = redacted
     tmp = marker + ".tmp"
     with open(tmp, "w", encoding="utf-8") as fh:
         json.dump(out, fh)

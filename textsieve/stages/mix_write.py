@@ -29,7 +29,8 @@ BYTES_PER_TOKEN = 6  # estimate of a JSON record's bytes per token (text + field
 def write_shards(cfg: Any, spec: MixSpec, pools: list[SourcePool], draws: list[list[np.ndarray]], staging: str,
                  tok: Any) -> dict[str, Any]:
     """Write the shards of the draw into `staging`; returns {shards, max_loaded, splits, resumed, tasks,
-    dtype, eos} (`resumed`: scatter tasks a killed run had finished)."""
+    redacted, dtype, eos} (`resumed`: scatter tasks a killed run had finished; `redacted`: per source
+    with `redact:`, the spans replaced per label in the records written)."""
     from textsieve.exec.local import default_workers, ordered_map
     from textsieve.exec.progress import Progress
     from textsieve.io.locations import pool_workers
@@ -62,9 +63,14 @@ def write_shards(cfg: Any, spec: MixSpec, pools: list[SourcePool], draws: list[l
         t.buffer = max(1, memory // (4 * workers))
     progress = Progress("mix", len(tasks), enabled=cfg.progress, unit="records")
     resumed = 0
+    redacted: dict[str, dict[str, int]] = {}  # source name -> spans replaced per label (redact: sources)
     try:
-        for _task, res in ordered_map(scatter_task, tasks, workers=workers):
+        for task, res in ordered_map(scatter_task, tasks, workers=workers):
             resumed += bool(res.get("resumed"))
+            if "redacted" in res:
+                by = redacted.setdefault(task.source_name, {})
+                for label, k in res["redacted"].items():
+                    by[label] = by.get(label, 0) + int(k)
             progress.advance(int(res["records"]), 1)
     finally:
         progress.close()
@@ -83,7 +89,7 @@ def write_shards(cfg: Any, spec: MixSpec, pools: list[SourcePool], draws: list[l
 
     shutil.rmtree(work, ignore_errors=True)
     return {"shards": shards, "max_loaded": gather.max_loaded, "splits": gather.splits, "resumed": resumed,
-            "tasks": len(tasks),
+            "tasks": len(tasks), "redacted": redacted,
             "dtype": dtype.name if dtype is not None else None, "eos": eos}
 
 

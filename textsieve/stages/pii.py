@@ -3,7 +3,7 @@
 Why an attribute set, not a filter: what to do with personal data is a curation choice made
 later. A recipe can drop documents (`ts_pii_count == 0`), and `select --redact pii` (or a
 recipe's `redact: [pii]`) writes the chosen documents with every span replaced by a
-placeholder (`textsieve.pii.redact`). The detectors and their rules are in `textsieve.pii.detect`.
+placeholder (`textsieve.personal_data.redact`). The detectors and their rules are in `textsieve.personal_data.detect`.
 
 Columns (one row per annotated document, in annotate's order; offsets are characters of the
 Python str, as annotate's spans):
@@ -21,7 +21,7 @@ from typing import Any
 import pyarrow as pa
 
 from textsieve.options import check_choices, option, progress_option
-from textsieve.pii.detect import DETECTOR_VERSION, LENIENCIES, PII_TYPES, PiiSettings, detect
+from textsieve.personal_data.detect import DETECTOR_VERSION, LENIENCIES, PII_TYPES, PiiSettings, detect
 from textsieve.signals.spans import free_spans, span_type
 from textsieve.stages.doc_set import DocSetError, DocSetJob, DocSetResult, run_doc_set
 from textsieve.stages.doc_set import output_schema as _doc_set_schema

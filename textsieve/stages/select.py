@@ -356,7 +356,7 @@ def run_select(cfg: SelectConfig) -> SelectResult:
                "source": m.get("source"), "source_size": m["source_shard"].get("size"), "documents": m.get("documents")}
               for rel, m in sorted(metas.values(), key=lambda x: x[0])]
     _check_apart(cfg, metas)
-    from textsieve.pii.redact_plan import resolve_redact
+    from textsieve.personal_data.redact_plan import resolve_redact
 
     redact = resolve_redact(cfg.directory, redact_names(cfg))
     fs, out_root = fsspec.core.url_to_fs(cfg.output)
@@ -387,6 +387,9 @@ def run_select(cfg: SelectConfig) -> SelectResult:
             "recipe": recipe.to_dict() if recipe else None, "inputs": inputs}
     if redact.names:
         head["redact"] = {"names": redact.names, "columns": [c.column for c in redact.columns]}
+    # how annotate read the records (text, id, language fields): the output records keep the source's
+    # fields, so a reader of the selection (`mix`'s per-language tokens) finds them by the same names
+    head["read_options"] = next((m.get("read_options") for _, m in sorted(metas.values(), key=lambda x: x[0])), None)
 
     selected, dsir_summary, used = _selected(cfg)
     pool = sum(int(m.get("documents") or 0) for _, m in metas.values())

@@ -30,7 +30,7 @@ itself, that value is it (an integer id becomes its decimal string). A source fi
 `shard` or `row`, or an `id` that is not the id field, is kept as `source_shard`, `source_row`,
 `source_id`.
 
-Redaction (`select --redact`, `textsieve.pii.redact`): the text field gets the spans replaced
+Redaction (`select --redact`, `textsieve.personal_data.redact`): the text field gets the spans replaced
 (after the line cut, in the original text's offsets), and every record gets one more field at
 its end, `ts_redacted`: the spans replaced per label, every label present (zeros included), so
 JSONL objects and the Parquet struct column have one shape. A source field of that name is
@@ -57,8 +57,8 @@ from textsieve.document import Document
 from textsieve.io.atomic import AtomicParquetWriter, atomic_open
 from textsieve.io.attributes import source_documents
 from textsieve.io.fields import FieldPath
-from textsieve.pii.redact import Region, redact
-from textsieve.pii.redact_plan import REDACTED_FIELD, load_regions
+from textsieve.personal_data.redact import Region, redact
+from textsieve.personal_data.redact_plan import REDACTED_FIELD, load_regions
 
 if TYPE_CHECKING:
     from textsieve.stages.select import _Task
