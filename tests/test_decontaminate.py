@@ -9,6 +9,7 @@ import gzip
 import json
 import random
 import shutil
+import unicodedata
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +19,7 @@ import pytest
 from _files import read_jsonl, web_docs
 
 from textsieve.cli import main
+from textsieve.decontam.bench import BenchmarkError
 from textsieve.decontam.ngram_kernels import doc_words
 from textsieve.decontam.ngrams import fold_table, words_reference
 from textsieve.stages.annotate import AnnotateConfig, run_annotate
@@ -131,7 +133,8 @@ def test_planted_passages_are_all_found_and_nothing_else(corpus, tmp_path):
         assert corpus["docs"][i]["text"][span["start"]:span["end"]] == passage[words[0][0]:words[-1][1]]
     summary = json.loads((attrs / "_decontam" / "summary.json").read_text())
     assert summary["ts_contam_count"] == res.matched_ngrams > 0
-    assert summary["ngram"] == 13 and summary["benchmarks"]["wiki"]["examples"] == 100
+    assert summary["ngram"] == 13 and summary["index"]["benchmarks"]["wiki"]["examples"] == 100
+    assert summary["unidata_version"] == unicodedata.unidata_version  # the fold table follows it
     assert pq.read_schema(attrs / "_decontam" / "part-0.parquet").remove_metadata().equals(output_schema())
 
 
@@ -150,7 +153,7 @@ def test_bloom_mode_is_a_superset_of_exact(corpus, tmp_path):
     attrs = _copy(corpus, tmp_path)
     run_decontaminate(_cfg(attrs, corpus["bench"]))
     exact = _rows(attrs)
-    with pytest.raises(DocSetError, match=r"mode='exact' \(now 'bloom'\)"):
+    with pytest.raises(DocSetError, match=r"bloom_fp=None \(now 0.001\)"):
         run_decontaminate(_cfg(attrs, corpus["bench"], bloom_fp=1e-3))
     res = run_decontaminate(_cfg(attrs, corpus["bench"], bloom_fp=1e-3, overwrite=True))
     bloom = _rows(attrs)
@@ -164,8 +167,11 @@ def test_bloom_mode_is_a_superset_of_exact(corpus, tmp_path):
 
 def test_exact_set_over_memory_becomes_a_bloom_filter(corpus, tmp_path):
     attrs = _copy(corpus, tmp_path)
-    res = run_decontaminate(_cfg(attrs, corpus["bench"], memory="300KB"))
-    assert res.mode == "bloom" and "exceeds --memory" in res.mode_reason
+    run_decontaminate(_cfg(attrs, corpus["bench"]))
+    with pytest.raises(DocSetError, match=r"mode='exact' \(now 'bloom'\)"):  # the mode the memory chose
+        run_decontaminate(_cfg(attrs, corpus["bench"], memory="300KB"))
+    res = run_decontaminate(_cfg(attrs, corpus["bench"], memory="300KB", overwrite=True))
+    assert res.mode == "bloom" and "more than --memory (0.3 MB)" in res.mode_reason
     assert {i for i, r in enumerate(_rows(attrs)) if r["ts_contam_count"]} >= set(corpus["planted"])
     with pytest.raises(ValueError, match="needs .* MB, more than --memory"):
         run_decontaminate(_cfg(attrs, corpus["bench"], memory="10KB", overwrite=True))
@@ -209,9 +215,10 @@ def test_short_examples_formats_and_several_benchmarks(corpus, tmp_path):
     planted_pq = [i for i, p in corpus["planted"].items() if p[3] < 50]
     assert planted_pq
     assert all(rows[i]["ts_contam_bench"] == ["pq"] for i in planted_pq)
-    res = run_decontaminate(DecontamConfig(str(attrs), against=[str(tmp_path / "short.txt")], min_words=13,
-                                           workers=1, progress=False, overwrite=True))
-    assert res.contaminated == 0 and res.benchmarks["short"]["short_examples_left_out"] == 2
+    with pytest.raises(BenchmarkError, match=r"benchmark short .*: all 2 example\(s\) are shorter than --min-words "
+                                             r"\(13 words\), so it has nothing to match"):  # it matched nothing
+        run_decontaminate(DecontamConfig(str(attrs), against=[str(tmp_path / "short.txt")], min_words=13,
+                                         workers=1, progress=False, overwrite=True))
 
 
 def _cli(capsys, *args: str) -> tuple[int, str, str]:
@@ -265,3 +272,198 @@ def test_cli_end_to_end_with_a_recipe(corpus, tmp_path, capsys):
     kept = [r for p in sorted((tmp_path / "out").rglob("*.jsonl.gz")) for r in read_jsonl(p)]
     assert len(kept) == N_DOCS - 20
     assert not {r["id"] for r in kept} & {corpus["docs"][i]["id"] for i in corpus["planted"]}
+    # the same set with one worker, byte for byte
+    one = tmp_path / "one"
+    shutil.copytree(corpus["attrs"], one)
+    run_decontaminate(_cfg(one, corpus["bench"]))
+    for s in range(2):
+        rel = f"_decontam/part-{s}.parquet"
+        assert (one / rel).read_bytes() == (attrs / rel).read_bytes(), rel
+    # select --redact ts_contam_spans removes exactly the matched spans
+    everything = tmp_path / "all.yaml"
+    everything.write_text('name: all\nrules:\n  any: "rps_doc_word_count >= 0"\n', encoding="utf-8")
+    assert main(["select", str(attrs), "--recipe", str(everything), "--redact", "ts_contam_spans", "-o",
+                 str(tmp_path / "cut"), "-q", "--workers", "1"]) == 0
+    out = {r["id"]: r for p in sorted((tmp_path / "cut").rglob("*.jsonl.gz")) for r in read_jsonl(p)}
+    assert len(out) == N_DOCS
+    for doc, row in zip(corpus["docs"], _rows(attrs)):
+        spans = [(sp["start"], sp["end"]) for sp in row["ts_contam_spans"]]
+        bounds = [0, *(x for sp in spans for x in sp), len(doc["text"])]
+        expected = "".join(doc["text"][bounds[j]:bounds[j + 1]] for j in range(0, len(bounds), 2))
+        assert out[doc["id"]]["text"] == expected
+        assert out[doc["id"]]["ts_redacted"] == {"ts_contam_spans": len(spans)}
+    for i, (start, _end, passage, _) in corpus["planted"].items():  # the planted words are gone
+        words = words_reference(passage)
+        cut = corpus["docs"][i]["text"][start + words[0][0]:start + words[-1][1]]
+        assert cut not in out[corpus["docs"][i]["id"]]["text"]
+
+
+# -- review findings (issue 14 item 1) ---------------------------------------------------------------
+
+
+def _peak(fn) -> int:
+    """Peak bytes traced by tracemalloc while `fn` runs (numpy and Python allocations)."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_index_build_and_benchmark_reading_stay_within_their_stated_memory(dev_dir, tmp_path):
+    """Finding 1: 1,000 web documents as one benchmark (~450k 13-grams, a 3.3 MB file). The exact
+    build peaks at EXACT_PEAK_BYTES_PER_NGRAM per n-gram plus the fixed batch working set (it was
+    ~120 bytes per key: parts, concatenate, np.unique copies, argsort, gathers); examples and the
+    fingerprint stream the file instead of holding it whole."""
+    from textsieve.decontam import bench as bench_mod
+    from textsieve.decontam import index as index_mod
+    from textsieve.decontam.bench import examples, fingerprint, parse_benchmarks
+    from textsieve.decontam.index import build_index
+
+    docs = web_docs(dev_dir, 1000)
+    path = tmp_path / "web.jsonl"
+    _write_jsonl(path, [{"text": d["text"]} for d in docs])
+    size = path.stat().st_size
+    (tmp_path / "tiny.txt").write_text(" ".join(["word"] * 20) + "\n", encoding="utf-8")
+    build_index(parse_benchmarks([str(tmp_path / "tiny.txt")]), ["text"], 13, 8, None, 10**9, str(tmp_path))  # warm
+    benches = parse_benchmarks([str(path)])
+    work = tmp_path / "index"
+    work.mkdir()
+    stats: list = []
+    peak = _peak(lambda: stats.append(build_index(benches, ["text"], 13, 8, None, 10**9, str(work))))
+    (st,) = stats
+    ngrams = st.benchmarks["web"]["ngrams"]
+    assert st.mode == "exact" and ngrams > 400_000
+    longest = max(len(d["text"]) for d in docs)
+    batch = index_mod.BATCH_WORK_BYTES_PER_CHAR * (index_mod.BATCH_CHARS + longest)
+    assert peak <= index_mod.EXACT_PEAK_BYTES_PER_NGRAM * ngrams + batch + 3 * bench_mod.READ_SIZE, (peak, ngrams)
+    # reading: a few 1 MB reads at a time, not the file (and its decoded copy) at once
+    assert _peak(lambda: sum(1 for _ in examples(benches[0], ["text"]))) < 3 * bench_mod.READ_SIZE < size
+    assert _peak(lambda: fingerprint(benches, ["text"])) < 2 * bench_mod.READ_SIZE < size
+    # over the allowance: Bloom, and the reason states the peak the choice budgets
+    small = build_index(benches, ["text"], 13, 8, None, 24 * ngrams - 1, str(work))
+    assert small.mode == "bloom" and f"takes up to {24 * ngrams / 1e6:,.1f} MB" in small.reason
+
+
+def test_a_benchmark_with_no_usable_example_is_an_error_and_left_out_examples_are_printed(corpus, tmp_path, capsys):
+    """Finding 2: a benchmark whose examples are all shorter than --min-words matched nothing and
+    the run said "0 of 200 documents share n-grams with short (2 examples)"; now it is one error
+    line naming it, and a benchmark that lost some examples says so in the closing line."""
+    attrs = _copy(corpus, tmp_path)
+    text = corpus["docs"][5]["text"]
+    words = words_reference(text)
+    (tmp_path / "short.txt").write_text("a line of five words\n" + " ".join(text[words[20][0]:words[29][1]].split())
+                                        + "\n", encoding="utf-8")
+    rc, _, err = _cli(capsys, str(attrs), "--against", str(tmp_path / "short.txt"), "--min-words", "11")
+    assert rc == 2 and err.strip().splitlines() == [
+        f"textsieve: error: benchmark short ({tmp_path / 'short.txt'}): all 2 example(s) are shorter than "
+        "--min-words (11 words), so it has nothing to match; lower --min-words or check --field"]
+    assert not (attrs / "_decontam").exists()
+    rc, _, err = _cli(capsys, str(attrs), "--against", str(tmp_path / "short.txt"), "--workers", "1")
+    assert rc == 0
+    assert "with short (2 examples, 1 left out as shorter than --min-words)" in err.strip().splitlines()[-1]
+    assert f"{N_DOCS} documents" in err
+
+
+def test_a_rerun_reads_no_benchmark_example_and_builds_no_index(corpus, tmp_path, monkeypatch):
+    """Finding 3: the no-op re-run rebuilt the whole index before the scaffold said "unchanged"
+    (data-derived fields were in the identity). Now the published identity is checked first; a
+    changed --field re-runs (and is not refused); a damaged shard rebuilds the index for it."""
+    from textsieve.decontam import bench as bench_mod
+    from textsieve.decontam import index as index_mod
+
+    attrs = _copy(corpus, tmp_path)
+    calls = {"build": 0, "files": 0}
+    build, file_examples = index_mod.build_index, bench_mod.file_examples
+
+    def counting_build(*a, **kw):
+        calls["build"] += 1
+        return build(*a, **kw)
+
+    def counting_files(*a, **kw):
+        calls["files"] += 1
+        return file_examples(*a, **kw)
+
+    monkeypatch.setattr(index_mod, "build_index", counting_build)
+    monkeypatch.setattr(bench_mod, "file_examples", counting_files)
+    first = run_decontaminate(_cfg(attrs, corpus["bench"]))
+    assert (first.computed, calls) == (2, {"build": 1, "files": 2})  # two passes over one file
+    again = run_decontaminate(_cfg(attrs, corpus["bench"]))
+    assert (again.skipped, again.computed, calls) == (True, 0, {"build": 1, "files": 2})
+    assert (again.contaminated, again.mode, again.benchmarks) == (first.contaminated, "exact", first.benchmarks)
+    (attrs / "_decontam" / "part-1.parquet").write_bytes(b"damaged")
+    fixed = run_decontaminate(_cfg(attrs, corpus["bench"]))
+    assert (fixed.skipped, fixed.computed, calls["build"]) == (False, 1, 2)
+    assert fixed.contaminated == first.contaminated
+    answers = run_decontaminate(DecontamConfig(str(attrs), against=[f"wiki={corpus['bench']}"], fields=["answer"],
+                                               workers=1, progress=False))
+    assert (answers.skipped, answers.computed, calls["build"]) == (False, 2, 3)
+    assert json.loads((attrs / "_decontam" / "summary.json").read_text())["fields"] == ["answer"]
+
+
+def test_bloom_reason_states_the_per_document_rate(corpus, tmp_path):
+    """Finding 4: a window is looked up once per n-gram length and per benchmark, so the rate per
+    document is ~ words x lengths x benchmarks x rate; the reason says so (it said "per n-gram")."""
+    from textsieve.decontam.index import doc_false_positive
+
+    attrs = _copy(corpus, tmp_path)
+    text = corpus["docs"][5]["text"]
+    words = words_reference(text)
+    (tmp_path / "short.txt").write_text(" ".join(text[words[20][0]:words[29][1]].split()) + "\n", encoding="utf-8")
+    res = run_decontaminate(DecontamConfig(str(attrs), against=[f"wiki={corpus['bench']}", str(tmp_path / "short.txt")],
+                                           fields=["question", "answer"], bloom_fp=1e-6, workers=1, progress=False))
+    assert res.summary["lengths"] == [13, 10]
+    rate = doc_false_positive(1e-6, [13, 10], 2)
+    assert abs(rate - 4000e-6) < 1e-5  # 1,000 words x 2 lengths x 2 benchmarks
+    assert "per look-up" in res.mode_reason and "2 n-gram length(s) x 2 benchmark(s)" in res.mode_reason
+    assert f"1,000-word document is falsely flagged with probability ~{rate:.2g}" in res.mode_reason
+
+
+def test_overlapping_matches_of_several_lengths_merge_into_one_span(corpus, tmp_path):
+    """A 21-word benchmark line (nine 13-grams) and a 10-word line (matched whole) that overlaps
+    its last 5 words and goes on 5 more: one span, from the first word to the last, score 10."""
+    attrs = _copy(corpus, tmp_path)
+    i = 7  # an unplanted web document
+    text = corpus["docs"][i]["text"]
+    words = words_reference(text)
+    long_line = " ".join(text[words[20][0]:words[40][1]].split())
+    short_line = " ".join(text[words[36][0]:words[45][1]].split())
+    (tmp_path / "lines.txt").write_text(f"{long_line}\n{short_line}\n", encoding="utf-8")
+    res = run_decontaminate(DecontamConfig(str(attrs), against=[str(tmp_path / "lines.txt")], workers=1,
+                                           progress=False))
+    assert res.summary["lengths"] == [13, 10]
+    row = _rows(attrs)[i]
+    assert row["ts_contam_count"] == 9 + 1
+    assert row["ts_contam_spans"] == [{"start": words[20][0], "end": words[45][1], "score": 10}]
+
+
+def test_exact_index_of_overlapping_benchmarks_matches_a_numpy_reference(corpus, tmp_path):
+    """The in-place build (sort, de-duplicate, k-way merge of masks, bucket table) against
+    np.unique over five benchmarks that share records (wiki slices overlapping by half)."""
+    from textsieve.decontam.bench import parse_benchmarks
+    from textsieve.decontam.index import _keys, build_index, load_index
+
+    wiki = corpus["wiki"]
+    specs, texts = [], []
+    for b in range(5):
+        part = [r["text"] for r in wiki[b * 40:b * 40 + 80]]
+        _write_jsonl(tmp_path / f"b{b}.jsonl", [{"text": t} for t in part])
+        specs.append(f"b{b}={tmp_path / f'b{b}.jsonl'}")
+        texts.append(part)
+    (tmp_path / "ix").mkdir()
+    st = build_index(parse_benchmarks(specs), ["text"], 13, 8, None, 10**9, str(tmp_path / "ix"))
+    ix = load_index(str(tmp_path / "ix"))
+    per = [np.unique(_keys(t, 13, 8)[0]) for t in texts]
+    ref = np.unique(np.concatenate(per))
+    ref_masks = np.zeros(ref.shape[0], np.uint64)
+    for b, k in enumerate(per):
+        ref_masks[np.searchsorted(ref, k)] |= np.uint64(1 << b)
+    assert np.array_equal(ix.keys, ref) and np.array_equal(ix.masks, ref_masks)
+    assert st.keys == ref.shape[0] and [st.benchmarks[f"b{b}"]["distinct_ngrams"] for b in range(5)] == [
+        k.shape[0] for k in per]
+    assert (ref_masks == 0b11 << 1).any()  # keys shared by neighbouring benchmarks
+    top = (ref >> np.uint64(int(64 - np.log2(ix.buckets.shape[0] - 1)))).astype(np.int64)
+    assert np.array_equal(ix.buckets, np.searchsorted(top, np.arange(ix.buckets.shape[0])))

@@ -22,11 +22,19 @@ def run(args: argparse.Namespace) -> int:
     elif not args.quiet:
         what = ("unchanged (same inputs, benchmarks and settings)" if res.skipped
                 else f"{res.computed} of {res.shards} shard(s) matched")
-        names = ", ".join(f"{name} ({b['examples']:,} examples)" for name, b in res.benchmarks.items())
+        names = ", ".join(f"{name} ({_examples(b)})" for name, b in res.benchmarks.items())
         print(f"decontaminate: {res.contaminated:,} of {res.documents:,} documents share n-grams with {names} "
               f"({res.matched_ngrams:,} matched n-grams; {res.mode} index); {what} in {res.seconds:.1f} s -> "
               f"{res.output} (keep clean documents with ts_contam_count == 0)", file=sys.stderr)
     return 0
+
+
+def _examples(bench: dict) -> str:
+    """"1,000 examples", and how many were left out as shorter than --min-words when any were (a
+    user otherwise cannot tell that part of a benchmark was never matched)."""
+    text = f"{bench.get('examples', 0):,} examples"
+    left = bench.get("short_examples_left_out", 0)
+    return f"{text}, {left:,} left out as shorter than --min-words" if left else text
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:

@@ -16,6 +16,10 @@ Why strict errors: a benchmark read wrongly decontaminates nothing and says noth
 input is one `BenchmarkError` naming the file and line/record. The fingerprint (SHA-256 of each
 file's relative path and bytes, and the fields) goes into the set's info, so a changed
 benchmark re-runs.
+
+Files are streamed, never held whole: JSONL and text line by line from 1 MB reads (decompressed
+on the way), Parquet by record batch, the fingerprint over the raw bytes in 1 MB reads (no
+decompression or parsing, so a re-run that changed nothing costs one cheap read).
 """
 
 from __future__ import annotations
@@ -124,21 +128,41 @@ def _proto(fs: fsspec.AbstractFileSystem) -> str:
     return "" if proto in ("file", "local") else f"{proto}://"
 
 
-def _read_bytes(path: str) -> bytes:
+READ_SIZE = 1 << 20  # bytes per read (fingerprint and line reading)
+PARQUET_BATCH_ROWS = 4096
+
+
+def _file_sha256(path: str) -> bytes:
+    h = hashlib.sha256()
     with fsspec.open(path, "rb") as fh:
-        return fh.read()
+        while chunk := fh.read(READ_SIZE):
+            h.update(chunk)
+            del chunk  # not held while the next one is read
+    return h.digest()
 
 
-def _decoded(path: str, data: bytes) -> bytes:
-    import io
-
-    comp = compression_of(path)
-    if comp is None:
-        return data
-    try:
-        return b"".join(chunk for chunk, _ in iter_chunks(io.BytesIO(data), comp))
-    except CorruptStream as exc:
-        raise BenchmarkError(f"benchmark {path}: {exc}") from None
+def _lines(path: str) -> Iterator[bytes]:
+    """The lines of a file (without the newline), decompressed on the way, 1 MB read at a time."""
+    with fsspec.open(path, "rb") as fh:
+        head: list[bytes] = []  # the start of a line that goes on in the next read
+        try:
+            for chunk, _ in iter_chunks(fh, compression_of(path), READ_SIZE):
+                start = 0
+                while (end := chunk.find(b"\n", start)) >= 0:
+                    if head:
+                        head.append(chunk[start:end])
+                        yield b"".join(head)
+                        head.clear()
+                    else:
+                        yield chunk[start:end]
+                    start = end + 1
+                if start < len(chunk):
+                    head.append(chunk[start:])
+                del chunk  # not held while the next one is read
+        except CorruptStream as exc:
+            raise BenchmarkError(f"benchmark {path}: {exc}") from None
+        if head:
+            yield b"".join(head)
 
 
 def fingerprint(benches: list[Benchmark], fields: list[str]) -> dict[str, str]:
@@ -148,7 +172,7 @@ def fingerprint(benches: list[Benchmark], fields: list[str]) -> dict[str, str]:
         h = hashlib.sha256(json.dumps(fields).encode())
         for f in b.files:
             h.update(f[len(b.root):].encode() + b"\0")
-            h.update(hashlib.sha256(_read_bytes(f)).digest())
+            h.update(_file_sha256(f))
         out[b.name] = h.hexdigest()[:16]
     return out
 
@@ -197,13 +221,11 @@ def file_examples(path: str, fields: list[str]) -> Iterator[str]:
     if kind == "parquet":
         yield from _parquet_examples(path, fields)
         return
-    raw = _decoded(path, _read_bytes(path))
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        at = raw[: exc.start].count(b"\n") + 1
-        raise BenchmarkError(f"benchmark {path}:{at}: not UTF-8 text ({exc.reason})") from None
-    for no, line in enumerate(text.split("\n"), 1):
+    for no, raw in enumerate(_lines(path), 1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise BenchmarkError(f"benchmark {path}:{no}: not UTF-8 text ({exc.reason})") from None
         if not line.strip():
             continue
         if kind == "text":
@@ -219,19 +241,34 @@ def file_examples(path: str, fields: list[str]) -> Iterator[str]:
 def _parquet_examples(path: str, fields: list[str]) -> Iterator[str]:
     import pyarrow.parquet as pq
 
-    try:
-        with fsspec.open(path, "rb") as fh:
-            table = pq.read_table(fh)
-    except Exception as exc:  # pyarrow raises several types for a damaged file
-        raise BenchmarkError(f"benchmark {path}: not a readable Parquet file ({exc})") from None
-    names = table.column_names
-    top = [f for f in fields if f.split(".")[0] in names]
-    if not top:
-        raise BenchmarkError(f"benchmark {path}: none of the field(s) {', '.join(fields)} is a column "
-                             f"(its columns: {', '.join(names[:8])}); choose them with --field")
-    cols = sorted({f.split(".")[0] for f in top})
-    for row, rec in enumerate(table.select(cols).to_pylist()):
-        yield _example(rec, fields, f"benchmark {path} (record {row})")
+    def damaged(exc: Exception) -> BenchmarkError:
+        return BenchmarkError(f"benchmark {path}: not a readable Parquet file ({exc})")
+
+    with fsspec.open(path, "rb") as fh:
+        try:
+            pf = pq.ParquetFile(fh)
+            names = pf.schema_arrow.names
+        except Exception as exc:  # pyarrow raises several types for a damaged file
+            raise damaged(exc) from None
+        top = [f for f in fields if f.split(".")[0] in names]
+        if not top:
+            raise BenchmarkError(f"benchmark {path}: none of the field(s) {', '.join(fields)} is a column "
+                                 f"(its columns: {', '.join(names[:8])}); choose them with --field")
+        cols = sorted({f.split(".")[0] for f in top})
+        row = 0
+        # unthreaded: Arrow threads reading a Python file object can abort the process at exit
+        # (`io.parquet_read`)
+        batches = pf.iter_batches(batch_size=PARQUET_BATCH_ROWS, columns=cols, use_threads=False)
+        while True:
+            try:
+                batch = next(batches, None)
+            except Exception as exc:
+                raise damaged(exc) from None
+            if batch is None:
+                return
+            for rec in batch.to_pylist():
+                yield _example(rec, fields, f"benchmark {path} (record {row})")
+                row += 1
 
 
 def examples(bench: Benchmark, fields: list[str]) -> Iterator[str]:

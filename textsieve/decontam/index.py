@@ -7,20 +7,28 @@ pages sit once in the page cache and are shared by all workers.
 Modes (the layout: `ngram_kernels`):
 
 * exact (default): the distinct 64-bit keys, sorted, with the bit set of the benchmarks holding
-  each and a bucket table; about `EXACT_BYTES_PER_KEY` bytes per key. No false positives beyond
-  the key hash's ~K / 2^64 per look-up;
+  each and a bucket table (one bucket per 1-2 keys): 16 bytes per key plus at most 8 for the
+  table. No false positives beyond the key hash's ~K / 2^64 per look-up;
 * Bloom (`bloom_fp`): one filter per benchmark sized for its n-gram count at that false-positive
-  rate per look-up, so a document with W n-grams is falsely flagged with probability about
-  W x rate x benchmarks (1e-6 and 1,000-word documents: ~0.1% of documents). A Bloom filter has no
-  false negatives: its matches are a superset of exact mode's.
+  rate *per look-up*. A document of W words is looked up about W times per n-gram length in
+  `lengths` (n, plus each length of a short example used whole: up to n - min_words + 1 of
+  them, 6 with n=13 and min_words=8) and per benchmark, so it is falsely flagged with
+  probability about W x len(lengths) x benchmarks x rate (`doc_false_positive`; 1e-6, 1,000
+  words, one benchmark, 6 lengths: ~0.6%). A Bloom filter has no false negatives: its matches
+  are a superset of exact mode's.
 
-Mode choice: Bloom when `bloom_fp` is given; else exact, unless the exact index would exceed the
-memory allowance (an upper bound, from the n-gram count before duplicates are removed), in which
-case Bloom at `AUTO_BLOOM_FP` (the run says so, and the set's info records the mode). A Bloom
-filter larger than the allowance is an error naming the size it needs.
+Memory (`--memory`): building the exact index peaks at `EXACT_PEAK_BYTES_PER_NGRAM` (24) bytes
+per benchmark n-gram counted (duplicates included): one 8-byte buffer of every n-gram, sorted
+and de-duplicated in place per benchmark, plus the merged keys and masks (16 per distinct key)
+while merging; after it the buffer is freed and keys + masks + bucket table take less. Mode
+choice: Bloom when `bloom_fp` is given; else exact, unless that peak exceeds the allowance, in
+which case Bloom at `AUTO_BLOOM_FP` (the run says so, and the set's info records the mode). A
+Bloom filter larger than the allowance is an error naming the size it needs. Besides the
+index, reading takes a fixed working set of about `BATCH_WORK_BYTES_PER_CHAR` x `BATCH_CHARS`
+(~7 MB), whatever the benchmarks' size.
 
-Two passes over the benchmarks (they are small next to a corpus): the first counts n-grams to
-choose and size the index, the second fills it, so memory stays bounded by the index itself.
+Two passes over the benchmarks (they are small next to a corpus), each streamed (`bench`): the
+first counts n-grams to choose and size the index, the second fills it.
 """
 
 from __future__ import annotations
@@ -38,10 +46,17 @@ from textsieve.decontam.bench import Benchmark, BenchmarkError, examples
 from textsieve.decontam.ngrams import fold_table
 from textsieve.text.batch_encoding import codepoints_batch
 
-EXACT_BYTES_PER_KEY = 32  # key 8 + benchmark bits 8 + bucket table <= 16
+#: the exact index's build peak per benchmark n-gram (see the module doc)
+EXACT_PEAK_BYTES_PER_NGRAM = 24
 AUTO_BLOOM_FP = 1e-6
-BATCH_CHARS = 4_000_000
+#: characters of benchmark text per key batch
+BATCH_CHARS = 250_000
 BATCH_EXAMPLES = 20_000
+#: a key batch's working set per character: the examples' str and their join (<= 4 each), code
+#: points 4, the kernel's key buffer 8 and the returned keys 8
+BATCH_WORK_BYTES_PER_CHAR = 28
+#: document length (words) the printed Bloom false-positive rate per document is given for
+DOC_WORDS = 1000
 
 
 @dataclass
@@ -88,6 +103,19 @@ def _mb(n: int) -> str:
     return f"{n / 1e6:,.1f} MB"
 
 
+def doc_false_positive(rate: float, lengths: list[int], benchmarks: int, words: int = DOC_WORDS) -> float:
+    """Probability that a document of `words` words is falsely flagged by Bloom filters of `rate`
+    per look-up: one look-up per window, n-gram length and benchmark (see the module doc)."""
+    return -math.expm1(words * len(lengths) * benchmarks * math.log1p(-rate))
+
+
+def _bloom_note(rate: float, lengths: list[int], benchmarks: int) -> str:
+    looks = f"{len(lengths)} n-gram length(s) x {benchmarks} benchmark(s)"
+    doc = doc_false_positive(rate, lengths, benchmarks)
+    return (f"false-positive rate {rate:g} per look-up; a document is looked up once per word, {looks}, so a "
+            f"{DOC_WORDS:,}-word document is falsely flagged with probability ~{doc:.2g}")
+
+
 def build_index(benches: list[Benchmark], fields: list[str], n: int, min_words: int, bloom_fp: float | None,
                 memory: int, work: str) -> IndexStats:
     """Count, choose the mode, fill the index and write it to folder `work` (see the module doc)."""
@@ -107,17 +135,23 @@ def build_index(benches: list[Benchmark], fields: list[str], n: int, min_words: 
             short |= sh
         if st["examples"] == 0:
             raise BenchmarkError(f"benchmark {b.name} ({b.path}): no examples (empty file(s))")
+        if st["ngrams"] == 0:  # it would match nothing and the run would say nothing
+            raise BenchmarkError(f"benchmark {b.name} ({b.path}): all {st['examples']:,} example(s) are shorter than "
+                                 f"--min-words ({min_words} words), so it has nothing to match; lower --min-words "
+                                 "or check --field")
         per[b.name] = st
     total = sum(s["ngrams"] for s in per.values())
     lengths = [n] + [k for k in range(n - 1, 0, -1) if short[k]]
-    if bloom_fp is None and total * EXACT_BYTES_PER_KEY <= memory:
-        stats = _fill_exact(benches, fields, n, min_words, work, per)
+    peak = total * EXACT_PEAK_BYTES_PER_NGRAM
+    if bloom_fp is None and peak <= memory:
+        stats = _fill_exact(benches, fields, n, min_words, work, per, total)
         stats.lengths = lengths
         return stats
     rate = bloom_fp if bloom_fp is not None else AUTO_BLOOM_FP
-    reason = (f"--bloom-fp {rate:g}" if bloom_fp is not None else
-              f"an exact index of up to {total:,} n-grams ({_mb(total * EXACT_BYTES_PER_KEY)}) exceeds --memory "
-              f"({_mb(memory)}); a Bloom filter at false-positive rate {rate:g} per n-gram instead")
+    note = _bloom_note(rate, lengths, len(benches))
+    reason = (f"--bloom-fp: Bloom filters at {note}" if bloom_fp is not None else
+              f"building an exact index of {total:,} n-grams takes up to {_mb(peak)}, more than --memory "
+              f"({_mb(memory)}); Bloom filters instead, at {note}")
     size = sum((bloom_shape(s["ngrams"], rate)[0] + 63) // 64 * 8 for s in per.values())
     if size > memory:
         raise BenchmarkError(f"decontaminate: a Bloom filter for {total:,} benchmark n-grams at rate {rate:g} needs "
@@ -126,31 +160,50 @@ def build_index(benches: list[Benchmark], fields: list[str], n: int, min_words: 
 
 
 def _fill_exact(benches: list[Benchmark], fields: list[str], n: int, min_words: int, work: str,
-                per: dict[str, dict[str, int]]) -> IndexStats:
-    all_keys = []
-    all_bits = []
+                per: dict[str, dict[str, int]], total: int) -> IndexStats:
+    """The exact index within `EXACT_PEAK_BYTES_PER_NGRAM` x `total` bytes (see the module doc):
+    every n-gram into one buffer, each benchmark's part sorted and de-duplicated in place and
+    moved to the front, the parts merged (masks OR-ed) into the keys and masks, then the table."""
+    from textsieve.decontam.ngram_kernels import compact_unique, fill_buckets, merge_segments
+
+    buf = np.empty(max(1, total), dtype=np.uint64)
+    seg_off = np.zeros(len(benches) + 1, dtype=np.int64)
+    pos = 0
     for i, b in enumerate(benches):
-        parts = [np.unique(_keys(texts, n, min_words)[0]) for texts in _batches(b, fields)]
-        keys = np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.uint64)
-        per[b.name]["distinct_ngrams"] = int(keys.shape[0])
-        all_keys.append(keys)
-        all_bits.append(np.full(keys.shape[0], np.uint64(1) << np.uint64(i), dtype=np.uint64))
-    keys = np.concatenate(all_keys)
-    bits = np.concatenate(all_bits)
-    order = np.argsort(keys, kind="stable")
-    keys, bits = keys[order], bits[order]
-    uniq, first = np.unique(keys, return_index=True)
-    masks = np.bitwise_or.reduceat(bits, first) if uniq.shape[0] else np.zeros(0, np.uint64)
-    nbits = max(1, min(40, int(math.ceil(math.log2(max(2, uniq.shape[0]))))))
+        start = pos
+        for texts in _batches(b, fields):
+            keys = _keys(texts, n, min_words)[0]
+            if pos + keys.shape[0] > total:
+                raise _changed(b)
+            buf[pos:pos + keys.shape[0]] = keys
+            pos += keys.shape[0]
+            del keys
+        if pos - start != per[b.name]["ngrams"]:
+            raise _changed(b)
+        buf[start:pos].sort()
+        distinct = int(compact_unique(buf, start, pos, seg_off[i]))
+        per[b.name]["distinct_ngrams"] = distinct
+        seg_off[i + 1] = seg_off[i] + distinct
+    size_d = int(seg_off[-1])
+    keys = np.empty(max(1, size_d), dtype=np.uint64)
+    masks = np.empty(max(1, size_d), dtype=np.uint64)
+    count = int(merge_segments(buf, seg_off, keys, masks))
+    del buf
+    keys, masks = keys[:count], masks[:count]
+    nbits = max(1, min(40, int(math.floor(math.log2(max(2, count))))))  # 2**nbits <= count: 1-2 keys a bucket
     shift = 64 - nbits
-    counts = np.bincount((uniq >> np.uint64(shift)).astype(np.int64), minlength=1 << nbits)
     buckets = np.zeros((1 << nbits) + 1, dtype=np.int64)
-    np.cumsum(counts, out=buckets[1:])
-    for name, arr in (("keys", uniq), ("masks", masks.astype(np.uint64)), ("buckets", buckets)):
+    fill_buckets(keys, np.uint64(shift), buckets)
+    for name, arr in (("keys", keys), ("masks", masks), ("buckets", buckets)):
         np.save(os.path.join(work, f"{name}.npy"), arr)
-    size = uniq.nbytes + masks.nbytes + buckets.nbytes
-    _write_meta(work, {"mode": "exact", "shift": shift, "n_keys": int(uniq.shape[0])})
-    return IndexStats("exact", None, [n], int(uniq.shape[0]), int(size), "exact set", per)
+    size = keys.nbytes + masks.nbytes + buckets.nbytes
+    _write_meta(work, {"mode": "exact", "shift": shift, "n_keys": count})
+    return IndexStats("exact", None, [n], count, int(size), "exact set", per)
+
+
+def _changed(b: Benchmark) -> BenchmarkError:
+    return BenchmarkError(f"benchmark {b.name} ({b.path}): changed while it was read (its n-gram count differs "
+                          "between the counting and the filling pass); run again")
 
 
 def _fill_bloom(benches: list[Benchmark], fields: list[str], n: int, min_words: int, rate: float, work: str,

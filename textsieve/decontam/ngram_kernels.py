@@ -254,3 +254,90 @@ def match_batch(cps, doc_off, fold, lengths, exact, keys, masks, buckets, shift,
                     cur_c = cnt[p]
         span_off[d + 1] = ns
     return counts, doc_masks, span_off, ss[:ns].copy(), se[:ns].copy(), sc[:ns].copy()
+
+
+# -- building the exact index in place (`decontam.index._fill_exact`) ------------------------------
+
+
+@njit(cache=True, nogil=True)
+def compact_unique(buf, start, end, dst):
+    """Write the distinct values of the sorted ``buf[start:end]`` to ``buf[dst:]`` (``dst <= start``,
+    so every write lands at or before the value read: safe in place); returns how many. No
+    allocation, unlike `np.unique` (a sorted copy, a mask and a gathered result)."""
+    n = 0
+    for i in range(start, end):
+        x = buf[i]
+        if n == 0 or buf[dst + n - 1] != x:
+            buf[dst + n] = x
+            n += 1
+    return n
+
+
+@njit(cache=True, nogil=True)
+def merge_segments(buf, seg_off, out_keys, out_masks):
+    """k-way merge of the sorted, distinct segments ``buf[seg_off[b]:seg_off[b + 1]]`` (one per
+    benchmark b) into out_keys (distinct, sorted) and out_masks (bit b: segment b holds the key);
+    returns the number of keys. A binary heap of the k segment heads: O(keys x log k)."""
+    k = seg_off.shape[0] - 1
+    pos = seg_off[:-1].copy()
+    hk = np.empty(max(1, k), dtype=np.uint64)
+    hs = np.empty(max(1, k), dtype=np.int64)
+    size = 0
+    for s in range(k):
+        if pos[s] >= seg_off[s + 1]:
+            continue
+        i = size
+        size += 1
+        hk[i] = buf[pos[s]]
+        hs[i] = s
+        while i > 0:  # sift up
+            p = (i - 1) // 2
+            if hk[p] < hk[i] or (hk[p] == hk[i] and hs[p] < hs[i]):
+                break
+            hk[p], hk[i] = hk[i], hk[p]
+            hs[p], hs[i] = hs[i], hs[p]
+            i = p
+    n = 0
+    while size > 0:
+        key = hk[0]
+        s = hs[0]
+        bit = np.uint64(1) << np.uint64(s)
+        if n > 0 and out_keys[n - 1] == key:
+            out_masks[n - 1] |= bit
+        else:
+            out_keys[n] = key
+            out_masks[n] = bit
+            n += 1
+        pos[s] += 1
+        if pos[s] < seg_off[s + 1]:
+            hk[0] = buf[pos[s]]
+        else:
+            size -= 1
+            hk[0] = hk[size]
+            hs[0] = hs[size]
+        i = 0
+        while True:  # sift down
+            a = 2 * i + 1
+            if a >= size:
+                break
+            c = a
+            b2 = a + 1
+            if b2 < size and (hk[b2] < hk[a] or (hk[b2] == hk[a] and hs[b2] < hs[a])):
+                c = b2
+            if hk[i] < hk[c] or (hk[i] == hk[c] and hs[i] < hs[c]):
+                break
+            hk[c], hk[i] = hk[i], hk[c]
+            hs[c], hs[i] = hs[i], hs[c]
+            i = c
+    return n
+
+
+@njit(cache=True, nogil=True)
+def fill_buckets(keys, shift, buckets):
+    """``buckets[b]`` = the first index of keys whose top bits (``key >> shift``) are >= b, for the
+    sorted keys; buckets has 2**bits + 1 entries, zeroed. Counts then sums in place (no
+    temporary, unlike `np.bincount` of a shifted copy)."""
+    for i in range(keys.shape[0]):
+        buckets[np.int64(keys[i] >> shift) + 1] += 1
+    for b in range(1, buckets.shape[0]):
+        buckets[b] += buckets[b - 1]

@@ -17,9 +17,17 @@ per-document scaffold `stages.doc_set` (workers, resume, publish, refusal, summa
 
 The benchmark index (`decontam.index`: an exact sorted key set, or Bloom filters) is built once
 per run in a work folder (`.textsieve-work/` of the annotate folder) that every worker
-memory-maps, and removed at the end. Identity: info holds n, the normalisation, the short-example
-rule, the mode and rate (result-changing: another value is refused unless `overwrite`) and the
-fields and a fingerprint of every benchmark's files (a changed benchmark re-runs every shard).
+memory-maps, and removed at the end; only when some shard is to be computed.
+
+Identity (the set's info): the settings (n, the normalisation, the short-example rule, the
+requested Bloom rate: result-changing, another value is refused unless `overwrite`; the fields,
+the memory allowance and `unicodedata.unidata_version`, which the fold table follows) and a
+fingerprint of every benchmark's files (a changed benchmark re-runs every shard). Beside it the
+info records what the index build found (`DERIVED`: the mode chosen, also refused when it
+changes, the n-gram lengths looked up, the counts per benchmark). Those are a function of the
+identity, so a re-run whose identity matches the published summary takes them from there and,
+when the scaffold would keep every shard (`_would_skip`, the scaffold's own key), is a no-op
+that reads each benchmark file once (its fingerprint) and never parses it or builds the index.
 """
 
 from __future__ import annotations
@@ -34,6 +42,10 @@ from textsieve.options import option, progress_option
 
 STAGE = "decontaminate"
 SET_NAME = "decontam"
+#: result-changing settings known before the index is built (refused before building it)
+SETTING_KEYS = ("ngram", "normalization", "min_words", "bloom_fp")
+#: info keys the index build derives from the identity
+DERIVED = ("mode", "lengths", "index")
 
 
 @dataclass
@@ -55,10 +67,15 @@ class DecontamConfig:
                                     "at least this many words, else left out (counted in the summary); "
                                     "--min-words N matches only full n-grams", metavar="W")
     bloom_fp: float | None = option(None, help="keep benchmark n-grams in Bloom filters with this false-positive "
-                                               "rate per n-gram look-up (e.g. 1e-6) instead of an exact set; also "
-                                               "used, at 1e-6, when the exact set exceeds --memory", metavar="RATE")
+                                               "rate per look-up (e.g. 1e-6) instead of an exact set; a document "
+                                               "is looked up once per word, n-gram length and benchmark, so a "
+                                               "1,000-word one is falsely flagged with ~1000 x lengths x benchmarks "
+                                               "x RATE (the run prints it); also used, at 1e-6, when the exact set "
+                                               "exceeds --memory", metavar="RATE")
     memory: int | str = option("1GB", help="memory for the benchmark index (memory-mapped, so shared by all "
-                                           "workers), e.g. 1GB, 512MB", metavar="SIZE")
+                                           "workers), e.g. 1GB, 512MB; building the exact index takes 24 bytes per "
+                                           "benchmark n-gram, else Bloom filters are used (reading the benchmarks "
+                                           "adds a fixed working set of ~10-25 MB)", metavar="SIZE")
     workers: int | None = option(None, help="processes, one annotate shard each (default: all cores)")
     progress: bool = progress_option()
     overwrite: bool = option(False, help="replace a set made with another --ngram, --min-words, mode or Bloom rate "
@@ -93,6 +110,9 @@ def _setup(params: dict[str, Any]) -> Any:
     """Once per worker: memory-map the index the main process built."""
     from textsieve.decontam.match import open_matcher
 
+    if params["work"] is None:  # only if `_would_skip` and the scaffold disagreed
+        raise RuntimeError(f"{STAGE}: internal error: a shard is to be computed but the index was not built "
+                           "(the no-op check disagrees with stages.doc_set); re-run with --overwrite")
     return open_matcher(params["work"], params["lengths"], params["names"])
 
 
@@ -118,57 +138,152 @@ def _check(cfg: DecontamConfig) -> None:
     annotate_sources(cfg.directory, STAGE)  # not an annotate folder: say so before reading benchmarks
 
 
-def decontam_job(cfg: DecontamConfig, work: str) -> tuple[Any, Any]:
-    """The `DocSetJob` of a run and the index stats, the index built into folder `work`."""
-    from textsieve.decontam.bench import fingerprint, parse_benchmarks
-    from textsieve.decontam.index import build_index
-    from textsieve.decontam.match import columns_schema
+def identity(cfg: DecontamConfig, benches: list[Any]) -> dict[str, Any]:
+    """The set's identity (see the module doc): settings and benchmark fingerprints, no data read
+    but the files' bytes."""
+    import unicodedata
+
+    from textsieve.decontam.bench import fingerprint
     from textsieve.decontam.ngrams import NORMALIZATION
     from textsieve.exec.budget import parse_memory
+
+    prints = fingerprint(benches, list(cfg.fields))
+    return {"ngram": cfg.ngram, "normalization": NORMALIZATION, "min_words": cfg.min_words, "bloom_fp": cfg.bloom_fp,
+            "fields": list(cfg.fields), "memory": parse_memory(cfg.memory),
+            "unidata_version": unicodedata.unidata_version,
+            "benchmarks": {b.name: {"files": len(b.files), "fingerprint": prints[b.name]} for b in benches}}
+
+
+def derived(stats: Any) -> dict[str, Any]:
+    """The info keys `DERIVED` from a built index's stats."""
+    return {"mode": stats.mode, "lengths": list(stats.lengths),
+            "index": {"keys": stats.keys, "size_bytes": stats.size_bytes, "reason": stats.reason,
+                      "benchmarks": stats.benchmarks}}
+
+
+def decontam_job(info: dict[str, Any], work: str | None) -> Any:
+    """The `DocSetJob` of a run: `info` = identity + derived, the index in folder `work` (None:
+    not built, for a run the scaffold skips)."""
+    from textsieve.decontam.match import columns_schema
     from textsieve.stages.doc_set import DocSetJob
 
-    _check(cfg)
-    benches = parse_benchmarks(list(cfg.against))
-    prints = fingerprint(benches, list(cfg.fields))
-    stats = build_index(benches, list(cfg.fields), cfg.ngram, cfg.min_words, cfg.bloom_fp,
-                        parse_memory(cfg.memory), work)
-    bench_info = {b.name: {"files": len(b.files), "fingerprint": prints[b.name],
-                           **stats.benchmarks[b.name]} for b in benches}
-    info = {"ngram": cfg.ngram, "normalization": NORMALIZATION, "min_words": cfg.min_words, "mode": stats.mode,
-            "bloom_fp": stats.bloom_fp, "fields": list(cfg.fields), "benchmarks": bench_info,
-            "lengths": stats.lengths, "index_keys": stats.keys}
-    params = {"work": work, "lengths": stats.lengths, "names": [b.name for b in benches]}
-    job = DocSetJob(stage=STAGE, set_name=SET_NAME, setup=_setup, compute=_compute, params=params, info=info,
-                    result_keys=("ngram", "normalization", "min_words", "mode", "bloom_fp"),
-                    schema=columns_schema(), totals=("ts_contam_count",), batch_docs=1000)
-    return job, stats
+    params = {"work": work, "lengths": info["lengths"], "names": list(info["benchmarks"])}
+    return DocSetJob(stage=STAGE, set_name=SET_NAME, setup=_setup, compute=_compute, params=params, info=info,
+                     result_keys=(*SETTING_KEYS, "mode"), schema=columns_schema(), totals=("ts_contam_count",),
+                     batch_docs=1000)
+
+
+def _published(directory: str) -> tuple[Any, str, dict[str, Any] | None]:
+    """(fs, set root, the published summary.json or None), an interrupted publish finished first."""
+    import json
+
+    import fsspec
+
+    from textsieve.io.attributes import attribute_set_dir
+    from textsieve.io.publish import read_manifest
+
+    fs, root = fsspec.core.url_to_fs(attribute_set_dir(directory, SET_NAME))
+    root = root.rstrip("/")
+    if not fs.isdir(root) or read_manifest(fs, root) is None or not fs.exists(f"{root}/summary.json"):
+        return fs, root, None
+    try:
+        old = json.loads(fs.cat_file(f"{root}/summary.json"))
+    except (OSError, ValueError):
+        return fs, root, None
+    return fs, root, old if isinstance(old, dict) else None
+
+
+def _would_skip(directory: str, fs: Any, root: str, info: dict[str, Any]) -> bool:
+    """Whether `run_doc_set` would keep the published set as it is: the scaffold's own test
+    (stages.doc_set.run_doc_set: settings key, per-shard fingerprints, run key, files intact),
+    computed without its side effects. If the scaffold's key ever changes, this says False and
+    the run builds the index it did not need (tests/test_decontaminate.py checks it does not)."""
+    import hashlib
+    import json
+
+    import fsspec
+
+    from textsieve.io.publish import PublishError, check_file, content_key, read_manifest
+    from textsieve.stages.doc_set import annotate_sources
+
+    def sha(text: str) -> str:
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    manifest = read_manifest(fs, root) if fs.isdir(root) else None
+    if manifest is None:
+        return False
+    settings = sha(json.dumps(info, sort_keys=True, default=str))
+    afs, aroot = fsspec.core.url_to_fs(directory)
+    aroot = aroot.rstrip("/")
+    shard_fp = {s.rel: sha(f"{settings}:{content_key(afs, aroot, [s.rel])}") for s in annotate_sources(directory,
+                                                                                                         STAGE)}
+    key = sha(json.dumps([settings, sorted(shard_fp.items())]))
+    if manifest.key != key or manifest.fingerprint_of("summary.json") != key:
+        return False
+    try:
+        for rel in [*shard_fp, "summary.json"]:
+            if rel != "summary.json" and manifest.fingerprint_of(rel) != shard_fp[rel]:
+                return False
+            check_file(fs, root, manifest, rel)
+    except PublishError:
+        return False
+    return True
 
 
 def run_decontaminate(cfg: DecontamConfig) -> DecontamResult:
     """Match every document of the annotate folder against the benchmarks into DIR/_decontam."""
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
+    import json
 
-    from textsieve.io.attributes import attribute_shards
+    from textsieve.decontam.bench import parse_benchmarks
+    from textsieve.decontam.index import build_index
+    from textsieve.exec.budget import parse_memory
     from textsieve.io.leftovers import finish_work, start_work
-    from textsieve.stages.doc_set import run_doc_set
+    from textsieve.io.publish import settings_diff
+    from textsieve.stages.doc_set import DocSetError, run_doc_set
 
     _check(cfg)  # before the work folder: a mistyped ATTRS must not be created
+    benches = parse_benchmarks(list(cfg.against))
+    ident = json.loads(json.dumps(identity(cfg, benches)))  # as summary.json holds it
+    fs, root, old = _published(cfg.directory)
+    if old is not None and all(old.get(k) == v for k, v in ident.items()) and all(k in old for k in DERIVED):
+        info = {**ident, **{k: old[k] for k in DERIVED}}
+        if not cfg.overwrite and _would_skip(cfg.directory, fs, root, info):
+            res = run_doc_set(cfg.directory, decontam_job(info, None), workers=cfg.workers, progress=cfg.progress)
+            return _result(cfg.directory, res, info)
+    diff = [] if cfg.overwrite else settings_diff(fs, root, ident, list(SETTING_KEYS))
+    if diff:  # the scaffold's refusal, before the index is built
+        raise DocSetError(f"{STAGE}: {root} holds a result made with other settings: {', '.join(diff)}; re-run with "
+                          "those settings to keep it, or pass --overwrite (overwrite=True) to replace it")
     work = start_work(STAGE, cfg.directory)
     try:
-        job, stats = decontam_job(cfg, work)
+        stats = build_index(benches, list(cfg.fields), cfg.ngram, cfg.min_words, cfg.bloom_fp,
+                            parse_memory(cfg.memory), work)
         if cfg.progress and stats.mode == "bloom":
             print(f"{STAGE}: Bloom filters ({stats.size_bytes / 1e6:,.1f} MB): {stats.reason}", file=sys.stderr)
-        res = run_doc_set(cfg.directory, job, workers=cfg.workers, progress=cfg.progress, overwrite=cfg.overwrite)
+        info = {**ident, **derived(stats)}
+        res = run_doc_set(cfg.directory, decontam_job(info, work), workers=cfg.workers, progress=cfg.progress,
+                          overwrite=cfg.overwrite)
     finally:
         finish_work(work)
+    return _result(cfg.directory, res, info)
+
+
+def _result(directory: str, res: Any, info: dict[str, Any]) -> DecontamResult:
+    """The run's result: counts read back from the published shards."""
+    import pyarrow.compute as pc
+
+    from textsieve.io.attributes import attribute_shards
+    from textsieve.io.parquet_read import read_table
+
     contaminated = 0
-    fs, paths = attribute_shards(cfg.directory, SET_NAME)
+    afs, paths = attribute_shards(directory, SET_NAME)
     for p in paths:
-        with fs.open(p, "rb") as fh:
-            col = pq.read_table(fh, columns=["ts_contam_count"]).column(0)
+        with afs.open(p, "rb") as fh:  # unthreaded (io.parquet_read: else an abort at exit)
+            col = read_table(fh, columns=["ts_contam_count"]).column(0)
         contaminated += int(pc.sum(pc.greater(col, 0)).as_py() or 0)
+    stats = info["index"]["benchmarks"]
+    benchmarks = {name: {**b, **stats.get(name, {})} for name, b in info["benchmarks"].items()}
     return DecontamResult(output=res.output, documents=res.documents, contaminated=contaminated,
                           matched_ngrams=int(res.summary.get("ts_contam_count", 0)), shards=res.shards,
-                          computed=res.computed, skipped=res.skipped, seconds=res.seconds, mode=stats.mode,
-                          mode_reason=stats.reason, benchmarks=job.info["benchmarks"], summary=res.summary)
+                          computed=res.computed, skipped=res.skipped, seconds=res.seconds, mode=info["mode"],
+                          mode_reason=info["index"]["reason"], benchmarks=benchmarks, summary=res.summary)
