@@ -82,7 +82,7 @@ def _map(fs, path: str, where: str, row_groups: list[int], cols: list[tuple[floa
          bounds: dict[float, np.ndarray], bits: dict[float, int]):
     """Band rows of one piece, per threshold cut into one block per reduce group."""
     with fs.open(path, "rb") as fh:
-        tab = pq.ParquetFile(fh).read_row_groups(row_groups, columns=["id", *[c for _, c in cols]])
+        tab = pq.ParquetFile(fh).read_row_groups(row_groups, columns=["id", *[c for _, c in cols]], use_threads=False)
     ii = id_ints(tab.column("id"))
     counts, blocks = [], []
     for t, col in cols:

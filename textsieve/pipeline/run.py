@@ -273,7 +273,8 @@ def _decontaminate(c: Any) -> Outcome:
     from textsieve.stages.decontaminate import run_decontaminate
 
     r = run_decontaminate(c)
-    return Outcome({"documents": r.documents, "contaminated": r.contaminated, "matched_ngrams": r.matched_ngrams})
+    return Outcome({"documents": r.documents, "contaminated": r.contaminated, "matched_ngrams": r.matched_ngrams},
+                   ran=not r.skipped)
 
 
 def _benchmarks(cfg: PipelineConfig, name: str, c: Any, names: list[str], keys: dict[str, str]) -> list[Any]:

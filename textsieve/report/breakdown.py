@@ -165,7 +165,7 @@ def _parquet_values(meta: dict, rel: str, fields: list[str], lang: bool, cols: d
         pf = pq.ParquetFile(fh)
         names = pf.schema_arrow.names
         tops = sorted({w if w in names else w.split(".", 1)[0] for w in wanted} & set(names))
-        t = pf.read(columns=tops) if tops else pa.table({})
+        t = pf.read(columns=tops, use_threads=False) if tops else pa.table({})  # see io.parquet_read
     n = pf.metadata.num_rows
     cols["shard"] += [rel] * n
     cols["row"] += list(range(n))

@@ -180,7 +180,7 @@ def _attribute_langs(directory: str, pool: SourcePool) -> None:
                 lang_field = (sp.meta.get("read_options") or {}).get("lang_field")
                 sp.lang = source_langs(sp.meta, sp.rows) if lang_field else [None] * len(sp.rows)
                 continue
-            t = pf.read(columns=["row", "ts_lang"])
+            t = pf.read(columns=["row", "ts_lang"], use_threads=False)  # see io.parquet_read
         rows = t.column("row").to_numpy().astype(np.int64)
         langs = t.column("ts_lang").to_pylist()
         at = np.searchsorted(rows, sp.rows)
@@ -202,7 +202,7 @@ def source_langs(meta: dict, rows: np.ndarray) -> list[str | None]:
             top = lang_field.name if lang_field.name in names else lang_field.parts[0]
             if top not in names:
                 return [None] * len(rows)
-            values = pf.read(columns=[top]).column(top).take(np.asarray(rows, np.int64)).to_pylist()
+            values = pf.read(columns=[top], use_threads=False).column(top).take(np.asarray(rows, np.int64)).to_pylist()
         return [_lang_str(lang_field.get({top: v})) for v in values]
     want = {int(r): i for i, r in enumerate(rows.tolist())}
     out: list[str | None] = [None] * len(rows)
