@@ -49,7 +49,6 @@ from typing import Any
 import fsspec
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from textsieve import __version__
 from textsieve.dedup.lines import LINE_ROW, check_normalize, doc_rows, line_ends, split_lines
@@ -59,16 +58,17 @@ from textsieve.errors import TextsieveError
 from textsieve.exec.budget import MemoryPlan, memory_plan
 from textsieve.exec.progress import Progress
 from textsieve.io.atomic import atomic_open
-from textsieve.io.attributes import attribute_set_dir, attribute_shards
+from textsieve.io.attributes import attribute_set_dir
 from textsieve.io.diskfull import disk_full_as_error
 from textsieve.io.leftovers import finish_work, remove_stale_temps, start_work
 from textsieve.io.locations import pool_workers, source_locations
 from textsieve.io.parquet_read import read_table
-from textsieve.io.publish import Publication, content_key, read_manifest, settings_diff
+from textsieve.io.publish import Publication, content_key, settings_diff
 from textsieve.options import MEMORY_HELP, check_choices, option, progress_option
 from textsieve.signals.spans import span_type
 from textsieve.stages.dedup_exact import _Source
 from textsieve.stages.dedup_exact_out import write_tables
+from textsieve.stages.doc_set import annotate_sources
 
 LINES_SET = "dedup_lines"
 SEEN = "dup_lines_seen"
@@ -144,20 +144,7 @@ def _check(cfg: LinesConfig) -> None:
 
 
 def _sources(directory: str) -> list[_Source]:
-    fs, root = fsspec.core.url_to_fs(directory)
-    root = root.rstrip("/")
-    if fs.isdir(root):
-        read_manifest(fs, root)  # an interrupted annotate publish is finished before looking
-    if not (fs.isdir(root) and fs.exists(f"{root}/annotate.json")):
-        raise DedupLinesError(f"dedup lines: {directory} is not an annotate output folder (no annotate.json); "
-                              "run `textsieve annotate` first: the line spans are annotate's")
-    sfs, paths = attribute_shards(directory)
-    out = []
-    for p in paths:
-        with sfs.open(p, "rb") as fh:
-            n = pq.ParquetFile(fh).metadata.num_rows
-        out.append(_Source(p[len(root) + 1:], n, annotate_path=p, fs=sfs))
-    return out
+    return annotate_sources(directory, "dedup lines", "the line spans are annotate's", DedupLinesError)
 
 
 # ---------------------------------------------------------------- pass 1: one shard (a worker)

@@ -84,15 +84,17 @@ def output_schema(job: DocSetJob) -> pa.Schema:
     return pa.schema([*BASE, *job.schema])
 
 
-def annotate_sources(directory: str, stage: str) -> list[_Source]:
-    """The annotate folder's shards in corpus order, each able to re-read its texts."""
+def annotate_sources(directory: str, stage: str, why: str = "its shards point at the texts",
+                     error: type[TextsieveError] = DocSetError) -> list[_Source]:
+    """The annotate folder's shards in corpus order, each able to re-read its texts; `error`
+    (with `why` the stage needs annotate's output) when `directory` is not one."""
     fs, root = fsspec.core.url_to_fs(directory)
     root = root.rstrip("/")
     if fs.isdir(root):
         read_manifest(fs, root)  # an interrupted annotate publish is finished before looking
     if not (fs.isdir(root) and fs.exists(f"{root}/annotate.json")):
-        raise DocSetError(f"{stage}: {directory} is not an annotate output folder (no annotate.json); run "
-                          "`textsieve annotate` first (its shards point at the texts)")
+        raise error(f"{stage}: {directory} is not an annotate output folder (no annotate.json); run "
+                    f"`textsieve annotate` first: {why}")
     sfs, paths = attribute_shards(directory)
     out = []
     for p in paths:
