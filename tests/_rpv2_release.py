@@ -38,6 +38,16 @@ def _id_int(doc_id: str) -> int:
     return int.from_bytes(hashlib.sha1(doc_id.encode("utf-8")).digest()[:8], "little")
 
 
+def _worker_parquet(table: pa.Table, path: Path) -> None:
+    """A Parquet file as RPv2's worker writes its minhash files (utilities/io/writer.py
+    ParquetBatchWriter): a default `pq.ParquetWriter`, one record batch per 1,000 documents
+    (its flush_interval). The duplicates files' writer is not in the public code; they are
+    written the same way here."""
+    with pq.ParquetWriter(path, table.schema) as writer:
+        for start in range(0, table.num_rows, 1000):
+            writer.write_batch(table.slice(start, 1000).combine_chunks().to_batches()[0])
+
+
 def _compact(obj: object) -> bytes:
     """A signals line as RPv2's workers wrote it: msgspec's JSON (its float spelling, e.g.
     `0.00001234`, is not Python json's `1.234e-05`)."""
@@ -122,14 +132,14 @@ def build_release(shared_dir: Path, root: Path, n: int | None = None) -> dict[st
                           pa.array([s["id_int"] for s in sigs], pa.uint64()),
                           *[pa.array(bands[s], pa.list_(pa.binary())) for s in SIGNATURES]], schema=schema)
         (root / "minhash" / key).parent.mkdir(parents=True, exist_ok=True)
-        pq.write_table(table, root / "minhash" / f"{key}.minhash.parquet")
+        _worker_parquet(table, root / "minhash" / f"{key}.minhash.parquet")
         if key.startswith("2022-49"):  # the copies of newer documents are the listed duplicates
             first = len(recs) - COPIES
             dup = pa.table({"shard_id": [f"{key}.json.gz"] * COPIES,
                             "doc_id": [sigs[i]["id"] for i in range(first, len(recs))],
                             "digest": [docs[i]["digest"][5:] for i in range(first, len(recs))]})
             (root / "duplicates" / key).parent.mkdir(parents=True, exist_ok=True)
-            pq.write_table(dup, root / "duplicates" / f"{key}.duplicates.parquet")
+            _worker_parquet(dup, root / "duplicates" / f"{key}.duplicates.parquet")
     return keys
 
 

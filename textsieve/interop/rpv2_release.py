@@ -32,6 +32,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
+import pyarrow.parquet as pq
 
 from textsieve.errors import TextsieveError
 from textsieve.io.parquet_read import read_table
@@ -333,17 +334,25 @@ def write_gzip_lines(fs: fsspec.AbstractFileSystem, path: str, lines: Iterable[b
     return n
 
 
+#: documents per row group of a released `.minhash.parquet`: the worker writes one record batch
+#: per `flush_interval` (1000) documents through a default `pq.ParquetWriter`
+RELEASE_ROW_GROUP = 1000
+
+
 def write_parquet(fs: fsspec.AbstractFileSystem, path: str, table: pa.Table) -> None:
-    from textsieve.io.atomic import AtomicParquetWriter
+    """A Parquet file written as RPv2's worker wrote its minhash files (`ParquetBatchWriter`):
+    pyarrow's default writer settings (snappy), one row group per 1,000 rows. With the same
+    pyarrow the bytes equal such a file's; another pyarrow version writes its own `created_by`.
+    Written to a temporary name and renamed when complete."""
+    from textsieve.io.atomic import atomic_open
 
     fs.makedirs(path.rpartition("/")[0], exist_ok=True)
-    writer = AtomicParquetWriter(fs, path, table.schema)
-    try:
-        writer.write(table)
-    except BaseException as exc:
-        writer.abort(exc)
-        raise
-    writer.close()
+    table = table.combine_chunks()
+    with atomic_open(fs, path, "wb") as fh:
+        writer = pq.ParquetWriter(fh, table.schema)
+        for batch in table.to_batches(max_chunksize=RELEASE_ROW_GROUP):  # none for no rows, as the worker
+            writer.write_batch(batch)
+        writer.close()
 
 
 def minhash_table(key: str, ids: list[str], id_ints: list[int], bands: dict[str, list]) -> pa.Table:
