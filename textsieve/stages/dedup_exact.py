@@ -184,11 +184,10 @@ class _Source:
 
 def _base_rows(fs: fsspec.AbstractFileSystem, path: str) -> Iterator[tuple[str, str, int]]:
     """(id, shard, row) of an attribute shard's rows, read one batch at a time."""
-    import pyarrow.parquet as pq
+    from textsieve.io.parquet_read import row_group_batches
 
     with fs.open(path, "rb") as fh:
-        reader = pq.ParquetFile(fh, pre_buffer=False)  # no read left pending at exit (`io.parquet_read`)
-        for b in reader.iter_batches(batch_size=BATCH, columns=["id", "shard", "row"], use_threads=False):
+        for b in row_group_batches(fh, ["id", "shard", "row"], BATCH):  # nothing left pending at exit
             yield from zip(*(b.column(c).to_pylist() for c in ("id", "shard", "row")))
 
 
