@@ -19,7 +19,7 @@ LAYERS = {
     "stages": 2,
     "report": 3, "export": 3, "recipes": 3, "dsir": 3, "learned": 3, "eval": 3, "dedup": 3, "models": 3,
     "signals": 3, "sample": 3, "sample_crawl": 3, "extraction": 3,
-    "interop": 3, "decontam": 3, "personal_data": 3, "tokenization": 3, "mixing": 3,
+    "interop": 3, "decontam": 3, "personal_data": 3, "tokenization": 3, "mixing": 3, "embedding": 3,
     "io": 4, "exec": 4, "text": 4, "native": 4, "extensions": 4,
     "options": 5, "errors": 5, "document": 5,
     "__init__": 0,  # the package facade: `ts.annotate` etc. are loaded lazily from textsieve.api

@@ -24,7 +24,7 @@ REQUIRED_ARGS = {"extract": ["crawl.warc.gz", "-o", "out"], "dedup_lines": ["att
                  "annotate": ["in.jsonl", "-o", "out"], "dedup_exact": ["attrs"], "dedup_fuzzy": ["attrs"],
                  "dsir": ["--target", "t.jsonl", "--raw", "attrs", "--name", "wiki"], "select": ["attrs"],
                  "decontaminate": ["attrs", "--against", "b.jsonl"], "pii": ["attrs"],
-                 "tokens": ["attrs", "--tokenizer", "tok.json"], "mix": ["mix.yaml"]}
+                 "tokens": ["attrs", "--tokenizer", "tok.json"], "mix": ["mix.yaml"], "embed": ["attrs"]}
 
 
 def _yaml_default(path: str):

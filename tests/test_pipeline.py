@@ -52,7 +52,8 @@ def _set(doc: dict, dotted: str, value) -> None:
 MINIMAL = {"inputs": ["docs.jsonl.gz"], "output": "out"}
 REQUIRED_SECTIONS = {"dsir": {"name": "wiki", "targets": ["t.jsonl"]}, "select": {"recipe": "gopher"},
                      "extract": {"fix_text": False}, "decontaminate": {"against": ["b.jsonl"]},
-                     "tokens": {"tokenizer": "tok.json"}, "mix": {"mix": "mix.yaml"}, "pii": {"types": "email"}}
+                     "tokens": {"tokenizer": "tok.json"}, "mix": {"mix": "mix.yaml"}, "pii": {"types": "email"},
+                     "embed": {"model": "wordllama"}}
 
 
 #: a valid non-null value per field name, for fields whose default is null or empty
@@ -65,7 +66,7 @@ SAMPLES = {"inputs": ["docs.jsonl.gz"], "targets": ["t.jsonl"], "name": "wiki", 
            "redact": ["pii"],
            "token_column": "ts_tokens_tok", "mix": "mix.yaml", "seed": 3, "shard_size": "1MB",
            "format": "parquet", "types": ["email"], "phone_regions": ["US"], "tiktoken_pattern": "cl100k_base",
-           "shards": "parquet", "memory": "1GB"}
+           "shards": "parquet", "memory": "1GB", "embed_model": "wordllama"}
 
 
 @pytest.mark.parametrize("spec", STAGES, ids=lambda s: s.name)

@@ -37,6 +37,10 @@ def _head(src: Path, dst: Path, n: int) -> Path:
     return dst
 
 
+STAGE_IDS = ["annotate", "decontaminate", "pii", "tokens", "embed", "train_tokenizer", "mix", "dedup_exact",
+             "dedup_fuzzy", "dsir_fit", "select"]
+
+
 def _stages():
     """(API function, module and name of the stage's run function, config class, first argument)."""
     from textsieve.stages.annotate import AnnotateConfig
@@ -44,6 +48,7 @@ def _stages():
     from textsieve.stages.dedup_exact import ExactConfig
     from textsieve.stages.dedup_fuzzy import FuzzyConfig
     from textsieve.stages.dsir_fit import DsirFitConfig
+    from textsieve.stages.embed import EmbedConfig
     from textsieve.stages.mix import MixConfig
     from textsieve.stages.pii import PiiConfig
     from textsieve.stages.select import SelectConfig
@@ -54,6 +59,7 @@ def _stages():
             (ts.decontaminate, "textsieve.stages.decontaminate", "run_decontaminate", DecontamConfig, "directory"),
             (ts.pii, "textsieve.stages.pii", "run_pii", PiiConfig, "directory"),
             (ts.tokens, "textsieve.stages.tokens", "run_tokens", TokensConfig, "directory"),
+            (ts.embed, "textsieve.stages.embed", "run_embed", EmbedConfig, "directory"),
             (ts.train_tokenizer, "textsieve.tokenization.train", "train_tokenizer", TrainTokenizerConfig, "corpus"),
             (ts.mix, "textsieve.stages.mix", "run_mix", MixConfig, "mix"),
             (ts.dedup_exact, "textsieve.stages.dedup_exact", "run_exact", ExactConfig, "inputs"),
@@ -78,8 +84,7 @@ def _required_kwargs(cls, first: str) -> dict:
 
 # ---------------------------------------------------------------- keywords -> configs
 
-@pytest.mark.parametrize("i", range(10), ids=["annotate", "decontaminate", "pii", "tokens", "train_tokenizer", "mix",
-                                               "dedup_exact", "dedup_fuzzy", "dsir_fit", "select"])
+@pytest.mark.parametrize("i", range(len(STAGE_IDS)), ids=STAGE_IDS)
 def test_keywords_build_the_stage_config_with_its_defaults(i, monkeypatch, tmp_path):
     fn, module, run_name, cls, first = _stages()[i]
     seen = []
@@ -96,8 +101,7 @@ def test_keywords_build_the_stage_config_with_its_defaults(i, monkeypatch, tmp_p
     assert cfg.progress is True  # as in the dataclasses
 
 
-@pytest.mark.parametrize("i", range(10), ids=["annotate", "decontaminate", "pii", "tokens", "train_tokenizer", "mix",
-                                               "dedup_exact", "dedup_fuzzy", "dsir_fit", "select"])
+@pytest.mark.parametrize("i", range(len(STAGE_IDS)), ids=STAGE_IDS)
 def test_signature_lists_every_config_field(i):
     fn, _, _, cls, first = _stages()[i]
     params = inspect.signature(fn).parameters
@@ -109,8 +113,7 @@ def test_signature_lists_every_config_field(i):
     assert f"fields of {cls.__name__}" in fn.__doc__
 
 
-@pytest.mark.parametrize("i", range(10), ids=["annotate", "decontaminate", "pii", "tokens", "train_tokenizer", "mix",
-                                               "dedup_exact", "dedup_fuzzy", "dsir_fit", "select"])
+@pytest.mark.parametrize("i", range(len(STAGE_IDS)), ids=STAGE_IDS)
 def test_unknown_keyword_names_the_valid_ones(i):
     fn, _, _, cls, first = _stages()[i]
     with pytest.raises(TypeError) as err:

@@ -46,6 +46,7 @@ from textsieve.stages.dedup_fuzzy import FuzzyConfig, FuzzyResult
 from textsieve.stages.dedup_lines import LinesConfig, LinesResult
 from textsieve.stages.doc_set import DocSetResult
 from textsieve.stages.dsir_fit import DsirFitConfig, DsirFitResult
+from textsieve.stages.embed import EmbedConfig, EmbedResult
 from textsieve.stages.extract import ExtractConfig, ExtractResult
 from textsieve.stages.import_dolma import ImportDolmaConfig, ImportDolmaResult
 from textsieve.stages.import_rpv2 import ImportRpv2Config, ImportRpv2Result
@@ -64,7 +65,7 @@ if TYPE_CHECKING:
     from textsieve.mixing.plan import Plan as MixPlan
 
 __all__ = ["extract", "annotate", "import_rpv2", "dedup_exact", "dedup_fuzzy", "dedup_lines", "decontaminate", "pii",
-           "tokens", "train_tokenizer", "dsir_fit", "select", "mix", "funnel", "run",
+           "tokens", "embed", "train_tokenizer", "dsir_fit", "select", "mix", "funnel", "run",
            "load_recipe", "read_documents", "attributes", "build_config", "attributes_as_columns",
            "export_dolma", "import_dolma"]
 
@@ -277,6 +278,16 @@ def tokens(directory: PathLike, **options: Any) -> TokensResult:
     return run_tokens(_stage(TokensConfig, "tokens", "directory", directory, options))
 
 
+def embed(directory: PathLike, **options: Any) -> EmbedResult:
+    """One embedding per document, `ts_embed_<model>` (fixed_size_list<float16>, unit length) in the
+    set `_embed_<model>` (`textsieve embed`), with the default model shipped in the wordllama wheel
+    or `model=` a Model2Vec / sentence-transformers folder; semantic dedup, embedding DSIR and
+    learned filters read it. Nothing is downloaded."""
+    from textsieve.stages.embed import run_embed
+
+    return run_embed(_stage(EmbedConfig, "embed", "directory", directory, options))
+
+
 def train_tokenizer(corpus: Inputs, **options: Any) -> TrainTokenizerResult:
     """Train a byte-level BPE tokenizer (Hugging Face `tokenizers`) on document files and write
     its tokenizer.json to `output` (`textsieve train tokenizer`): an offline default for
@@ -443,6 +454,7 @@ _signature(dedup_lines, LinesConfig, "directory")
 _signature(decontaminate, DecontamConfig, "directory")
 _signature(pii, PiiConfig, "directory")
 _signature(tokens, TokensConfig, "directory")
+_signature(embed, EmbedConfig, "directory")
 _signature(train_tokenizer, TrainTokenizerConfig, "corpus")
 _signature(dsir_fit, DsirFitConfig, "raw")
 _signature(select, SelectConfig, "directory",

@@ -4,5 +4,5 @@
 from __future__ import annotations
 
 COMMAND_MODULES = ("extract", "annotate", "dedup", "select", "dsir", "learn", "eval", "train", "models", "export",
-                   "import_cmd", "decontaminate", "pii", "tokens", "mix", "signals", "resources", "sample", "run",
-                   "report")
+                   "import_cmd", "decontaminate", "pii", "tokens", "embed", "mix", "signals", "resources", "sample",
+                   "run", "report")

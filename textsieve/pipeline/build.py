@@ -62,6 +62,7 @@ def derived_values(cfg: PipelineConfig, name: str, progress: bool) -> dict[str, 
     fixed: dict[str, dict[str, Any]] = {"extract": {"output": docs_dir(cfg)},
                                         "annotate": {"output": attrs} | ({"inputs": [docs_dir(cfg)]} if extracts
                                                                          else {}),
+                                        "embed": {"directory": attrs},
                                         "dedup_exact": {"inputs": [attrs], "output": attrs},
                                         "dedup_fuzzy": {"directory": attrs},
                                         "dedup_lines": {"directory": attrs},

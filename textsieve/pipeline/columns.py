@@ -85,6 +85,17 @@ def tokens_set(cfg: PipelineConfig) -> tuple[str, pa.Schema]:
     return set_name(name), output_schema(name)
 
 
+def embed_set(cfg: PipelineConfig) -> tuple[str, pa.Schema]:
+    """(set name, schema) that `embed` will write, named by its model (the model is loaded now: a
+    missing model fails the dry run, not the run after annotate)."""
+    from textsieve.embedding.models import load_embedder
+    from textsieve.stages.embed import output_schema, set_name
+
+    ec = build(cfg, "embed", progress=False)
+    emb = load_embedder(ec.model, ec.name)
+    return set_name(emb.name), output_schema(emb.name, emb.dim)
+
+
 def dsir_set(name: str) -> tuple[str, pa.Schema]:
     """(set name, schema) that `dsir fit --name NAME` writes."""
     from textsieve.dsir.names import column_names, set_name
@@ -118,6 +129,8 @@ def planned_sets(cfg: PipelineConfig) -> list[tuple[str, str, pa.Schema]]:
 
     d = cfg.data
     out = [("annotate", "", planned_schema(build(cfg, "annotate", progress=False)))]
+    if d["embed"] is not None:
+        out.append(("embed", *embed_set(cfg)))
     if d["dedup"]["exact"] is not None:
         out.append(("dedup_exact", *exact_set(cfg)))
     if d["dedup"]["fuzzy"] is not None:

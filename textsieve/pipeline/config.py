@@ -15,6 +15,7 @@ section is present, annotate always runs, after extract when there is one):
     read:     {text_field, id_field, lang_field, on_error}
     extract:  {engine, fix_text, format, ...}   (web archives/HTML pages -> OUT/docs, which annotate reads)
     annotate: {signals, lang, models, resources, batch_size, workers}
+    embed:    {model, name, ...}                           (-> OUT/attrs/_embed_MODEL; semantic dedup, DSIR read it)
     dedup:    {exact: {normalize, bloom_fp, ...}, fuzzy: {thresholds, bands, verify, keep, ...},
                lines: {normalize, group_shards, bloom_fp, ...}}
     decontaminate: {against: [name=path, ...], fields, ngram, bloom_fp, ...}   (-> OUT/attrs/_decontam)
@@ -46,6 +47,7 @@ from textsieve.stages.dedup_exact import ExactConfig
 from textsieve.stages.dedup_fuzzy import FuzzyConfig
 from textsieve.stages.dedup_lines import LinesConfig
 from textsieve.stages.dsir_fit import DsirFitConfig
+from textsieve.stages.embed import EmbedConfig
 from textsieve.stages.extract import ExtractConfig
 from textsieve.stages.mix import MixConfig
 from textsieve.stages.pii import PiiConfig
@@ -93,6 +95,8 @@ STAGES: tuple[StageSpec, ...] = (
               shared={"inputs": "inputs", "text_field": "read.text_field", "id_field": "read.id_field",
                       "lang_field": "read.lang_field", "on_error": "read.on_error", "overwrite": "overwrite"},
               derived={"output": "always OUT/attrs", "progress": PROGRESS_REASON}),
+    StageSpec("embed", EmbedConfig, "embed", shared={"overwrite": "overwrite"},
+              derived={"directory": "always the annotate folder OUT/attrs", "progress": PROGRESS_REASON}),
     StageSpec("dedup_exact", ExactConfig, "dedup.exact",
               shared={"text_field": "read.text_field", "id_field": "read.id_field", "overwrite": "overwrite"},
               derived={"inputs": "always the annotate folder OUT/attrs (texts are re-read from its sources)",
@@ -341,6 +345,8 @@ class PipelineConfig:
         """Stage names in run order."""
         d = self.data
         out = (["extract"] if d["extract"] is not None else []) + ["annotate"]
+        if d["embed"] is not None:
+            out.append("embed")
         if d["dedup"]["exact"] is not None:
             out.append("dedup_exact")
         if d["dedup"]["fuzzy"] is not None:
@@ -371,6 +377,13 @@ def _resolve_paths(d: dict[str, Any], base: Path) -> None:
     d["inputs"] = _absolute([d["inputs"]] if isinstance(d["inputs"], str) else d["inputs"], base)
     d["output"] = _absolute(d["output"], base)
     dedup = d["dedup"]
+    emb = d["embed"]
+    if emb and emb.get("model") is not None:  # a builtin model name is not a path
+        from textsieve.embedding.models import BUILTINS
+
+        model = str(emb["model"])
+        if model.removeprefix("builtin:") not in BUILTINS or (base / model).exists():
+            emb["model"] = _absolute(model, base)
     sections = [d["extract"], d["annotate"], dedup["exact"], dedup["fuzzy"], dedup["lines"], d["decontaminate"],
                 d["pii"], d["tokens"], d["select"], *d["dsir"], d["mix"]]
     for sec in sections:

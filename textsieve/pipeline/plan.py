@@ -208,6 +208,12 @@ def _doc_set_plan(kind: str, does: str, per_char: float = 0.0) -> Callable[[_Est
     return plan
 
 
+def _embed_plan(e: _Estimate, index: int | None) -> StagePlan:
+    """A worker holds the model (~130 MB as float32) and its word cache; a 256-d float16 vector is 512 B."""
+    return StagePlan("embed", "one embedding per document -> _embed_MODEL", 400_000_000,
+                     int(e.docs * (SET_BYTES_PER_DOC + 2 * 256)))
+
+
 def _mix_plan(e: _Estimate, index: int | None) -> StagePlan:
     mx = build(e.cfg, "mix", progress=False)
     return StagePlan("mix", f"mix -> {train_dir(e.cfg)} (shuffled shards + manifest.json)",
@@ -222,7 +228,8 @@ ESTIMATES: dict[str, Callable[[_Estimate, int | None], StagePlan]] = {
     "dedup_fuzzy": _dedup_fuzzy_plan, "dedup_lines": _dedup_lines_plan, "dsir": _dsir_plan, "select": _select_plan,
     "decontaminate": _doc_set_plan("decontaminate", "n-gram overlap with the benchmarks -> _decontam", 0.1),
     "pii": _doc_set_plan("pii", "personal data spans -> _pii"),
-    "tokens": _doc_set_plan("tokens", "real token counts -> _tokens_NAME"), "mix": _mix_plan}
+    "tokens": _doc_set_plan("tokens", "real token counts -> _tokens_NAME"), "mix": _mix_plan,
+    "embed": _embed_plan}
 
 
 def make_plan(cfg: PipelineConfig) -> Plan:

@@ -290,6 +290,28 @@ def _pii(c: Any) -> Outcome:
     return Outcome({"documents": r.documents, "spans": int(r.summary.get("ts_pii_count", 0))}, ran=not r.skipped)
 
 
+def _embed(c: Any) -> Outcome:
+    from textsieve.stages.embed import run_embed
+
+    r = run_embed(c)
+    return Outcome({"documents": r.documents, "column": r.column, "model": r.model["model"],
+                    "model_fingerprint": r.model["model_fingerprint"]}, ran=not r.skipped)
+
+
+def _embed_complete(cfg: PipelineConfig, name: str, c: Any) -> bool:
+    from textsieve.embedding.models import load_embedder
+    from textsieve.stages.embed import set_name
+
+    return _set_complete(cfg, set_name(load_embedder(c.model, c.name).name))
+
+
+def _embed_model(cfg: PipelineConfig, name: str, c: Any, names: list[str], keys: dict[str, str]) -> list[Any]:
+    """The model's identity (its files' fingerprint): a changed model re-embeds."""
+    from textsieve.embedding.models import load_embedder
+
+    return [load_embedder(c.model, c.name).fingerprint]
+
+
 def _tokens(c: Any) -> Outcome:
     from textsieve.stages.tokens import run_tokens
 
@@ -375,6 +397,7 @@ def _every_other_stage(cfg: PipelineConfig, name: str, c: Any, names: list[str],
 
 register_stage("extract", StageRunner(_extract, output_key=lambda cfg: _annotate_key(docs_dir(cfg))))
 register_stage("annotate", StageRunner(_annotate, output_key=lambda cfg: _annotate_key(attrs_dir(cfg))))
+register_stage("embed", StageRunner(_embed, upstream=_embed_model, complete=_embed_complete))
 register_stage("dedup_exact", StageRunner(_dedup_exact, complete=_dedup_exact_complete))
 register_stage("dedup_fuzzy", StageRunner(_dedup_fuzzy, complete=lambda cfg, name, c: _set_complete(cfg, name)))
 register_stage("dedup_lines", StageRunner(_dedup_lines, complete=lambda cfg, name, c: _set_complete(cfg, name)))

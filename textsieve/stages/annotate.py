@@ -129,6 +129,10 @@ class AnnotateConfig:
                                              "re-runs its shard either way")
     # one document's memory is ~30x its size: larger records are bad records (`io.limits`); 0 = no limit
     max_doc_bytes: int | str = option(DEFAULT_MAX_DOC_BYTES, help=MAX_DOC_BYTES_HELP, metavar="SIZE")
+    # `--signals embed`: after the signals, the `embed` stage writes _embed_MODEL with this model
+    embed_model: str | None = option(None, help="with --signals embed: the embedding model (default: `textsieve "
+                                                "embed`'s default, wordllama), a builtin name or a model folder",
+                                     metavar="MODEL")
 
 
 @dataclass
@@ -145,6 +149,7 @@ class AnnotateResult:
     parts_resumed: int = 0  # finished parts of interrupted runs that were kept, not recomputed
     documents_resumed: int = 0  # documents in them (part of `documents`)
     renamed_ids: int = 0  # documents whose repeated id got a #N suffix (--dedupe-ids suffix)
+    embed: Any = None  # `--signals embed`: the embed stage's EmbedResult
 
     @property
     def docs_per_second(self) -> float:
@@ -310,6 +315,28 @@ def _batches(shard: Shard, reader: ShardReader, cfg: AnnotateConfig,
     yield task  # possibly empty: marks the end of the shard so its file gets closed
 
 
+EMBED_SIGNAL = "embed"
+
+
+def _without_embed(cfg: AnnotateConfig) -> tuple[AnnotateConfig, bool]:
+    """`--signals ...,embed`: the signals without `embed` (which the embed stage writes to a set
+    of its own), and whether it was asked for. `--signals embed` alone computes no signals."""
+    items = _split_signal_spec(cfg.signals)
+    if items is None or EMBED_SIGNAL not in items:
+        return cfg, False
+    rest = [i for i in items if i != EMBED_SIGNAL]
+    return replace(cfg, signals=",".join(rest) if rest else "none"), True
+
+
+def _embed_after(cfg: AnnotateConfig) -> Any:
+    """Run the embed stage on the annotate folder just written (same workers, executor, overwrite)."""
+    from textsieve.stages.embed import EmbedConfig, run_embed
+
+    extra = {"model": cfg.embed_model} if cfg.embed_model else {}
+    return run_embed(EmbedConfig(directory=cfg.output, workers=cfg.workers, executor=cfg.executor,
+                                 address=cfg.address, progress=cfg.progress, overwrite=cfg.overwrite, **extra))
+
+
 def _resolve_defaults(cfg: AnnotateConfig) -> AnnotateConfig:
     """Fill the defaults that depend on other fields: `lang` None means English, or no
     fallback language when a `lang_field` gives each document's language. Values are checked
@@ -322,8 +349,19 @@ def _resolve_defaults(cfg: AnnotateConfig) -> AnnotateConfig:
 
 def run_annotate(cfg: AnnotateConfig) -> AnnotateResult:
     """Annotate every input shard; returns what was written and skipped."""
+    cfg, embed = _without_embed(_resolve_defaults(cfg))
+    if embed:  # the model is loaded before any work, so a bad --embed-model fails at once
+        from textsieve.embedding.models import load_embedder
+
+        load_embedder(cfg.embed_model)
+        result = _run_annotate(cfg)
+        result.embed = _embed_after(cfg)
+        return result
+    return _run_annotate(cfg)
+
+
+def _run_annotate(cfg: AnnotateConfig) -> AnnotateResult:
     start = time.perf_counter()
-    cfg = _resolve_defaults(cfg)
     check_lang(cfg.lang, cfg.resources)
     lean_arrow_memory()
     if cfg.on_error not in ("fail", "skip"):
@@ -488,7 +526,7 @@ def planned_schema(cfg: AnnotateConfig) -> pa.Schema:
     checks every recipe rule against the columns the stages will produce, so a typo or a
     signal that will be skipped (e.g. word lists missing) fails before hours of annotate.
     It follows run_annotate's planning steps; tests compare it with a real run's schema."""
-    cfg = _resolve_defaults(cfg)
+    cfg, _ = _without_embed(_resolve_defaults(cfg))
     spec, plan = _plan_models(cfg)
     signals, with_minhash = ((), ()) if spec == "none" else select_signals(spec)
     quiet, log.disabled = log.disabled, True  # the run itself warns about missing word lists

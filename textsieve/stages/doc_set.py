@@ -171,7 +171,7 @@ def _totals(fs: fsspec.AbstractFileSystem, path: str, columns: tuple[str, ...]) 
 
 
 def run_doc_set(directory: str, job: DocSetJob, *, workers: int | None = None, progress: bool = False,
-                overwrite: bool = False) -> DocSetResult:
+                overwrite: bool = False, executor: str = "local", address: str | None = None) -> DocSetResult:
     """Compute (or keep) the set's shard of every annotate shard and publish the set."""
     start = time.perf_counter()
     sources = annotate_sources(directory, job.stage)
@@ -200,7 +200,8 @@ def run_doc_set(directory: str, job: DocSetJob, *, workers: int | None = None, p
         result.summary = json.loads(fs.cat_file(f"{set_root}/summary.json"))
         result.skipped = True
     else:
-        _compute(job, settings, sources, shard_fp, pub, info, overwrite, workers, progress, directory, result)
+        _compute(job, settings, sources, shard_fp, pub, info, overwrite, workers, progress, directory, result,
+                 executor, address)
     result.documents = int(result.summary.get("n_docs", 0))
     result.seconds = time.perf_counter() - start
     return result
@@ -208,13 +209,20 @@ def run_doc_set(directory: str, job: DocSetJob, *, workers: int | None = None, p
 
 def _compute(job: DocSetJob, settings: str, sources: list[_Source], shard_fp: dict[str, str], pub: Publication,
              info: dict, overwrite: bool, workers: int | None, progress: bool, directory: str,
-             result: DocSetResult) -> None:
+             result: DocSetResult, executor: str = "local", address: str | None = None) -> None:
     from textsieve.exec.local import default_workers, ordered_map
 
+    if executor not in ("local", "ray"):
+        raise DocSetError(f"{job.stage}: executor must be 'local' or 'ray', not {executor!r}")
     kept = {s.rel for s in sources if not overwrite and pub.unchanged(s.rel, shard_fp[s.rel])}
     todo = [s for s in sources if s.rel not in kept and (overwrite or not pub.adoptable(s.rel))]
-    planned = min(workers or default_workers(), max(1, len(todo)))
-    planned = pool_workers(job.stage, workers, planned, [directory, *source_locations(directory)])
+    if executor == "ray":  # one Ray task per shard; the cluster's CPUs by default
+        from textsieve.exec.ray_exec import cluster_cpus
+
+        planned = min(workers or cluster_cpus(address), max(1, len(todo)))
+    else:
+        planned = min(workers or default_workers(), max(1, len(todo)))
+    planned = pool_workers(job.stage, workers, planned, [directory, *source_locations(directory)], executor)
     n_docs = sum(s.size for s in todo)
     if progress:
         print(f"{job.stage}: {sum(s.size for s in sources):,} docs in {len(sources)} shard(s); {len(todo)} to "
@@ -225,7 +233,13 @@ def _compute(job: DocSetJob, settings: str, sources: list[_Source], shard_fp: di
     try:
         pub.claim()
         tasks = [(job, settings, s, pub.fs, pub.staging, meta) for s in todo]
-        for _, (_rel, n) in ordered_map(_compute_shard, tasks, workers=planned):
+        if executor == "ray":
+            from textsieve.exec.ray_exec import ray_ordered_map
+
+            results = ray_ordered_map(_compute_shard, tasks, workers=planned, address=address)
+        else:
+            results = ordered_map(_compute_shard, tasks, workers=planned)
+        for _, (_rel, n) in results:
             bar.advance(n, n)
     finally:
         bar.close()

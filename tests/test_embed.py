@@ -1,0 +1,219 @@
+"""Embeddings (`textsieve embed`, `annotate --signals embed`) on real text, offline.
+
+The default model is WordLlama L2-Supercat from the wordllama wheel, run by textsieve's own
+static inference (`embedding.static`). What is checked against the libraries themselves:
+our vectors equal WordLlama's own inference of the whitespace-normalised text, and a Model2Vec
+folder gives Model2Vec's own vectors. The stage: column type, order, determinism across worker
+counts, resume, refusal of another model under the same name, errors, and a run with the
+network cut off.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from _files import web_docs
+
+from textsieve.cli import main
+from textsieve.embedding.models import EmbeddingModelError, load_embedder
+from textsieve.embedding.static import wordllama_files
+from textsieve.embedding.store import column_name, read_embeddings, to_arrow, to_numpy
+from textsieve.stages.annotate import AnnotateConfig, run_annotate
+from textsieve.stages.doc_set import DocSetError
+from textsieve.stages.embed import EmbedConfig, run_embed
+
+N_DOCS = 240
+
+
+@pytest.fixture(scope="module")
+def docs(dev_dir) -> list[dict]:
+    return web_docs(dev_dir, N_DOCS)
+
+
+@pytest.fixture(scope="module")
+def attrs(docs, tmp_path_factory) -> Path:
+    """An annotate folder of two shards (so two workers have work) over the first web documents."""
+    root = tmp_path_factory.mktemp("embed")
+    for i, part in enumerate((docs[:N_DOCS // 2], docs[N_DOCS // 2:])):
+        with gzip.open(root / f"part{i}.jsonl.gz", "wt", encoding="utf-8") as fh:
+            fh.writelines(json.dumps(d) + "\n" for d in part)
+    out = root / "attrs"
+    run_annotate(AnnotateConfig(inputs=[str(root / "part0.jsonl.gz"), str(root / "part1.jsonl.gz")], output=str(out),
+                                signals="rps_doc_word_count", progress=False, workers=1))
+    return out
+
+
+def test_default_model_is_wordllamas_own_inference_of_the_normalised_text(docs):
+    """The documented rule: whitespace carries no meaning, so our vector of a text is WordLlama's
+    own `embed(" ".join(text.split()), norm=True)` (its inference class, built from the wheel's
+    files; `WordLlama.load()` would go to the network)."""
+    from tokenizers import Tokenizer
+    from wordllama.inference import WordLlamaInference
+
+    emb = load_embedder()
+    assert (emb.name, emb.dim, emb.kind) == ("wordllama", 256, "static")
+    texts = [d["text"] for d in docs[:120]]
+    ours = emb.embed(texts)
+    ref_model = WordLlamaInference(emb.embed_fn.__self__.vectors, Tokenizer.from_file(wordllama_files()[0]))
+    ref = np.concatenate([ref_model.embed([" ".join(t.split()) for t in texts[i:i + 16]], norm=True)
+                          for i in range(0, len(texts), 16)])
+    cos = np.sum(ours * ref, axis=1)
+    assert cos.min() > 0.9999, cos.min()
+    np.testing.assert_allclose(np.linalg.norm(ours, axis=1), 1.0, rtol=1e-5)
+    # a batch's vectors do not depend on the batch: one by one gives the same bits
+    alone = np.concatenate([emb.embed([t]) for t in texts[:20]])
+    assert np.array_equal(alone, ours[:20])
+    assert np.array_equal(emb.embed(["", "   \n"]), np.zeros((2, 256), np.float32))
+
+
+def _model2vec_folder(root: Path, texts: list[str], dim: int = 24) -> Path:
+    """A small Model2Vec folder: a WordPiece (BERT-style, lower-cased) tokenizer trained on `texts`,
+    seeded random vectors and per-token weights, Model2Vec's config."""
+    from safetensors.numpy import save_file
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.train_from_iterator(texts, trainers.WordPieceTrainer(vocab_size=800, special_tokens=["[PAD]", "[UNK]"]))
+    root.mkdir()
+    tok.save(str(root / "tokenizer.json"))
+    rng = np.random.default_rng(7)
+    vocab = tok.get_vocab_size()
+    save_file({"embeddings": rng.standard_normal((vocab, dim)).astype(np.float32),
+               "weights": rng.uniform(0.5, 1.5, vocab).astype(np.float32)}, str(root / "model.safetensors"))
+    (root / "config.json").write_text(json.dumps({"model_type": "model2vec", "architectures": ["StaticModel"],
+                                                  "normalize": True, "hidden_dim": dim}))
+    return root
+
+
+def test_a_model2vec_folder_gives_model2vecs_own_vectors(docs, tmp_path):
+    model2vec = pytest.importorskip("model2vec")
+    texts = [d["text"] for d in docs[:80]]
+    folder = _model2vec_folder(tmp_path / "m2v-small", texts)
+    emb = load_embedder(str(folder))
+    assert (emb.name, emb.dim) == ("m2v_small", 24)
+    ours = emb.embed(texts)
+    ref = model2vec.StaticModel.from_pretrained(str(folder)).encode([" ".join(t.split()) for t in texts],
+                                                                   max_length=None, use_multiprocessing=False)
+    ref = ref / np.linalg.norm(ref, axis=1, keepdims=True)
+    assert np.sum(ours * ref, axis=1).min() > 0.9999
+
+
+def test_sentence_transformer_chunk_and_pool_rule():
+    """A long document is cut into windows of max_seq_length - 2 tokens; its vector is the token-weighted
+    mean of the windows' vectors (a stand-in model: whitespace tokens, a vector per word count)."""
+    from textsieve.embedding.transformer import chunk_and_pool
+
+    class Tok:
+        def __call__(self, text, **kw):
+            return {"input_ids": [hash(w) % 1000 for w in text.split()]}
+
+        def decode(self, ids):
+            return " ".join(f"w{i}" for i in ids)
+
+    class Model:
+        max_seq_length = 12
+        tokenizer = Tok()
+
+        def encode(self, texts, **kw):
+            return np.array([[len(t.split()), 1.0] for t in texts], np.float32)
+
+    short, long_ = "a b c", " ".join(["x"] * 25)  # 25 tokens -> windows of 10, 10, 5
+    out = chunk_and_pool(Model(), [short, long_])
+    want_long = (10 * np.array([10, 1]) + 10 * np.array([10, 1]) + 5 * np.array([5, 1])) / 25
+    np.testing.assert_allclose(out[1], want_long / np.linalg.norm(want_long), rtol=1e-6)
+    np.testing.assert_allclose(out[0], np.array([3, 1]) / np.linalg.norm([3, 1]), rtol=1e-6)
+
+
+def test_embed_stage_writes_float16_vectors_in_annotate_order_and_resumes(attrs, docs, tmp_path):
+    res = run_embed(EmbedConfig(directory=str(attrs), workers=1, progress=False))
+    assert (res.documents, res.shards, res.computed, res.column) == (N_DOCS, 2, 2, "ts_embed_wordllama")
+    shard = pq.read_table(attrs / "_embed_wordllama" / "part0.parquet")
+    assert shard.schema.field("ts_embed_wordllama").type == pa.list_(pa.float16(), 256)
+    assert shard.column("id").to_pylist() == [d["id"] for d in docs[:N_DOCS // 2]]
+    ids, matrix = read_embeddings(str(attrs))
+    assert ids == [d["id"] for d in docs] and matrix.shape == (N_DOCS, 256)
+    direct = load_embedder().embed([d["text"] for d in docs])
+    np.testing.assert_array_equal(matrix, direct.astype(np.float16).astype(np.float32))
+    summary = json.loads((attrs / "_embed_wordllama" / "summary.json").read_text())
+    assert summary["model_fingerprint"] == res.model["model_fingerprint"] and summary["n_docs"] == N_DOCS
+    again = run_embed(EmbedConfig(directory=str(attrs), workers=1, progress=False))
+    assert again.skipped and again.computed == 0
+    # two workers write the same bytes
+    copy = tmp_path / "copy"
+    import shutil
+
+    shutil.copytree(attrs, copy, ignore=shutil.ignore_patterns("_embed_*"))
+    run_embed(EmbedConfig(directory=str(copy), workers=2, progress=False))
+    for name in ("part0.parquet", "part1.parquet"):
+        a = pq.read_table(attrs / "_embed_wordllama" / name).column(column_name("wordllama"))
+        b = pq.read_table(copy / "_embed_wordllama" / name).column(column_name("wordllama"))
+        assert a.equals(b)
+
+
+def test_another_model_under_the_same_name_is_refused(attrs, docs, tmp_path):
+    run_embed(EmbedConfig(directory=str(attrs), workers=1, progress=False))
+    folder = _model2vec_folder(tmp_path / "other", [d["text"] for d in docs[:60]])
+    with pytest.raises(DocSetError, match="other settings"):
+        run_embed(EmbedConfig(directory=str(attrs), model=str(folder), name="wordllama", workers=1, progress=False))
+    res = run_embed(EmbedConfig(directory=str(attrs), model=str(folder), workers=1, progress=False))
+    assert res.column == "ts_embed_other" and (attrs / "_embed_wordllama" / "summary.json").exists()
+
+
+def test_annotate_signals_embed_writes_the_embedding_set(docs, tmp_path):
+    src = tmp_path / "docs.jsonl"
+    src.write_text("".join(json.dumps(d) + "\n" for d in docs[:30]))
+    res = run_annotate(AnnotateConfig(inputs=[str(src)], output=str(tmp_path / "a"), signals="rps_doc_word_count,embed",
+                                      progress=False, workers=1))
+    assert res.embed is not None and res.embed.documents == 30
+    names = pq.read_schema(tmp_path / "a" / "docs.parquet").names
+    assert "rps_doc_word_count" in names and not any(n.startswith("ts_embed") for n in names)
+    assert (tmp_path / "a" / "_embed_wordllama" / "docs.parquet").exists()
+
+
+def test_errors_are_one_line(attrs, tmp_path, capsys):
+    with pytest.raises(EmbeddingModelError, match="nothing is downloaded"):
+        load_embedder("sentence-transformers/all-MiniLM-L6-v2")
+    assert main(["embed", str(tmp_path), "-q"]) == 2
+    assert "not an annotate output folder" in capsys.readouterr().err
+    assert main(["embed", str(attrs), "--model", str(tmp_path / "missing"), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "no such file or folder" in err and "Traceback" not in err
+    (tmp_path / "empty").mkdir()
+    assert main(["embed", str(attrs), "--model", str(tmp_path / "empty"), "-q"]) == 2
+    assert "not an embedding model folder" in capsys.readouterr().err
+
+
+def test_float16_round_trip():
+    m = np.random.default_rng(0).standard_normal((5, 8)).astype(np.float32)
+    back = to_numpy(to_arrow(m))
+    np.testing.assert_allclose(back, m, rtol=1e-3, atol=1e-3)
+
+
+def test_embeds_with_the_network_cut_off(attrs, tmp_path):
+    """Nothing is downloaded: in a fresh process whose sockets cannot connect (and HF_HUB_OFFLINE=1,
+    no proxy), `textsieve embed` still embeds with the default model."""
+    import shutil
+
+    copy = tmp_path / "offline"
+    shutil.copytree(attrs, copy, ignore=shutil.ignore_patterns("_embed_*"))
+    code = ("import socket, sys\n"
+            "def refuse(*a, **k):\n    raise OSError('network is cut off in this test')\n"
+            "socket.socket.connect = refuse\nsocket.create_connection = refuse\n"
+            "from textsieve.cli import main\n"
+            f"sys.exit(main(['embed', {str(copy)!r}, '--workers', '1', '-q']))\n")
+    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
+    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert read_embeddings(str(copy))[1].shape == (N_DOCS, 256)

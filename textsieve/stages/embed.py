@@ -1,0 +1,132 @@
+"""`textsieve embed`: one embedding per document, the set `_embed_<model>` beside the annotate shards.
+
+Why a set of its own: embeddings are a product (semantic dedup, embedding DSIR, learned
+filters and the report read them), large (256 float16 = 512 B per document) and tied to one
+model, so they live apart from the signal shards, keyed by the model's fingerprint. Built on
+the per-document scaffold `stages.doc_set`: texts re-read from the annotate folder's sources,
+one shard per task (local processes or Ray tasks), published as a unit, a re-run keeping the
+unchanged shards, a set made with another model under the same name refused unless
+`overwrite`. The pooling rule for long documents is the model kind's (`embedding.models.POOLING`).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from textsieve.embedding.store import column_name, embedding_type, set_name, to_arrow
+from textsieve.options import address_option, executor_option, option, progress_option
+
+if TYPE_CHECKING:
+    from textsieve.embedding.models import Embedder
+    from textsieve.stages.doc_set import DocSetJob
+
+STAGE = "embed"
+
+
+@dataclass
+class EmbedConfig:
+    """Everything `textsieve embed` takes (CLI, YAML `embed:` and `ts.embed`)."""
+
+    directory: str = option(help="annotate output folder (its shards point at the texts)", positional=True,
+                            metavar="ATTRS")
+    model: str = option("wordllama", help="embedding model: wordllama (the default, 256-d, shipped in the "
+                                          "wordllama wheel), or a path: a Model2Vec folder, a .safetensors file "
+                                          "with tokenizer.json beside it, or a sentence-transformers folder "
+                                          "(needs sentence-transformers; uses a GPU when present)", metavar="MODEL")
+    name: str | None = option(None, help="column suffix: writes ts_embed_NAME in the set _embed_NAME (default: "
+                                         "the model's name)")
+    workers: int | None = option(None, help="processes (or Ray tasks), one annotate shard each (default: all "
+                                            "cores)")
+    executor: str = executor_option("local processes, or Ray: one task per annotate shard (same output)")
+    address: str | None = address_option()
+    progress: bool = progress_option()
+    overwrite: bool = option(False, help="replace a set made with another model under the same name (without "
+                                         "it the run refuses)")
+
+
+@dataclass
+class EmbedResult:
+    output: str  # the set folder DIR/_embed_<name>
+    set_name: str
+    column: str
+    documents: int = 0
+    shards: int = 0
+    computed: int = 0
+    skipped: bool = False
+    seconds: float = 0.0
+    model: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def docs_per_second(self) -> float:
+        return self.documents / self.seconds if self.seconds and self.computed else 0.0
+
+
+def output_schema(name: str, dim: int) -> pa.Schema:
+    """The schema of the set `_embed_<name>`'s shards (`run --dry-run` checks recipes against it)."""
+    from textsieve.stages.doc_set import BASE
+
+    return pa.schema([*BASE, (column_name(name), embedding_type(dim))])
+
+
+def _setup(params: dict[str, Any]) -> Any:
+    """Once per worker: load the model and check it is the one the run was started with."""
+    from textsieve.embedding.models import EmbeddingModelError, load_embedder
+
+    if "RAYON_NUM_THREADS" not in os.environ:
+        os.environ["RAYON_NUM_THREADS"] = "1"  # the tokenizer's threads: one per worker process
+    emb = load_embedder(params["model"], params["name"])
+    if emb.fingerprint != params["fingerprint"]:
+        raise EmbeddingModelError(f"embed: {params['model']} changed while the run was embedding "
+                                  f"(fingerprint {params['fingerprint']}, now {emb.fingerprint}); run it again")
+    return emb
+
+
+@dataclass(frozen=True)
+class _Compute:
+    """compute(state, texts) with the column name bound (picklable, unlike a closure)."""
+
+    column: str
+
+    def __call__(self, emb: Embedder, texts: list[str]) -> dict[str, pa.Array]:
+        return {self.column: to_arrow(emb.embed(texts))}
+
+
+def _spec(model: str) -> str:
+    """A path made absolute (workers may run elsewhere); a builtin name as given."""
+    from textsieve.embedding.models import BUILTINS
+
+    bare = model[len("builtin:"):] if model.startswith("builtin:") else model
+    if bare in BUILTINS and not os.path.exists(model):
+        return model
+    return model if "://" in model else os.path.abspath(model)
+
+
+def embed_job(cfg: EmbedConfig) -> tuple[DocSetJob, Embedder]:
+    """The `DocSetJob` of a run (the model loaded once here, so a bad path fails before any work)."""
+    from textsieve.embedding.models import load_embedder
+    from textsieve.stages.doc_set import DocSetJob, annotate_sources
+
+    emb = load_embedder(cfg.model, cfg.name)
+    annotate_sources(cfg.directory, STAGE)  # not an annotate folder: say so before anything else
+    col = column_name(emb.name)
+    params = {"model": _spec(cfg.model), "name": emb.name, "fingerprint": emb.fingerprint}
+    info = {**emb.info(), "column": col}
+    return DocSetJob(stage=STAGE, set_name=set_name(emb.name), setup=_setup, compute=_Compute(col),
+                     params=params, info=info, result_keys=("model_path", "model_fingerprint"),
+                     schema=pa.schema([(col, embedding_type(emb.dim))]), totals=(), batch_docs=1000), emb
+
+
+def run_embed(cfg: EmbedConfig) -> EmbedResult:
+    """Embed every document into DIR/_embed_<name> (or keep the published embeddings)."""
+    from textsieve.stages.doc_set import run_doc_set
+
+    job, emb = embed_job(cfg)
+    res = run_doc_set(cfg.directory, job, workers=cfg.workers, progress=cfg.progress, overwrite=cfg.overwrite,
+                      executor=cfg.executor, address=cfg.address)
+    return EmbedResult(output=res.output, set_name=job.set_name, column=column_name(emb.name),
+                       documents=res.documents, shards=res.shards, computed=res.computed, skipped=res.skipped,
+                       seconds=res.seconds, model=emb.info())
