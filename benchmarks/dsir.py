@@ -17,6 +17,11 @@ curation pipeline computes anyway), `dsir fit`, resampling and writing the selec
 the DSIR part alone is printed too. Targets (issue 4): KL reduction >= the reference's, and
 >= 3x faster end to end.
 
+Last (issue 15, `--skip-embed` leaves it out): embedding targeting (`dsir fit --features embed`),
+its combination with the n-grams (`--features combined`), n-gram DSIR and random, each with the
+KL reduction above and the `eval lm` perplexity of the held-out target under an LM trained on the
+selection.
+
 Usage:
   python benchmarks/dsir.py --setup     # once: benchmarks/.venvs/dsir with data-selection from PyPI
   python benchmarks/dsir.py [--k 1000] [--skip-reference]
@@ -164,6 +169,7 @@ def main() -> int:
     ap.add_argument("--setup", action="store_true", help="create the reference's virtualenv and exit")
     ap.add_argument("--k", type=int, default=1000)
     ap.add_argument("--skip-reference", action="store_true")
+    ap.add_argument("--skip-embed", action="store_true", help="leave out the embedding-targeting table (issue 15)")
     args = ap.parse_args()
     if args.setup:
         setup()
@@ -252,7 +258,55 @@ def main() -> int:
                                                      DEFAULT_MIN_TOKENS) else ""
             print(f"{weight + star:<12}{n0 if weight == 'normalized' else '':>5}{temp:>7.3g}{mt:>8}"
                   f"{kl_red(texts):>9.4f}{r.ess:>10.1f}{prefixes(r.id):>9}{r.tokens:>10,}")
+        if not args.skip_embed:
+            embedding_rows(ann, tfit, thold, args.k, by_id, pool, kl_red, prefixes, tmp)
     return 0
+
+
+def embedding_rows(ann: Path, tfit: Path, thold: Path, k: int, by_id: dict, pool: list[dict], kl_red, prefixes,
+                   tmp: Path) -> None:
+    """Issue 15: hashed-n-gram DSIR vs embedding targeting vs their combination vs random, on the
+    same pool and fit half; KL reduction (seed-777 hash space) and `eval lm` perplexity of the
+    held-out target under a Kneser-Ney LM trained on each selection (and on a token-matched
+    random sample, the `eval lm` baseline)."""
+    import time
+
+    from textsieve.cli import main as cli
+    from textsieve.dsir.resample import resample
+    from textsieve.eval.lm import LMEvalConfig, evaluate_lm
+
+    t = time.perf_counter()
+    assert cli(["embed", str(ann), "-q"]) == 0
+    print(f"\nembedding targeting (issue 15): embed {time.perf_counter() - t:.1f} s", end="")
+    for name, feats in (("wiki_emb", "embed"), ("wiki_comb", "combined")):
+        t = time.perf_counter()
+        assert cli(["dsir", "fit", "--target", str(tfit), "--raw", str(ann), "--name", name, "--features", feats,
+                    "-q"]) == 0
+        print(f", fit {feats} {time.perf_counter() - t:.1f} s", end="")
+    print(f"; k = {k:,}, without replacement, seed 0; LM = `eval lm` (KN order 3) on the held-out target; "
+          "ppl random = the token-matched random sample of `eval lm`")
+    runs = [("n-gram DSIR (default)", "wiki", {}),
+            ("embedding (default)", "wiki_emb", {}),
+            ("embedding, T_eff = 1", "wiki_emb", {"weight": "raw", "temperature": 1.0}),
+            ("combined (default)", "wiki_comb", {}),
+            ("combined, T_eff = 1", "wiki_comb", {"weight": "raw", "temperature": 1.0})]
+    print(f"{'selector':<24}{'KL red.':>9}{'ESS':>9}{'sources':>9}{'words':>10}{'ppl':>9}{'ppl random':>12}")
+    selections = []
+    for label, name, kw in runs:
+        r = resample(str(ann), [(name, 1.0)], k=k, seed=0, **kw)
+        selections.append((label, [i for i, c in zip(r.id, r.count) for _ in range(int(c))], r.ess))
+    rng_idx = np.random.default_rng(0).choice(len(pool), k, replace=False)
+    selections.append(("random", [pool[i]["id"] for i in rng_idx], float(k)))
+    for label, ids, ess in selections:
+        texts = [by_id[i] for i in ids]
+        sel = tmp / "sel.jsonl"
+        sel.write_text("".join(json.dumps({"id": i, "text": x}, ensure_ascii=False) + "\n"
+                               for i, x in zip(ids, texts)), encoding="utf-8")
+        lm = evaluate_lm(LMEvalConfig(selection=str(sel), target=str(thold), pool=str(ann), heldout_fraction=1.0,
+                                      progress=False))
+        toks = sum(len(x.split()) for x in texts)
+        print(f"{label:<24}{kl_red(texts):>9.4f}{ess:>9.1f}{prefixes(ids):>9}{toks:>10,}{lm.perplexity:>9.1f}"
+              f"{lm.perplexity_random:>12.1f}")
 
 
 if __name__ == "__main__":

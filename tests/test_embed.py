@@ -194,6 +194,14 @@ def test_errors_are_one_line(attrs, tmp_path, capsys):
     assert "not an embedding model folder" in capsys.readouterr().err
 
 
+def test_models_show_prints_the_embedding_models_identity(capsys):
+    assert main(["models", "show", "builtin:wordllama", "--compact"]) == 0
+    header = json.loads(capsys.readouterr().out)
+    emb = load_embedder()
+    assert header["kind"] == "embedding" and header["fingerprint"] == emb.fingerprint and header["dim"] == 256
+    assert header["model_package"].startswith("wordllama ")
+
+
 def test_float16_round_trip():
     m = np.random.default_rng(0).standard_normal((5, 8)).astype(np.float32)
     back = to_numpy(to_arrow(m))
@@ -217,3 +225,37 @@ def test_embeds_with_the_network_cut_off(attrs, tmp_path):
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert read_embeddings(str(copy))[1].shape == (N_DOCS, 256)
+
+
+def test_pipeline_embeds_dedups_semantically_and_targets_then_reruns_as_a_noop(docs, dev_dir, tmp_path):
+    """A pipeline file with `embed:`, `dedup: semantic:` and an embedding DSIR fit runs them in
+    order; a second run does nothing; without embeddings the file is refused, naming the key."""
+    import yaml
+
+    from textsieve.pipeline.config import PipelineConfigError, load
+    from textsieve.pipeline.run import run_pipeline
+
+    (tmp_path / "docs.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs[:150]))
+    with gzip.open(dev_dir / "target_wiki.jsonl.gz", "rt", encoding="utf-8") as fh:
+        wiki = [json.loads(next(fh)) for _ in range(60)]
+    (tmp_path / "wiki.jsonl").write_text("".join(json.dumps(d) + "\n" for d in wiki))
+    doc = {"inputs": ["docs.jsonl"], "output": "out", "workers": 1,
+           "annotate": {"signals": ["rps_doc_word_count"]}, "embed": {},
+           "dedup": {"semantic": {"eps": [0.1], "clusters": 4}},
+           "dsir": [{"name": "wiki", "targets": ["wiki.jsonl"], "features": "embed"}],
+           "select": {"dsir": "wiki", "k": 20}}
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(doc))
+    cfg = load(str(tmp_path / "p.yaml"))
+    assert cfg.stages() == ["annotate", "embed", "dedup_semantic", "dsir:wiki", "select"]
+    first = run_pipeline(cfg, quiet=True)
+    attrs = tmp_path / "out" / "attrs"
+    assert (attrs / "_embed_wordllama" / "summary.json").exists()
+    assert "dup_semantic_e1_cluster" in pq.read_schema(attrs / "_dedup_semantic" / "docs.parquet").names
+    assert (attrs / "_dsir_wiki").is_dir()
+    assert [s.status for s in first.stages] == ["ran"] * 5
+    again = run_pipeline(load(str(tmp_path / "p.yaml")), quiet=True)
+    assert [s.status for s in again.stages][1:] == ["skipped"] * 4
+    del doc["embed"]
+    (tmp_path / "p2.yaml").write_text(yaml.safe_dump(doc))
+    with pytest.raises(PipelineConfigError, match=r"dedup.semantic: needs embeddings"):
+        load(str(tmp_path / "p2.yaml"))

@@ -24,7 +24,8 @@ REQUIRED_ARGS = {"extract": ["crawl.warc.gz", "-o", "out"], "dedup_lines": ["att
                  "annotate": ["in.jsonl", "-o", "out"], "dedup_exact": ["attrs"], "dedup_fuzzy": ["attrs"],
                  "dsir": ["--target", "t.jsonl", "--raw", "attrs", "--name", "wiki"], "select": ["attrs"],
                  "decontaminate": ["attrs", "--against", "b.jsonl"], "pii": ["attrs"],
-                 "tokens": ["attrs", "--tokenizer", "tok.json"], "mix": ["mix.yaml"], "embed": ["attrs"]}
+                 "tokens": ["attrs", "--tokenizer", "tok.json"], "mix": ["mix.yaml"], "embed": ["attrs"],
+                 "dedup_semantic": ["attrs"]}
 
 
 def _yaml_default(path: str):

@@ -66,7 +66,8 @@ SAMPLES = {"inputs": ["docs.jsonl.gz"], "targets": ["t.jsonl"], "name": "wiki", 
            "redact": ["pii"],
            "token_column": "ts_tokens_tok", "mix": "mix.yaml", "seed": 3, "shard_size": "1MB",
            "format": "parquet", "types": ["email"], "phone_regions": ["US"], "tiktoken_pattern": "cl100k_base",
-           "shards": "parquet", "memory": "1GB", "embed_model": "wordllama"}
+           "shards": "parquet", "memory": "1GB", "embed_model": "wordllama", "eps": [0.05, 0.1],
+           "clusters": 4, "sample": 1000}
 
 
 @pytest.mark.parametrize("spec", STAGES, ids=lambda s: s.name)
@@ -92,8 +93,10 @@ def test_every_config_field_is_a_yaml_key(spec):
             doc[section] = [dict(REQUIRED_SECTIONS[section])] if spec.section.endswith("[]") \
                 else dict(REQUIRED_SECTIONS[section])
         elif section.startswith("dedup."):
-            _set(doc, section + ".keep" if section.endswith("fuzzy") else section + ".normalize",
-                 {"dedup.fuzzy": "first", "dedup.lines": "ccnet"}.get(section, "none"))
+            _set(doc, section + ".keep" if section.endswith(("fuzzy", "semantic")) else section + ".normalize",
+                 {"dedup.fuzzy": "first", "dedup.lines": "ccnet", "dedup.semantic": "first"}.get(section, "none"))
+            if section == "dedup.semantic":  # it reads the embed stage's set
+                doc["embed"] = {}
         _set(doc, path, value)
         if f.name == "dsir" and spec.name == "select":
             doc["select"] = {"dsir": "wiki", "k": 5}
@@ -195,7 +198,7 @@ def test_schema_lists_every_stage_section():
     sch = schema()
     assert set(sch) >= {"inputs", "output", "executor", "address", "read", "extract", "annotate", "dedup", "dsir",
                         "select"}
-    assert set(sch["dedup"]) == {"exact", "fuzzy", "lines"}
+    assert set(sch["dedup"]) == {"exact", "fuzzy", "lines", "semantic"}
     assert "thresholds" in sch["dedup"]["fuzzy"] and "recipe" in sch["select"] and "buckets" in sch["dsir"][0]
 
 

@@ -38,7 +38,7 @@ def _head(src: Path, dst: Path, n: int) -> Path:
 
 
 STAGE_IDS = ["annotate", "decontaminate", "pii", "tokens", "embed", "train_tokenizer", "mix", "dedup_exact",
-             "dedup_fuzzy", "dsir_fit", "select"]
+             "dedup_fuzzy", "dedup_semantic", "dsir_fit", "select"]
 
 
 def _stages():
@@ -47,6 +47,7 @@ def _stages():
     from textsieve.stages.decontaminate import DecontamConfig
     from textsieve.stages.dedup_exact import ExactConfig
     from textsieve.stages.dedup_fuzzy import FuzzyConfig
+    from textsieve.stages.dedup_semantic import SemanticConfig
     from textsieve.stages.dsir_fit import DsirFitConfig
     from textsieve.stages.embed import EmbedConfig
     from textsieve.stages.mix import MixConfig
@@ -64,6 +65,7 @@ def _stages():
             (ts.mix, "textsieve.stages.mix", "run_mix", MixConfig, "mix"),
             (ts.dedup_exact, "textsieve.stages.dedup_exact", "run_exact", ExactConfig, "inputs"),
             (ts.dedup_fuzzy, "textsieve.stages.dedup_fuzzy", "run_fuzzy", FuzzyConfig, "directory"),
+            (ts.dedup_semantic, "textsieve.stages.dedup_semantic", "run_semantic", SemanticConfig, "directory"),
             (ts.dsir_fit, "textsieve.stages.dsir_fit", "run_fit", DsirFitConfig, "raw"),
             (ts.select, "textsieve.stages.select", "run_select", SelectConfig, "directory")]
 

@@ -255,3 +255,14 @@ def test_extract_on_ray_matches_local(tmp_path):
     a, b = _files(tmp_path / "local"), _files(tmp_path / "ray")
     shards = [k for k in a if k.endswith(".jsonl.gz")]
     assert len(shards) == 3 and all(a[k] == b[k] for k in shards)
+
+
+def test_embed_on_ray_matches_local(local_annotated, tmp_path):
+    """`embed --executor ray`: one Ray task per annotate shard, the same embedding shards."""
+    ray_dir = tmp_path / "ray-embed"
+    shutil.copytree(local_annotated, ray_dir, ignore=shutil.ignore_patterns("_*"))
+    local_dir = tmp_path / "local-embed"
+    shutil.copytree(local_annotated, local_dir, ignore=shutil.ignore_patterns("_*"))
+    assert main(["embed", str(local_dir), "--workers", "1", "-q"]) == 0
+    assert main(["embed", str(ray_dir), "--executor", "ray", "--workers", "2", "-q"]) == 0
+    assert _same_parquet(local_dir / "_embed_wordllama", ray_dir / "_embed_wordllama") == 3

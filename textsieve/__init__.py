@@ -1,9 +1,8 @@
 """textsieve: curate LLM pre-training text with RedPajama-V2 quality signals, dedup and selection.
 
 `import textsieve as ts` gives the Python API (`textsieve.api`): `ts.extract`, `ts.annotate`, `ts.dedup_exact`,
-`ts.dedup_fuzzy`, `ts.dedup_lines`, `ts.decontaminate`, `ts.pii`, `ts.tokens`, `ts.embed`, `ts.train_tokenizer`,
-`ts.dsir_fit`,
-`ts.select`, `ts.mix`, `ts.funnel`, `ts.run`, `ts.load_recipe`,
+`ts.dedup_fuzzy`, `ts.dedup_lines`, `ts.dedup_semantic`, `ts.decontaminate`, `ts.pii`, `ts.tokens`, `ts.embed`,
+`ts.train_tokenizer`, `ts.dsir_fit`, `ts.select`, `ts.mix`, `ts.funnel`, `ts.run`, `ts.load_recipe`,
 `ts.read_documents` and `ts.attributes`. They are loaded on first use (PEP 562), so `import
 textsieve` stays cheap: the CLI imports it for `__version__` on every call.
 """
@@ -20,7 +19,8 @@ except _metadata.PackageNotFoundError:  # a source tree on sys.path without an i
     __version__ = "0.0.0+unknown"
 
 __all__ = ["__version__", "extract", "annotate", "import_rpv2", "dedup_exact", "dedup_fuzzy", "dedup_lines",
-           "decontaminate", "pii", "tokens", "embed", "train_tokenizer", "dsir_fit", "select", "mix", "funnel", "run",
+           "dedup_semantic", "decontaminate", "pii", "tokens", "embed", "train_tokenizer", "dsir_fit", "select", "mix",
+           "funnel", "run",
            "load_recipe", "read_documents", "attributes", "attributes_as_columns", "export_dolma", "import_dolma"]
 #: the names `textsieve.api` exports at the top level
 _API = tuple(__all__[1:])
@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time `__getattr__` loads
         dedup_exact,
         dedup_fuzzy,
         dedup_lines,
+        dedup_semantic,
         dsir_fit,
         embed,
         export_dolma,

@@ -44,6 +44,7 @@ from textsieve.stages.decontaminate import DecontamConfig, DecontamResult
 from textsieve.stages.dedup_exact import ExactConfig, ExactResult
 from textsieve.stages.dedup_fuzzy import FuzzyConfig, FuzzyResult
 from textsieve.stages.dedup_lines import LinesConfig, LinesResult
+from textsieve.stages.dedup_semantic import SemanticConfig, SemanticResult
 from textsieve.stages.doc_set import DocSetResult
 from textsieve.stages.dsir_fit import DsirFitConfig, DsirFitResult
 from textsieve.stages.embed import EmbedConfig, EmbedResult
@@ -64,8 +65,8 @@ if TYPE_CHECKING:
     from textsieve.interop.dolma import DolmaExport
     from textsieve.mixing.plan import Plan as MixPlan
 
-__all__ = ["extract", "annotate", "import_rpv2", "dedup_exact", "dedup_fuzzy", "dedup_lines", "decontaminate", "pii",
-           "tokens", "embed", "train_tokenizer", "dsir_fit", "select", "mix", "funnel", "run",
+__all__ = ["extract", "annotate", "import_rpv2", "dedup_exact", "dedup_fuzzy", "dedup_lines", "dedup_semantic",
+           "decontaminate", "pii", "tokens", "embed", "train_tokenizer", "dsir_fit", "select", "mix", "funnel", "run",
            "load_recipe", "read_documents", "attributes", "build_config", "attributes_as_columns",
            "export_dolma", "import_dolma"]
 
@@ -248,6 +249,16 @@ def dedup_lines(directory: PathLike, **options: Any) -> LinesResult:
     from textsieve.stages.dedup_lines import run_lines
 
     return run_lines(_stage(LinesConfig, "dedup_lines", "directory", directory, options))
+
+
+def dedup_semantic(directory: PathLike, **options: Any) -> SemanticResult:
+    """Semantic duplicates (SemDeDup on the CPU) of an annotate folder with embeddings (`ts.embed`):
+    seeded k-means, then pairs within a cluster with cosine >= 1 - eps joined into clusters,
+    written as `dup_semantic_e<D>_cluster/_size/_keep` per eps to `_dedup_semantic`
+    (`textsieve dedup semantic`); `keep` first, longest, none or a numeric column."""
+    from textsieve.stages.dedup_semantic import run_semantic
+
+    return run_semantic(_stage(SemanticConfig, "dedup_semantic", "directory", directory, options))
 
 
 def decontaminate(directory: PathLike, **options: Any) -> DecontamResult:
@@ -451,6 +462,7 @@ _signature(import_dolma, ImportDolmaConfig, "root")
 _signature(dedup_exact, ExactConfig, "inputs")
 _signature(dedup_fuzzy, FuzzyConfig, "directory")
 _signature(dedup_lines, LinesConfig, "directory")
+_signature(dedup_semantic, SemanticConfig, "directory")
 _signature(decontaminate, DecontamConfig, "directory")
 _signature(pii, PiiConfig, "directory")
 _signature(tokens, TokensConfig, "directory")

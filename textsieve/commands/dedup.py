@@ -1,5 +1,5 @@
-"""`textsieve dedup exact|fuzzy|lines|show`: exact, MinHash-LSH and CCNet line deduplication, and cluster
-reports."""
+"""`textsieve dedup exact|fuzzy|semantic|lines|show`: exact, MinHash-LSH, semantic (SemDeDup) and CCNet line
+deduplication, and cluster reports."""
 
 from __future__ import annotations
 
@@ -37,6 +37,24 @@ def run_fuzzy(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_semantic(args: argparse.Namespace) -> int:
+    from textsieve.stages.dedup_semantic import SemanticConfig
+    from textsieve.stages.dedup_semantic import run_semantic as run
+
+    res = run(config_from_args(SemanticConfig, args))
+    if not args.quiet:
+        if res.skipped:
+            print(f"dedup semantic: already done with this configuration ({res.output}); --overwrite to redo",
+                  file=sys.stderr)
+        for e, s in res.summary["eps"].items():
+            print(f"  eps {e} (cosine >= {s['min_cosine']:g}): {s['n_clusters']:,} clusters, "
+                  f"{s['n_docs_in_clusters']:,} docs in clusters, {s['n_removed']:,} to drop "
+                  f"({100 * s['duplicate_fraction']:.2f}%)", file=sys.stderr)
+        if not res.skipped:
+            print(f"dedup semantic: done in {res.seconds:.1f} s -> {res.output}", file=sys.stderr)
+    return 0
+
+
 def run_lines(args: argparse.Namespace) -> int:
     from textsieve.stages.dedup_lines import LinesConfig
     from textsieve.stages.dedup_lines import run_lines as run
@@ -57,12 +75,13 @@ def run_show(args: argparse.Namespace) -> int:
     """`dedup show`: the cluster list without --cluster, else that cluster (library: `show`)."""
     from textsieve.stages.dedup_show import show
 
-    print(show(args.dir, args.cluster, args.threshold, bands=args.bands, lines=args.lines, top=args.top))
+    print(show(args.dir, args.cluster, args.threshold, bands=args.bands, lines=args.lines, top=args.top,
+               semantic=args.semantic, eps=args.eps))
     return 0
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    d = sub.add_parser("dedup", parents=[common], help="exact, fuzzy (MinHash-LSH) and line deduplication")
+    d = sub.add_parser("dedup", parents=[common], help="exact, fuzzy (MinHash-LSH), semantic and line deduplication")
     dsub = d.add_subparsers(dest="mode", required=True, metavar="MODE")
     from textsieve.stages.dedup_exact import ExactConfig
     from textsieve.stages.dedup_fuzzy import FuzzyConfig
@@ -90,6 +109,23 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     add_config_options(f, FuzzyConfig)
     f.set_defaults(func=run_fuzzy)
 
+    from textsieve.stages.dedup_semantic import SemanticConfig
+
+    sm = dsub.add_parser("semantic", parents=[common], help="SemDeDup: near-duplicates by embedding similarity",
+                         formatter_class=ExamplesFormatter,
+                         epilog=examples("textsieve dedup semantic attrs-emb/ --eps 0.05",
+                                         "textsieve dedup semantic attrs-emb/ --eps 0.05 --eps 0.1 --keep longest "
+                                         "--overwrite",
+                                         "textsieve dedup show attrs-emb/ --semantic --top 5"),
+                         description="SemDeDup on the CPU over the embeddings of `textsieve embed DIR`: seeded "
+                                     "mini-batch k-means (fit on a sample, assignment streamed), then within each "
+                                     "cluster the pairs with cosine similarity >= 1 - EPS are duplicates; connected "
+                                     "components; cluster id = the corpus ordinal of the earliest member. Writes "
+                                     "dup_semantic_e<D>_cluster/_size/_keep per eps (0.05 -> e05) to "
+                                     "DIR/_dedup_semantic/ and summary.json.")
+    add_config_options(sm, SemanticConfig)
+    sm.set_defaults(func=run_semantic)
+
     from textsieve.stages.dedup_lines import LinesConfig
 
     ln = dsub.add_parser("lines", parents=[common], help="flag lines repeated across documents (CCNet line dedup)",
@@ -108,10 +144,11 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     add_config_options(ln, LinesConfig)
     ln.set_defaults(func=run_lines)
 
-    s = dsub.add_parser("show", parents=[common], help="list the largest fuzzy clusters, or print one cluster's "
-                        "members and their similarity",
+    s = dsub.add_parser("show", parents=[common], help="list the largest fuzzy (or --semantic) clusters, or print "
+                        "one cluster's members and their similarity",
                         description="Without --cluster: the --top largest clusters (size, id, first line) at "
-                                    "--threshold (default: the lowest stored). With --cluster ID: its members.")
+                                    "--threshold (default: the lowest stored), or with --semantic at --eps (default: "
+                                    "the loosest stored). With --cluster ID: its members.")
     s.add_argument("dir", metavar="DIR", help="an annotate output folder after `dedup fuzzy`")
     s.add_argument("--cluster", type=int, default=None, metavar="ID",
                    help="cluster id (a dup_fuzzy_t*_cluster value); default: list the largest clusters")
@@ -120,5 +157,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     s.add_argument("--top", type=int, default=20, metavar="N", help="clusters listed without --cluster (default 20)")
     s.add_argument("--bands", choices=("rpv2", "fast"), default="rpv2")
     s.add_argument("--lines", type=int, default=2, help="first lines shown per member")
+    s.add_argument("--semantic", action="store_true",
+                   help="clusters of `dedup semantic` (DIR/_dedup_semantic) instead of fuzzy ones")
+    s.add_argument("--eps", type=float, default=None, metavar="E",
+                   help="with --semantic: which eps's clusters (default: the loosest stored)")
 
     s.set_defaults(func=run_show)

@@ -79,7 +79,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                         description="Fit bag-of-hashed-n-gram models on the target and on the annotated pool, "
                                     "save the model and write the attribute set RAW/_dsir_NAME with columns "
                                     "ts_dsir_NAME (sum log ratio), ts_dsir_NAME_norm (mean per n-gram) and "
-                                    "ts_dsir_NAME_tokens. Deduplicate the pool first.")
+                                    "ts_dsir_NAME_tokens. Deduplicate the pool first. With --features "
+                                    "embed|combined the weights come from a target-vs-pool classifier on the "
+                                    "pool's embeddings (run `textsieve embed RAW` first), in the same columns.")
     from textsieve.stages.dsir_fit import DsirFitConfig
     from textsieve.stages.select import SelectConfig
 

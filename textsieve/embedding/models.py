@@ -62,8 +62,17 @@ class Embedder:
         return self.embed_fn(list(texts))
 
     def info(self) -> dict[str, Any]:
-        return {"model": self.name, "model_kind": self.kind, "model_path": self.path, "dim": self.dim,
-                "model_fingerprint": self.fingerprint, "pooling": POOLING[self.kind]}
+        out = {"model": self.name, "model_kind": self.kind, "model_path": self.path, "dim": self.dim,
+               "model_fingerprint": self.fingerprint, "pooling": POOLING[self.kind]}
+        if self.path.startswith("builtin:"):  # which package release the weights came from
+            from importlib import metadata
+
+            pkg = self.path.removeprefix("builtin:")
+            try:
+                out["model_package"] = f"{pkg} {metadata.version(pkg)}"
+            except metadata.PackageNotFoundError:
+                pass
+        return out
 
 
 def files_fingerprint(paths: list[str]) -> str:

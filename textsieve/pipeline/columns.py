@@ -85,6 +85,14 @@ def tokens_set(cfg: PipelineConfig) -> tuple[str, pa.Schema]:
     return set_name(name), output_schema(name)
 
 
+def semantic_set(cfg: PipelineConfig) -> tuple[str, pa.Schema]:
+    """(set name, schema) that `dedup semantic` will write: three columns per eps."""
+    from textsieve.stages.dedup_semantic import SEMANTIC_SET, output_schema
+
+    sc = build(cfg, "dedup_semantic", progress=False)
+    return SEMANTIC_SET, output_schema(list(sc.eps))
+
+
 def embed_set(cfg: PipelineConfig) -> tuple[str, pa.Schema]:
     """(set name, schema) that `embed` will write, named by its model (the model is loaded now: a
     missing model fails the dry run, not the run after annotate)."""
@@ -137,6 +145,8 @@ def planned_sets(cfg: PipelineConfig) -> list[tuple[str, str, pa.Schema]]:
         out.append(("dedup_fuzzy", *fuzzy_set(cfg)))
     if d["dedup"]["lines"] is not None:
         out.append(("dedup_lines", *lines_set(cfg)))
+    if d["dedup"].get("semantic") is not None:
+        out.append(("dedup_semantic", *semantic_set(cfg)))
     if d["decontaminate"] is not None:
         out.append(("decontaminate", *decontam_set()))
     if d["pii"] is not None:

@@ -17,7 +17,8 @@ section is present, annotate always runs, after extract when there is one):
     annotate: {signals, lang, models, resources, batch_size, workers}
     embed:    {model, name, ...}                           (-> OUT/attrs/_embed_MODEL; semantic dedup, DSIR read it)
     dedup:    {exact: {normalize, bloom_fp, ...}, fuzzy: {thresholds, bands, verify, keep, ...},
-               lines: {normalize, group_shards, bloom_fp, ...}}
+               lines: {normalize, group_shards, bloom_fp, ...}, semantic: {eps, keep, clusters, ...}}
+              (semantic needs embeddings: an embed: section, or annotate.signals naming embed)
     decontaminate: {against: [name=path, ...], fields, ngram, bloom_fp, ...}   (-> OUT/attrs/_decontam)
     pii:      {types, phone_regions, ...}                  (-> OUT/attrs/_pii; select.redact: [pii] uses it)
     tokens:   {tokenizer, name, ...}                       (-> OUT/attrs/_tokens_NAME)
@@ -46,6 +47,7 @@ from textsieve.stages.decontaminate import DecontamConfig
 from textsieve.stages.dedup_exact import ExactConfig
 from textsieve.stages.dedup_fuzzy import FuzzyConfig
 from textsieve.stages.dedup_lines import LinesConfig
+from textsieve.stages.dedup_semantic import SemanticConfig
 from textsieve.stages.dsir_fit import DsirFitConfig
 from textsieve.stages.embed import EmbedConfig
 from textsieve.stages.extract import ExtractConfig
@@ -107,6 +109,9 @@ STAGES: tuple[StageSpec, ...] = (
               derived={"directory": "always the annotate folder OUT/attrs", "progress": PROGRESS_REASON}),
     StageSpec("dedup_lines", LinesConfig, "dedup.lines", shared={"overwrite": "overwrite"},
               derived={"directory": "always the annotate folder OUT/attrs", "progress": PROGRESS_REASON}),
+    StageSpec("dedup_semantic", SemanticConfig, "dedup.semantic", shared={"overwrite": "overwrite"},
+              derived={"directory": "always the annotate folder OUT/attrs (its _embed_MODEL set)",
+                       "progress": PROGRESS_REASON}),
     StageSpec("decontaminate", DecontamConfig, "decontaminate", shared={"overwrite": "overwrite"},
               derived={"directory": "always the annotate folder OUT/attrs", "progress": PROGRESS_REASON}),
     StageSpec("pii", PiiConfig, "pii", shared={"overwrite": "overwrite"},
@@ -353,6 +358,8 @@ class PipelineConfig:
             out.append("dedup_fuzzy")
         if d["dedup"]["lines"] is not None:
             out.append("dedup_lines")
+        if d["dedup"].get("semantic") is not None:
+            out.append("dedup_semantic")
         out += [name for name in ("decontaminate", "pii", "tokens") if d[name] is not None]
         out += [f"dsir:{fit['name']}" for fit in d["dsir"]]
         if d["select"] is not None:
@@ -384,7 +391,8 @@ def _resolve_paths(d: dict[str, Any], base: Path) -> None:
         model = str(emb["model"])
         if model.removeprefix("builtin:") not in BUILTINS or (base / model).exists():
             emb["model"] = _absolute(model, base)
-    sections = [d["extract"], d["annotate"], dedup["exact"], dedup["fuzzy"], dedup["lines"], d["decontaminate"],
+    sections = [d["extract"], d["annotate"], dedup["exact"], dedup["fuzzy"], dedup["lines"],
+                dedup.get("semantic"), d["decontaminate"],
                 d["pii"], d["tokens"], d["select"], *d["dsir"], d["mix"]]
     for sec in sections:
         if not sec:
@@ -452,6 +460,13 @@ def parse_dsir_targets(value: Any, path: str) -> list[tuple[str, float]]:
         raise PipelineConfigError(str(exc)) from None
 
 
+def _signal_items(spec: Any) -> list[str]:
+    if spec is None:
+        return []
+    items = spec.split(",") if isinstance(spec, str) else [str(s) for s in spec]
+    return [s.strip() for s in items]
+
+
 def _cross_checks(d: dict[str, Any], errors: list[str]) -> None:
     if d["executor"] != "ray" and d["address"]:
         errors.append("address: only used with executor: ray")
@@ -464,6 +479,16 @@ def _cross_checks(d: dict[str, Any], errors: list[str]) -> None:
                 errors.append(f"dedup.fuzzy.thresholds[{i}]: {t} must be in (0, 1]")
         if not fz["thresholds"]:
             errors.append("dedup.fuzzy.thresholds: give at least one threshold")
+    sem = d["dedup"].get("semantic")
+    if sem and isinstance(sem.get("eps"), list):
+        for i, e in enumerate(sem["eps"]):
+            if isinstance(e, (int, float)) and not isinstance(e, bool) and not 0 < e < 1:
+                errors.append(f"dedup.semantic.eps[{i}]: {e} must be in (0, 1)")
+    embeds = d["embed"] is not None or "embed" in _signal_items((d["annotate"] or {}).get("signals"))
+    needs = (["dedup.semantic"] if sem is not None else []) + [
+        f"dsir[{i}]" for i, fit in enumerate(d["dsir"]) if fit.get("features") in ("embed", "combined")]
+    if needs and not embeds:
+        errors.append(f"{needs[0]}: needs embeddings; add an `embed:` section (or `embed` to annotate.signals)")
     names = [fit.get("name") for fit in d["dsir"]]
     for i, n in enumerate(names):
         if n is not None and names.index(n) != i:

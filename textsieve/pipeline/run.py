@@ -261,6 +261,20 @@ def _dedup_fuzzy(c: Any) -> Outcome:
     return Outcome({f"t{t}": s["n_removed"] for t, s in r.summary["thresholds"].items()} | {"resumed": r.skipped})
 
 
+def _dedup_semantic(c: Any) -> Outcome:
+    from textsieve.stages.dedup_semantic import run_semantic
+
+    r = run_semantic(c)
+    per = r.summary.get("eps", {})
+    return Outcome({f"e{e}": s.get("n_removed") for e, s in per.items()} | {"resumed": r.skipped}
+                   if isinstance(per, dict) else {"resumed": r.skipped}, ran=not r.skipped)
+
+
+def _embedding_set(cfg: PipelineConfig, name: str, c: Any, names: list[str], keys: dict[str, str]) -> list[Any]:
+    """Semantic dedup and embedding DSIR depend on the embed stage's result."""
+    return [keys[n] for n in names[:names.index(name)] if n == "embed"]
+
+
 def _dedup_lines(c: Any) -> Outcome:
     from textsieve.stages.dedup_lines import run_lines
 
@@ -401,6 +415,8 @@ register_stage("embed", StageRunner(_embed, upstream=_embed_model, complete=_emb
 register_stage("dedup_exact", StageRunner(_dedup_exact, complete=_dedup_exact_complete))
 register_stage("dedup_fuzzy", StageRunner(_dedup_fuzzy, complete=lambda cfg, name, c: _set_complete(cfg, name)))
 register_stage("dedup_lines", StageRunner(_dedup_lines, complete=lambda cfg, name, c: _set_complete(cfg, name)))
+register_stage("dedup_semantic", StageRunner(_dedup_semantic, upstream=_embedding_set,
+                                             complete=lambda cfg, name, c: _set_complete(cfg, "dedup_semantic")))
 register_stage("decontaminate", StageRunner(_decontaminate, upstream=_benchmarks,
                                             complete=lambda cfg, name, c: _set_complete(cfg, "decontam")))
 register_stage("pii", StageRunner(_pii, complete=lambda cfg, name, c: _set_complete(cfg, "pii")))

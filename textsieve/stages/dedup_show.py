@@ -136,8 +136,15 @@ def list_clusters(directory: str, threshold: float | None = None, top: int = DEF
 
 
 def show(directory: str, cluster: int | None = None, threshold: float | None = None, bands: str = "rpv2",
-         lines: int = 2, top: int = DEFAULT_TOP) -> str:
-    """`dedup show`: one cluster's report with `cluster`, else the list of the largest clusters."""
+         lines: int = 2, top: int = DEFAULT_TOP, semantic: bool = False, eps: float | None = None) -> str:
+    """`dedup show`: one cluster's report with `cluster`, else the list of the largest clusters
+    (`semantic`: of `dedup semantic` at `eps`, see `dedup_show_semantic`)."""
+    if semantic or eps is not None:
+        from textsieve.stages.dedup_show_semantic import list_semantic, show_semantic_cluster
+
+        if cluster is None:
+            return list_semantic(directory, eps, top)
+        return show_semantic_cluster(directory, cluster, eps, lines=lines)
     if cluster is None:
         return list_clusters(directory, threshold, top)
     return show_cluster(directory, cluster, threshold, bands=bands, lines=lines)

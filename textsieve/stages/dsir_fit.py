@@ -25,6 +25,9 @@ With `recipe` (`dsir fit --recipe R`), the raw side is fit on the recipe's survi
 same pool `select --recipe R --dsir NAME` then draws from, so filtering and deduplicating
 before DSIR needs no materialize-and-re-annotate round trip. Every document is still weighed
 (the columns stay usable in any recipe); weights use whole documents, before line rules cut.
+
+With `features="embed"` or `"combined"` the weights come from a target-vs-pool classifier on the
+pool's embeddings instead (`textsieve.stages.dsir_embed`), written to the same set and columns.
 """
 
 from __future__ import annotations
@@ -80,6 +83,12 @@ class DsirFitConfig:
     recipe: Recipe | str | None = option(None, help="fit the raw side on the documents this recipe keeps (bundled "
                                                     "name or YAML file), the pool `select --recipe R --dsir NAME` "
                                                     "draws from", metavar="R")
+    features: str = option("ngram", help="what the weights are fit on: ngram (hashed n-grams, the reference's DSIR), "
+                                         "embed (a target-vs-pool logistic classifier on the pool's embeddings, "
+                                         "from `textsieve embed RAW`) or combined (embeddings plus the n-gram "
+                                         "score, its scale fitted)", choices=("ngram", "embed", "combined"))
+    embed_model: str | None = option(None, help="with --features embed|combined: the embedding set of RAW to use "
+                                                "(default: its only one)", metavar="MODEL")
 
 
 @dataclass
@@ -171,6 +180,12 @@ def run_fit(cfg: DsirFitConfig) -> DsirFitResult:
     from textsieve.dsir.features import HashedNgramParams, bucket_counts, doc_sums
     from textsieve.dsir.model import DsirModel
 
+    if cfg.features != "ngram":  # a classifier on embeddings: same set and columns, its own fit
+        from textsieve.options import check_choices
+        from textsieve.stages.dsir_embed import run_fit_embed
+
+        check_choices(cfg)
+        return run_fit_embed(cfg)
     t0 = time.perf_counter()
     check_name(cfg.name)
     params = HashedNgramParams(cfg.buckets, cfg.ngrams, cfg.hash_seed)
