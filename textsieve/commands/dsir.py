@@ -75,7 +75,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                         formatter_class=ExamplesFormatter,
                         epilog=examples("textsieve dsir fit --target wiki.jsonl.gz --raw attrs/ --name wiki",
                                         "textsieve dsir fit --target wiki.jsonl.gz --raw attrs/ --name wiki_gopher "
-                                        "--recipe gopher"),
+                                        "--recipe gopher",
+                                        "textsieve dsir fit --target wiki.jsonl.gz --raw attrs-emb/ --name wiki_emb "
+                                        "--features embed"),
                         description="Fit bag-of-hashed-n-gram models on the target and on the annotated pool, "
                                     "save the model and write the attribute set RAW/_dsir_NAME with columns "
                                     "ts_dsir_NAME (sum log ratio), ts_dsir_NAME_norm (mean per n-gram) and "

@@ -10,6 +10,8 @@ import sys
 def run(args: argparse.Namespace) -> int:
     from textsieve.learned.model import LabelledSource, LearnConfig, train
 
+    if not args.output:
+        raise ValueError("learn needs -o MODEL.json (where to write the model)")
     sources: list[LabelledSource] = []
     if args.input:
         if not args.label_field:
@@ -31,7 +33,8 @@ def run(args: argparse.Namespace) -> int:
             features = [ln.strip() for ln in fh if ln.strip() and not ln.lstrip().startswith("#")]
     cfg = LearnConfig(sources=sources, output=args.output, features=features, C=args.C,
                       class_weight=None if args.class_weight == "none" else args.class_weight,
-                      folds=args.folds, seed=args.seed)
+                      folds=args.folds, seed=args.seed, feature_sets=args.features_from, model=args.model,
+                      embed_model=args.embed_model, name=args.name)
     res = train(cfg)
     m = res.model
     if args.json:
@@ -40,15 +43,30 @@ def run(args: argparse.Namespace) -> int:
     cv = m.header["cv"]
     print(f"trained on {res.n_positive:,} positive and {res.n_negative:,} negative documents"
           + (f" ({res.unlabelled:,} without a label skipped)" if res.unlabelled else "")
-          + f", {len(m.features)} features")
+          + (f", {len(m.features)} features" if hasattr(m, "features") else f", feature sets {'+'.join(m.views)}"))
     print(f"{cv['folds']}-fold cross-validation: accuracy {cv['accuracy']:.3f} (majority class "
           f"{cv['majority_baseline']:.3f}), balanced accuracy {cv['balanced_accuracy']:.3f}, AUC {cv['auc']:.3f}")
+    if not hasattr(m, "top_signals"):  # a fused model: applied by `learn apply`, read by select as a column
+        print(f"model {m.name!r}: {m.describe()}")
+        print(f"model written to {args.output}; it does not compile to SQL: run `textsieve learn apply "
+              f"{args.output} ATTRS` (writes ATTRS/_{m.set_name}), then use it in a recipe with "
+              f"`models: {{quality: {args.output}}}` and a rule `quality.predict > 0.5`", file=sys.stderr)
+        return 0
     print("most important signals (standardised coefficient; + favours positive):")
     for name, coef in m.top_signals(args.top):
         print(f"  {coef:+8.3f}  {name}")
     print(f"model written to {args.output}; use it in a recipe with "
           f"`models: {{quality: {args.output}}}` and a rule `quality.predict > 0.5`", file=sys.stderr)
     return 0
+
+
+def _C_arg(value: str) -> float | str:
+    from textsieve.learned.regularisation import parse_C
+
+    try:
+        return parse_C(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -70,16 +88,63 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    "true/false, e.g. meta.human_quality_label; records without it are skipped")
     p.add_argument("--where", metavar="SQL", help="with --input: WHERE clause (columns id, shard, row, "
                    "signals, label) choosing the documents")
-    p.add_argument("-o", "--output", required=True, metavar="MODEL.json", help="where to write the model")
+    p.add_argument("-o", "--output", metavar="MODEL.json", help="where to write the model (required)")
     p.add_argument("--features", help="comma list of features (default: every rps_doc_* signal, counts as "
                    "log1p, plus mean(<line signal>) of every rps_lines_* signal); also "
                    "sum/min/max(<line signal>), frac(<line signal> OP number), log1p(<feature>)")
     p.add_argument("--features-file", metavar="FILE", help="features one per line (# comments)")
-    p.add_argument("--C", type=float, default=0.1, help="inverse L2 regularisation strength (default 0.1)")
+    p.add_argument("--C", type=_C_arg, default=0.1, help="inverse L2 regularisation strength (default 0.1), or "
+                   "auto: chosen from 0.003..3 by an inner 5-fold CV on the training documents only (nested "
+                   "inside every CV fold, so the reported accuracy stays honest)")
     p.add_argument("--class-weight", choices=("balanced", "none"), default="balanced",
                    help="weight classes inversely to their size (default) or not")
     p.add_argument("--folds", type=int, default=5, help="cross-validation folds (default 5)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--top", type=int, default=10, help="how many signals to list")
     p.add_argument("--json", action="store_true", help="print the model file's content as JSON")
+    p.add_argument("--features-from", default="signals", metavar="SETS",
+                   help="feature sets, comma-separated: signals (default), embed (the folder's _embed_<model> "
+                        "set, `textsieve embed`), ngrams (hashed uni+bigrams of the texts), or all; anything but "
+                        "signals alone with --model logistic gives a model applied by `learn apply`")
+    p.add_argument("--model", choices=("logistic", "boosted"), default="logistic",
+                   help="logistic regression per feature set (default), or gradient-boosted trees "
+                        "(HistGradientBoosting, seeded) over signals and embed")
+    p.add_argument("--embed-model", metavar="NAME", help="with embed: which _embed_NAME set (default: the only one)")
+    p.add_argument("--name", help="name of a model applied by `learn apply` (its set _learned_NAME; default: "
+                                  "the output file's stem)")
     p.set_defaults(func=run)
+    _register_apply(p, common)
+
+
+def run_apply(args: argparse.Namespace) -> int:
+    from textsieve.commands.options import config_from_args
+    from textsieve.stages.learn_apply import LearnApplyConfig, run_learn_apply
+
+    res = run_learn_apply(config_from_args(LearnApplyConfig, args))
+    summary = {"attribute_set": res.output, "column": res.column, "documents": res.documents, "shards": res.shards,
+               "computed": res.computed, "skipped": res.skipped, "seconds": round(res.seconds, 3),
+               "mean_probability": res.mean_probability, "model": res.model}
+    if getattr(args, "json", False):
+        print(json.dumps(summary))
+    elif not args.quiet:
+        what = ("unchanged (same inputs, same model)" if res.skipped
+                else f"{res.computed} of {res.shards} shard(s) scored")
+        mean = f", mean probability {res.mean_probability:.3f}" if res.mean_probability is not None else ""
+        print(f"learn apply: {res.documents:,} documents with {res.model['model_kind']}{mean}; {what} in "
+              f"{res.seconds:.1f} s -> {res.output} (column {res.column})", file=sys.stderr)
+    return 0
+
+
+def _register_apply(p: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
+    from textsieve.commands.options import add_config_options
+    from textsieve.stages.learn_apply import LearnApplyConfig
+
+    sub = p.add_subparsers(dest="learn_action", metavar="apply")
+    a = sub.add_parser("apply", parents=[common], help="store a model's probability per document (_learned_NAME)",
+                       description="Apply a model that does not compile to SQL (embeddings, n-grams, boosted "
+                                   "trees) to every document of an annotate folder and store its probability as "
+                                   "the set ATTRS/_learned_NAME (column ts_learned_NAME), which select reads for "
+                                   "the recipe rule NAME.predict. Re-runs keep unchanged shards.")
+    a.add_argument("--json", action="store_true", help="print the summary as one JSON line")
+    add_config_options(a, LearnApplyConfig)
+    a.set_defaults(func=run_apply)

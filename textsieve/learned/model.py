@@ -127,7 +127,8 @@ class LearnedModel:
             fh.write((json.dumps(self.to_dict(), indent=1) + "\n").encode("utf-8"))
 
 
-def load_model(path: str | Path) -> LearnedModel:
+def load_model(path: str | Path) -> Any:
+    """The model of a file: a `LearnedModel` (version 1, SQL) or a `fusion.FusedModel` (version 2)."""
     """Read a model file written by `LearnedModel.save` / `textsieve learn`."""
     import fsspec
 
@@ -140,6 +141,13 @@ def load_model(path: str | Path) -> LearnedModel:
         raise ModelFileError(f"{path}: not a JSON model file ({exc})") from exc
     if not isinstance(doc, dict) or doc.get("kind") != KIND:
         raise ModelFileError(f"{path}: not a textsieve learned filter (kind must be {KIND!r})")
+    if doc.get("version") == 2:
+        from textsieve.learned.fusion import from_dict
+
+        try:
+            return from_dict(doc)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ModelFileError(f"{path}: malformed model file ({exc!r})") from exc
     if doc.get("version") != VERSION:
         raise ModelFileError(f"{path}: model file version {doc.get('version')!r} is not supported "
                              f"(this textsieve reads version {VERSION})")
@@ -179,15 +187,21 @@ class LearnConfig:
     sources: list[LabelledSource]
     output: str | None = None
     features: list[str] | None = None
-    C: float = 0.1
+    C: float | str = 0.1  # or "auto": chosen by nested CV inside the training rows (`learned.regularisation`)
     class_weight: str | None = "balanced"
     folds: int = 5
     seed: int = 0
+    # feature sets (`learned.views`): signals alone with logistic = the SQL model above; any other
+    # combination or `model="boosted"` = a `fusion.FusedModel`, applied by `textsieve learn apply`
+    feature_sets: list[str] | None = None  # None = ["signals"]
+    model: str = "logistic"  # logistic | boosted
+    embed_model: str | None = None  # which _embed_<model> set (None: the folder's only one)
+    name: str | None = None  # the fused model's name (its set _learned_NAME); default: the output's stem
 
 
 @dataclass
 class LearnResult:
-    model: LearnedModel
+    model: Any  # LearnedModel, or fusion.FusedModel
     n_positive: int
     n_negative: int
     unlabelled: int
@@ -210,9 +224,11 @@ def _label(value: Any, where: str) -> int | None:
     raise ValueError(f"{where}: label {value!r} is not 0/1 (or true/false)")
 
 
-def _read_source(src: LabelledSource, features: list[str] | None) -> tuple[Any, list[str]]:
-    """The attribute table of one source (labels in a `label` column, filtered by `where`)."""
+def _read_source(src: LabelledSource, features: list[str] | None, need_signals: bool = True) -> tuple[Any, list[str]]:
+    """The attribute table of one source (labels in a `label` column, filtered by `where`; each
+    row's annotate shard and position in `__rel`, `__pos`, for the other feature sets)."""
     import duckdb
+    import fsspec
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -224,7 +240,7 @@ def _read_source(src: LabelledSource, features: list[str] | None) -> tuple[Any, 
     with fs.open(shards[0], "rb") as fh:
         schema = pq.ParquetFile(fh).schema_arrow
     names = list(features) if features is not None else default_features(schema)
-    if not names:
+    if not names and need_signals:
         raise ValueError(f"{src.directory}: no signal columns to learn from (was it annotated with --signals?)")
     cols = ["id", "shard", "row"] + [c for c in columns_of(names) if c not in ("id", "shard", "row")]
     missing = [c for c in cols if c not in schema.names]
@@ -232,9 +248,12 @@ def _read_source(src: LabelledSource, features: list[str] | None) -> tuple[Any, 
         raise ValueError(f"{src.directory}: attribute column(s) {missing} not found; features "
                          f"can use: {', '.join(n for n in schema.names if n not in ('id', 'shard', 'row'))}")
     tables = []
+    root = fsspec.core.url_to_fs(src.directory)[1].rstrip("/")
     for path in shards:
         with fs.open(path, "rb") as fh:
             t = read_table(fh, columns=cols)
+        t = t.append_column("__rel", pa.array([path[len(root) + 1:]] * t.num_rows, pa.string()))
+        t = t.append_column("__pos", pa.array(np.arange(t.num_rows, dtype=np.int64)))
         if src.label is not None:
             labels = np.full(t.num_rows, src.label, dtype=np.int64)
             t = t.append_column("label", pa.array(labels))
@@ -265,7 +284,6 @@ def train(cfg: LearnConfig) -> LearnResult:
     and scaling refit inside every fold), refit on all documents, and save it if `output`."""
     import xxhash
     from sklearn.impute import SimpleImputer
-    from sklearn.linear_model import LogisticRegression
     from sklearn.metrics import accuracy_score, balanced_accuracy_score, log_loss, roc_auc_score
     from sklearn.model_selection import StratifiedKFold, cross_val_predict
     from sklearn.pipeline import Pipeline, make_pipeline
@@ -273,6 +291,18 @@ def train(cfg: LearnConfig) -> LearnResult:
 
     if not cfg.sources:
         raise ValueError("learn needs labelled documents: --positive and --negative, or --input with --label-field")
+    from textsieve.learned.views import parse_views
+
+    views = parse_views(cfg.feature_sets)
+    if cfg.model not in ("logistic", "boosted"):
+        raise ValueError(f"unknown model {cfg.model!r}; choose from logistic, boosted")
+    from textsieve.learned.regularisation import AUTO, C_GRID, INNER_FOLDS, fitted_C, logistic, parse_C
+
+    parse_C(cfg.C)
+    if views != ["signals"] or cfg.model != "logistic":
+        from textsieve.learned.train_fused import train_fused
+
+        return train_fused(cfg, views)
     names: list[str] = []  # set by the first source (cfg.features or its defaults); the others must have them
     blocks, ys, ids = [], [], []
     unlabelled = 0
@@ -292,18 +322,25 @@ def train(cfg: LearnConfig) -> LearnResult:
                          f"{n_neg} negative")
     folds = max(2, min(cfg.folds, n_pos, n_neg))
 
+    inner_min = min(n_pos, n_neg) * (folds - 1) // folds  # the smaller class in an outer training fold
+
     def make() -> Pipeline:
         return make_pipeline(SimpleImputer(strategy="median", keep_empty_features=True), StandardScaler(),
-                             LogisticRegression(C=cfg.C, class_weight=cfg.class_weight, max_iter=5000))
+                             logistic(cfg.C, cfg.class_weight, cfg.seed, inner_min))
 
     cv = StratifiedKFold(folds, shuffle=True, random_state=cfg.seed)
-    oof = cross_val_predict(make(), X, y, cv=cv, method="predict_proba")[:, 1]
+    from threadpoolctl import threadpool_limits
+
+    # One BLAS/OpenMP thread (as `fusion.fit_fused`): on a busy machine more threads made the
+    # 210 small fits of C = "auto" take 25 s instead of 2 s.
+    with threadpool_limits(1):
+        oof = cross_val_predict(make(), X, y, cv=cv, method="predict_proba")[:, 1]
+        pipe = make().fit(X, y)
     fold_acc = [float(accuracy_score(y[te], oof[te] > 0.5)) for _, te in cv.split(X, y)]
     metrics = {"folds": folds, "accuracy": float(accuracy_score(y, oof > 0.5)),
                "balanced_accuracy": float(balanced_accuracy_score(y, oof > 0.5)),
                "auc": float(roc_auc_score(y, oof)), "log_loss": float(log_loss(y, oof)),
                "majority_baseline": max(n_pos, n_neg) / len(y), "fold_accuracy": fold_acc}
-    pipe = make().fit(X, y)
     imp, sc, lr = pipe.steps[0][1], pipe.steps[1][1], pipe.steps[2][1]
     h = xxhash.xxh64()
     for part in (json.dumps(ids).encode(), y.tobytes(), np.ascontiguousarray(X).tobytes(), json.dumps(names).encode()):
@@ -312,7 +349,9 @@ def train(cfg: LearnConfig) -> LearnResult:
         "textsieve_version": __version__,
         "training": {"fingerprint": h.hexdigest(), "sources": [s.describe() for s in cfg.sources],
                      "n_positive": n_pos, "n_negative": n_neg, "unlabelled_skipped": unlabelled},
-        "parameters": {"model": "logistic_regression", "C": cfg.C, "class_weight": cfg.class_weight,
+        "parameters": {"model": "logistic_regression", "C": fitted_C(lr),
+                       **({"C_search": {"grid": list(C_GRID), "inner_folds": INNER_FOLDS, "scoring": "roc_auc"}}
+                          if cfg.C == AUTO else {}), "class_weight": cfg.class_weight,
                        "impute": "median", "cv_folds": folds, "seed": cfg.seed},
         "cv": metrics,
     }

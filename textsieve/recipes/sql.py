@@ -225,6 +225,14 @@ class _Compiler:
         from textsieve.learned.features import feature_sql
 
         model = self.models[alias]
+        if not getattr(model, "sql_compilable", True):  # embeddings/n-grams/trees: its stored prediction set
+            from textsieve.learned.prediction_set import prediction_column
+
+            try:
+                name = prediction_column(model, self.schema)
+            except ValueError as exc:
+                raise self.fail(f"model {alias!r}: {exc}") from None
+            return self.ref(self.column(name))
 
         def column_sql(col_name: str) -> str:
             return self.ref(self.column(col_name))

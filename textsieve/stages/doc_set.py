@@ -59,13 +59,16 @@ class DocSetJob:
     stage: str  # the command's name, for messages ("tokens")
     set_name: str  # the set folder is DIR/_<set_name>
     setup: Callable[[Any], Any]
-    compute: Callable[[Any, list[str]], dict[str, pa.Array]]
+    compute: Callable[..., dict[str, pa.Array]]  # (state, texts) or, with `positions`, (state, texts, at)
     params: Any
     info: dict[str, Any]
     result_keys: tuple[str, ...]
     schema: pa.Schema  # the computed columns (id, shard, row come first)
     totals: tuple[str, ...] = ()  # numeric columns whose sums go into summary.json
     batch_docs: int = 1000
+    # True: compute(state, texts, (annotate shard rel, position of the batch's first row)), for a
+    # stage that also reads other attribute columns of these rows (`learn apply`)
+    positions: bool = False
 
 
 @dataclass
@@ -124,9 +127,10 @@ def _tables(job: DocSetJob, key: str, src: _Source) -> Iterator[pa.Table]:
     texts: list[str] = []
     chars = 0
     wrote = False
+    start = 0
 
     def table() -> pa.Table:
-        cols = job.compute(state, texts)
+        cols = job.compute(state, texts, (src.rel, start)) if job.positions else job.compute(state, texts)
         arrays = [pa.array(ids, pa.string()), pa.array(shards, pa.string()), pa.array(rows, pa.int64())]
         arrays += [cols[f.name] for f in job.schema]
         return pa.Table.from_arrays(arrays, schema=schema)
@@ -140,6 +144,7 @@ def _tables(job: DocSetJob, key: str, src: _Source) -> Iterator[pa.Table]:
         if len(texts) >= job.batch_docs or chars >= BATCH_CHARS:
             yield table()
             wrote = True
+            start += len(texts)
             for c in (ids, shards, rows, texts):
                 c.clear()
             chars = 0
