@@ -25,6 +25,7 @@ order), so a document's vector does not depend on the batch, the cache or the wo
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from dataclasses import dataclass, field
@@ -46,8 +47,8 @@ class StaticModel:
     _direct: Any = field(default=None, repr=False)  # word -> model input, or False (see `_direct_form`)
     # the word cache: word -> slot; a slot's token ids are store[start:start + len]
     _slots: dict[str, int] = field(default_factory=dict, repr=False)
-    _starts: list[int] = field(default_factory=list, repr=False)
-    _lens: list[int] = field(default_factory=list, repr=False)
+    _starts: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64), repr=False)
+    _lens: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64), repr=False)
     _chunks: list[np.ndarray] = field(default_factory=list, repr=False)
     _n_tokens: int = 0
 
@@ -70,19 +71,41 @@ class StaticModel:
         """Cache the token ids of `words` (unknown and out-of-range ids dropped), appended to the
         flat token store; each word gets a slot (its start and length there)."""
         vocab = self.vectors.shape[0]
-        unk = self.unk_id
+        if self._direct is None:
+            self._direct = _direct_form(self.tokenizer)
         flat: list[int] = []
-        for w in words:
-            ids = [i for i in self._word_ids(w) if 0 <= i < vocab and i != unk]
-            self._slots[w] = len(self._lens)
-            self._starts.append(self._n_tokens + len(flat))
-            self._lens.append(len(ids))
-            flat.extend(ids)
-        self._n_tokens += len(flat)
-        self._chunks.append(np.asarray(flat, np.int64))
+        lens: list[int] = []
+        if self._direct is False:
+            for w in words:
+                ids = self._word_ids(w)
+                lens.append(len(ids))
+                flat.extend(ids)
+        else:  # the hot loop: one Rust call per new word, nothing else per token in Python
+            tokenize, prefix = self.tokenizer.model.tokenize, self._direct("")
+            for w in words:
+                ids = [t.id for t in tokenize(prefix + w)] if w else []
+                lens.append(len(ids))
+                flat.extend(ids)
+        ids_a = np.asarray(flat, np.int64)
+        lens_a = np.asarray(lens, np.int64)
+        keep = (ids_a >= 0) & (ids_a < vocab)
+        if self.unk_id is not None:
+            keep &= ids_a != self.unk_id
+        if not keep.all():  # drop unknown / out-of-range ids, per word
+            owner = np.repeat(np.arange(len(words)), lens_a)
+            lens_a = np.bincount(owner[keep], minlength=len(words)).astype(np.int64)
+            ids_a = ids_a[keep]
+        n0 = len(self._lens)
+        self._slots.update(zip(words, range(n0, n0 + len(words))))
+        starts = self._n_tokens + np.concatenate([[0], np.cumsum(lens_a)[:-1]]).astype(np.int64)
+        self._starts = np.concatenate([self._starts, starts])
+        self._lens = np.concatenate([self._lens, lens_a])
+        self._n_tokens += int(lens_a.sum())
+        self._chunks.append(ids_a)
 
     def _reset(self) -> None:
-        self._slots, self._starts, self._lens, self._chunks, self._n_tokens = {}, [], [], [], 0
+        self._slots, self._chunks, self._n_tokens = {}, [], 0
+        self._starts, self._lens = np.zeros(0, np.int64), np.zeros(0, np.int64)
 
     def token_counts(self, texts: list[str]) -> Any:
         """scipy CSR (len(texts), vocab) of token counts, indices sorted (token id order).
@@ -99,16 +122,18 @@ class StaticModel:
         uniq = flat.dictionary.to_pylist()
         if len(self._slots) + len(uniq) > CACHE_WORDS:
             self._reset()
-        slots = self._slots
-        new = [w for w in uniq if w not in slots]
-        if new:
-            self._tokenise(new)
+        # one C-level pass over the distinct words: their slots, -1 for words not cached yet
+        slot = np.fromiter(map(self._slots.get, uniq, itertools.repeat(-1)), np.int64, len(uniq))
+        miss = np.flatnonzero(slot < 0)
+        if len(miss):
+            first = len(self._lens)
+            self._tokenise([uniq[i] for i in miss])
+            slot[miss] = np.arange(first, first + len(miss))
         if len(self._chunks) > 1:  # one flat store again
             self._chunks = [np.concatenate(self._chunks)]
         store = self._chunks[0] if self._chunks else np.zeros(0, np.int64)
-        slot = np.fromiter((slots[w] for w in uniq), np.int64, len(uniq))
-        starts = np.asarray(self._starts, np.int64)[slot]
-        lens = np.asarray(self._lens, np.int64)[slot]
+        starts = self._starts[slot]
+        lens = self._lens[slot]
         indptr = np.concatenate([[0], np.cumsum(lens)])
         pos = np.arange(int(indptr[-1]), dtype=np.int64) + np.repeat(starts - indptr[:-1], lens)
         w2t = csr_matrix((np.ones(len(pos), np.float32), store[pos], indptr),

@@ -136,6 +136,8 @@ class ReportData:
     dedup_exact_sets: dict[str, dict] = field(default_factory=dict)  # every `dedup exact` set: its summary
     extraction: dict | None = None  # the `extract.json` of the run the documents came from (report.extraction)
     tokens: dict[str, dict] = field(default_factory=dict)  # `_tokens_*` sets: {ts_tokens_<name>: {total, tokenizer}}
+    embeddings: list = field(default_factory=list)  # report.embeddings.EmbeddingView per `_embed_*` set
+    dedup_semantic: dict | None = None  # `_dedup_semantic/summary.json` (report.embeddings)
 
 
 # ---------------------------------------------------------------- locating the run
@@ -485,12 +487,15 @@ def collect(run_dir: str, recipe_spec: str | None = None, selection_dir: str | N
         notes.append("No recipe: give --recipe NAME|PATH (or a select output folder) to see thresholds, "
                      "the funnel and examples.")
     from textsieve.report.breakdown import breakdowns
+    from textsieve.report.embeddings import embedding_views, semantic_summary
     from textsieve.report.extraction import extraction_summary
 
     views, view_notes = breakdowns(con, ann, schema, compiled, by)
+    embeds = embedding_views(ann, compiled, con, recipe.name if recipe else None)  # [] without `_embed_*`
     return ReportData(run_dir, ann, int(docs), int(chars), recipe, funnel, signals, derived, dsir, fuzzy, exact,
                       sizes, ex or [], selection, read_text(pipe) if pipe else None, sets, notes + view_notes,
-                      views, exact_sets, extraction_summary(ann), token_totals(ann, sets))
+                      views, exact_sets, extraction_summary(ann), token_totals(ann, sets), embeds,
+                      semantic_summary(ann))
 
 
 __all__ = ["collect", "locate", "comparisons", "histogram", "Threshold", "Histogram", "Quantity", "ReportData",

@@ -14,6 +14,7 @@ from typing import Any
 from textsieve import __version__
 from textsieve.report.charts import fmt, funnel_svg, histogram_svg
 from textsieve.report.collect import Example, Histogram, Quantity, ReportData
+from textsieve.report.embeddings import embedding_links, embeddings_section, semantic_section
 from textsieve.report.extraction import extraction_section
 from textsieve.report.html_views import breakdown_links, breakdown_sections, distinct_clusters
 
@@ -333,7 +334,8 @@ def _nav(d: ReportData) -> str:
     links.append(("doc-signals", "Document-level", 2))
     if any(q.unit == "lines" for q in d.signals):
         links.append(("line-signals", "Line-level", 2))
-    links += [("dedup", "Deduplication", 1), ("dsir", "DSIR weights", 1)]
+    links += [("dedup", "Deduplication", 1), *embedding_links(d.embeddings, d.dedup_semantic),
+              ("dsir", "DSIR weights", 1)]
     if d.examples:
         links.append(("examples", "Examples per rule", 1))
         links += [(f"ex-{_slug(r.rule)}", r.rule, 2) for r in d.examples]
@@ -347,5 +349,5 @@ def render(d: ReportData) -> str:
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" '
             f'content="width=device-width, initial-scale=1"><title>{escape(title)}</title>{JS_HEAD}<style>{CSS}</style>'
             f'</head><body><header><h1>{escape(title)}</h1><div class="sub">{sub}</div></header><div class="wrap">'
-            f'{_nav(d)}<main>{_overview(d)}{extraction_section(d.extraction)}{_funnel(d)}{breakdown_sections(d)}{_signals(d)}{_dedup(d)}{_dsir(d)}{_examples(d)}</main></div>'
+            f'{_nav(d)}<main>{_overview(d)}{extraction_section(d.extraction)}{_funnel(d)}{breakdown_sections(d)}{_signals(d)}{_dedup(d)}{embeddings_section(d.embeddings)}{semantic_section(d.dedup_semantic)}{_dsir(d)}{_examples(d)}</main></div>'
             f'{JS_TAIL}</body></html>')

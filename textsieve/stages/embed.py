@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from textsieve.stages.doc_set import DocSetJob
 
 STAGE = "embed"
+#: the model `embed_job` loaded, reused by `_setup` when the work runs in this process (workers=1)
+_LOADED: dict[tuple[str, str, str], Embedder] = {}
 
 
 @dataclass
@@ -78,7 +80,8 @@ def _setup(params: dict[str, Any]) -> Any:
 
     if "RAYON_NUM_THREADS" not in os.environ:
         os.environ["RAYON_NUM_THREADS"] = "1"  # the tokenizer's threads: one per worker process
-    emb = load_embedder(params["model"], params["name"])
+    key = (params["model"], params["name"], params["fingerprint"])
+    emb = _LOADED.pop(key, None) or load_embedder(params["model"], params["name"])
     if emb.fingerprint != params["fingerprint"]:
         raise EmbeddingModelError(f"embed: {params['model']} changed while the run was embedding "
                                   f"(fingerprint {params['fingerprint']}, now {emb.fingerprint}); run it again")
@@ -114,6 +117,8 @@ def embed_job(cfg: EmbedConfig) -> tuple[DocSetJob, Embedder]:
     annotate_sources(cfg.directory, STAGE)  # not an annotate folder: say so before anything else
     col = column_name(emb.name)
     params = {"model": _spec(cfg.model), "name": emb.name, "fingerprint": emb.fingerprint}
+    _LOADED.clear()
+    _LOADED[(params["model"], emb.name, emb.fingerprint)] = emb
     info = {**emb.info(), "column": col}
     return DocSetJob(stage=STAGE, set_name=set_name(emb.name), setup=_setup, compute=_Compute(col),
                      params=params, info=info, result_keys=("model_path", "model_fingerprint"),
