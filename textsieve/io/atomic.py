@@ -160,3 +160,16 @@ class AtomicParquetWriter:
                 step()
             except BaseException:
                 pass
+
+
+def write_parquet_with_metadata(fs: fsspec.AbstractFileSystem, path: str, table: pa.Table,
+                                metadata: dict[bytes, bytes]) -> None:
+    """Write one table as an atomic Parquet file with footer `metadata` (an attribute shard)."""
+    writer = AtomicParquetWriter(fs, path, table.schema)
+    try:
+        writer.write(table)
+        writer.add_metadata(metadata)
+    except BaseException as exc:
+        writer.abort(exc)
+        raise
+    writer.close()

@@ -340,6 +340,17 @@ class Publication:
         self.previous = manifest
         return manifest
 
+    def unchanged_summary(self, rels: list[str], summary: str = "summary.json") -> dict | None:
+        """The published `summary` when this generation's key and every file in `rels` (and the
+        summary) are unchanged - the whole set is up to date: the publication is abandoned and
+        the caller returns it. None when something must be recomputed."""
+        if self.previous is None or self.previous.key != self.key or not all(
+                self.unchanged(r, self.key) for r in [*rels, summary]):
+            return None
+        self.abandon()
+        with self.fs.open(f"{self.root}/{summary}", "r") as fh:
+            return json.load(fh)
+
     def abandon(self) -> None:
         """Give up before writing anything: remove the staging folder if it holds no work."""
         fs = self.fs

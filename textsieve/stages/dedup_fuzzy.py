@@ -337,11 +337,9 @@ def run_fuzzy(cfg: FuzzyConfig) -> FuzzyResult:
     # the resume key lives in the manifest (`io.publish`), kept out of summary.json, which must not
     # depend on shard names; the set is published as one unit, so a killed run never leaves a mix
     pub = Publication(fs, out_root, FUZZY_SET, fingerprint, info={"built_from": table.content_key()})
-    if not cfg.overwrite and pub.previous is not None and pub.previous.key == fingerprint and all(
-            pub.unchanged(r, fingerprint) for r in [*table.rels, SUMMARY]):
-        pub.abandon()
-        with fs.open(f"{out_root}/{SUMMARY}", "r") as fh:
-            result.skipped, result.summary = True, json.load(fh)
+    done = None if cfg.overwrite else pub.unchanged_summary(table.rels, SUMMARY)
+    if done is not None:
+        result.skipped, result.summary = True, done
         return result
     staging = fs.unstrip_protocol(pub.staging)
 

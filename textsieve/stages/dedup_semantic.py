@@ -252,11 +252,9 @@ def run_semantic(cfg: SemanticConfig) -> SemanticResult:
     fingerprint = _fingerprint(cfg, eps, table, vs, keep_from)
     result = SemanticResult(output=out_dir)
     pub = Publication(fs, out_root, SEMANTIC_SET, fingerprint, info={"built_from": table.content_key()})
-    if not cfg.overwrite and pub.previous is not None and pub.previous.key == fingerprint and all(
-            pub.unchanged(r, fingerprint) for r in [*table.rels, SUMMARY]):
-        pub.abandon()
-        with fs.open(f"{out_root}/{SUMMARY}", "r") as fh:
-            result.skipped, result.summary = True, json.load(fh)
+    done = None if cfg.overwrite else pub.unchanged_summary(table.rels, SUMMARY)
+    if done is not None:
+        result.skipped, result.summary = True, done
         return result
     staging = fs.unstrip_protocol(pub.staging)
     res, stats = _cluster(cfg, eps, table, vs, keep_from, budget)

@@ -35,7 +35,7 @@ import pyarrow.parquet as pq
 from textsieve.dsir import embed_model as em
 from textsieve.dsir.names import check_name, column_names, set_name
 from textsieve.exec.progress import Progress
-from textsieve.io.atomic import AtomicParquetWriter
+from textsieve.io.atomic import write_parquet_with_metadata
 from textsieve.io.attributes import META_KEY, attribute_set_dir, attribute_shards, read_shard_meta
 from textsieve.io.leftovers import remove_stale_siblings, remove_stale_temps
 from textsieve.io.parquet_read import read_table
@@ -299,14 +299,7 @@ def run_fit_embed(cfg: DsirFitConfig) -> DsirFitResult:
         table = keys.append_column(cols[0], pa.array(lw, pa.float64()))
         table = table.append_column(cols[1], pa.array(lw / em.DOC_NGRAMS, pa.float64(), mask=toks == 0))
         table = table.append_column(cols[2], pa.array(toks, pa.int64()))
-        writer = AtomicParquetWriter(fs, out, table.schema)
-        try:
-            writer.write(table)
-            writer.add_metadata({META_KEY: json.dumps(meta).encode()})
-        except BaseException as exc:
-            writer.abort(exc)
-            raise
-        writer.close()
+        write_parquet_with_metadata(fs, out, table, {META_KEY: json.dumps(meta).encode()})
         pub.add(rel, shard_fp)
         res.shards_written.append(rel)
         prog.update(nrows, prog.docs + nrows)

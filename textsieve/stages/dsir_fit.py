@@ -45,7 +45,7 @@ import pyarrow.parquet as pq
 
 from textsieve.dsir.names import check_name, column_names, set_name
 from textsieve.exec.progress import Progress
-from textsieve.io.atomic import AtomicParquetWriter
+from textsieve.io.atomic import write_parquet_with_metadata
 from textsieve.io.attributes import META_KEY, attribute_set_dir, attribute_shards, read_shard_meta
 from textsieve.io.leftovers import remove_stale_siblings, remove_stale_temps
 from textsieve.io.publish import Publication, content_key, contents
@@ -302,15 +302,8 @@ def run_fit(cfg: DsirFitConfig) -> DsirFitResult:
         table = keys.append_column(cols[0], pa.array(sums, pa.float64()))
         table = table.append_column(cols[1], pa.array(norm, pa.float64(), mask=ngr == 0))
         table = table.append_column(cols[2], pa.array(toks, pa.int64()))
-        writer = AtomicParquetWriter(fs, out, table.schema)
-        try:
-            writer.write(table)
-            writer.add_metadata({META_KEY: json.dumps({"stage": "dsir", "name": cfg.name, "model": fingerprint,
-                                                       "columns": list(cols)}).encode()})
-        except BaseException as exc:
-            writer.abort(exc)
-            raise
-        writer.close()
+        write_parquet_with_metadata(fs, out, table, {META_KEY: json.dumps(
+            {"stage": "dsir", "name": cfg.name, "model": fingerprint, "columns": list(cols)}).encode()})
         pub.add(rel, shard_fp)
         res.shards_written.append(rel)
         prog.update(nrows, prog.docs + nrows)
