@@ -62,6 +62,8 @@ def _isolated_user_cache(tmp_path_factory, monkeypatch) -> None:
 #: (`pytest -m "not slow"`, under 90 s). A listed name that matches no test fails collection,
 #: so a rename cannot silently move a slow test into the quick suite.
 SLOW_TESTS = {
+    "test_embed.py::test_pipeline_embeds_dedups_semantically_and_targets_then_reruns_as_a_noop",  # 5 stages, twice
+    "test_embed.py::test_embeds_with_the_network_cut_off",  # a fresh interpreter loads the model
     "test_learned_embed.py::test_boosted_embedding_model_end_to_end_in_select",  # train x2, apply, select
     "test_learned_embed.py::test_reference_scores_with_nested_C_lift_the_sql_model",  # trains 2 reference models
     "test_train_shards.py::test_killed_run_publishes_nothing_and_resumes",  # a CLI subprocess slowed, killed
@@ -141,20 +143,14 @@ SLOW_TESTS = {
 }
 SLOW_MODULES = {"test_docs_commands.py", "test_ray.py"}
 KILL_MODULES = {"test_resume.py", "test_resume_parts.py"}
-#: modules that start a local Ray cluster: one xdist worker runs them all (`--dist loadgroup`), never two at once
-RAY_MODULES = {"test_ray.py", "test_extensions.py"}
 BROWSER_TESTS = {"test_report.py::test_report_renders_in_chromium", "test_report.py::test_views_render_in_chromium"}
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group markers
 def pytest_collection_modifyitems(config, items):
-    """Markers by where a test lives and what it needs: slow, ray, kill, browser, shared; and the
-    xdist group: a module's tests stay on one worker (its module fixtures are built once), the
-    Ray modules share one."""
+    """Markers by where a test lives and what it needs: slow, ray, kill, browser, shared."""
     seen = set()
     for item in items:
         module = item.path.name
-        item.add_marker(pytest.mark.xdist_group("ray" if module in RAY_MODULES else module))
         name = f"{module}::{item.originalname}"
         for key in (name, f"{module}::{item.name}"):
             if key in SLOW_TESTS:

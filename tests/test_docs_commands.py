@@ -26,8 +26,11 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
+from collections import defaultdict
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -150,11 +153,16 @@ def _word_lists(scratch: Path) -> Path:
     return folder
 
 
-def _one_cpu() -> None:
+def _cpus() -> list[int]:
+    return sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else [0]
+
+
+def _one_cpu(cpu: int | None = None) -> None:
     """Run a command on one CPU: `--workers` then defaults to 1, so no command pays for a
-    process pool's start-up on 500 documents (the whole docs test stays around a minute)."""
+    process pool's start-up on 500 documents. Docs run side by side, each on a CPU of its own
+    (`DocRunner.prefetch`)."""
     if hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+        os.sched_setaffinity(0, {cpu if cpu is not None else min(os.sched_getaffinity(0))})
 
 
 def _shims(folder: Path) -> Path:
@@ -195,6 +203,10 @@ class DocRunner:
                     "PYTHONUNBUFFERED": "1", "COLUMNS": "100", "XDG_CACHE_HOME": str(scratch / "_cache")}
         self.env.pop("TEXTSIEVE_RESOURCES", None)
         self.results: dict[str, list[Outcome]] = {}
+        self._locks: dict[str, threading.RLock] = defaultdict(threading.RLock)  # one doc's folder at a time
+        self._locks_lock = threading.Lock()
+        self._cpu = threading.local()  # the CPU this thread's commands run on
+        self._pool: ThreadPoolExecutor | None = None
         setup = Command("word lists", "", f"textsieve resources add {_word_lists(scratch)}")
         outcome = self._run(setup, scratch, None)
         assert outcome.returncode == 0, outcome.describe()
@@ -205,14 +217,39 @@ class DocRunner:
             shutil.copytree(self.base, path, symlinks=True)
         return path
 
+    def _lock(self, doc: str) -> threading.RLock:
+        with self._locks_lock:
+            return self._locks[doc]
+
     def outcomes(self, block: Block, blocks: list[Block]) -> list[Outcome]:
-        for earlier in blocks:
-            if earlier.doc == block.doc and earlier.index < block.index and earlier.test_id not in self.results:
-                self.outcomes(earlier, blocks)
-        if block.test_id not in self.results:
-            cwd = self.folder(block.doc)
-            self.results[block.test_id] = [self._run(c, cwd, block.illustrative) for c in block.commands]
-        return self.results[block.test_id]
+        with self._lock(block.doc):  # a doc's blocks run in order, in one thread at a time
+            for earlier in blocks:
+                if earlier.doc == block.doc and earlier.index < block.index and earlier.test_id not in self.results:
+                    self.outcomes(earlier, blocks)
+            if block.test_id not in self.results:
+                cwd = self.folder(block.doc)
+                self.results[block.test_id] = [self._run(c, cwd, block.illustrative) for c in block.commands]
+            return self.results[block.test_id]
+
+    def prefetch(self, chains: list[list[tuple[Block, list[Block]]]]) -> None:
+        """Run the docs' blocks in the background, one doc per thread, each thread's commands on a
+        CPU of its own (the tests then find their outcomes ready): the docs are independent
+        folders, so the docs test takes about 1/CPUs of its serial time."""
+        cpus = _cpus()
+
+        def run_chain(k: int, chain: list[tuple[Block, list[Block]]]) -> None:
+            for block, blocks in chain:
+                self._cpu.id = cpus[k % len(cpus)]
+                self.outcomes(block, blocks)
+
+        slots = iter(range(10**6))
+        self._pool = ThreadPoolExecutor(max(1, min(len(cpus), len(chains))))
+        for chain in sorted(chains, key=len, reverse=True):  # the longest (README + --help) first
+            self._pool.submit(lambda c=chain: run_chain(next(slots), c))
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
 
     def write_report(self, path: Path) -> None:
         """Every command, its exit code, time and last output lines, as Markdown: what the docs'
@@ -238,9 +275,10 @@ class DocRunner:
             return Outcome(command, None)
         start = time.perf_counter()
         try:
+            cpu = getattr(self._cpu, "id", None)
             proc = subprocess.run(["bash", "-o", "pipefail", "-c", command.run], cwd=cwd, env=self.env,
                                   capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S,
-                                  preexec_fn=_one_cpu)
+                                  preexec_fn=lambda: _one_cpu(cpu))
         except subprocess.TimeoutExpired as exc:
             return Outcome(command, -1, time.perf_counter() - start, _text(exc.stdout),
                            _text(exc.stderr) + f"\n(timed out after {COMMAND_TIMEOUT_S} s)")
@@ -251,12 +289,38 @@ def _text(data: bytes | str | None) -> str:
     return data.decode("utf-8", "replace") if isinstance(data, bytes) else (data or "")
 
 
+def _as_readme(block: Block) -> Block:
+    """A `--help` example block, run in the README's folder after its blocks."""
+    return Block(doc="README.md", index=10_000 + block.index, line=0, heading=block.heading, commands=block.commands)
+
+
+def _chains(items: list[pytest.Item]) -> list[list[tuple[Block, list[Block]]]]:
+    """The selected docs tests' blocks, per doc folder, in run order (README's, then --help's)."""
+    chains: dict[str, list[tuple[Block, list[Block]]]] = {}
+    helps = []
+    for item in items:
+        block = getattr(getattr(item, "callspec", None), "params", {}).get("block")
+        if not isinstance(block, Block) or item.path.name != Path(__file__).name:
+            continue
+        if item.originalname == "test_help_examples_run":
+            helps.append(block)
+        else:
+            chains.setdefault(block.doc, []).append((block, BLOCKS))
+    if helps:
+        readme = chains.setdefault("README.md", [])
+        readme += [(b, BLOCKS) for b in BLOCKS if b.doc == "README.md" and (b, BLOCKS) not in readme]
+        readme += [(_as_readme(b), [_as_readme(b)]) for b in helps]
+    return list(chains.values())
+
+
 @pytest.fixture(scope="session")
-def doc_runner(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DocRunner]:
+def doc_runner(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[DocRunner]:
     scratch = tmp_path_factory.mktemp("docs")
     _build_base(scratch / "_base")
     runner = DocRunner(scratch / "_base", scratch, _shims(scratch / "_bin"))
+    runner.prefetch(_chains(request.session.items))
     yield runner
+    runner.close()
     if os.environ.get(REPORT_ENV):
         runner.write_report(Path(os.environ[REPORT_ENV]))
 
@@ -284,8 +348,7 @@ def test_help_examples_run(block: Block | None, doc_runner: DocRunner) -> None:
         pytest.skip("no `textsieve ...` example lines in any --help description or epilog yet")
     for readme in (b for b in BLOCKS if b.doc == "README.md"):
         doc_runner.outcomes(readme, BLOCKS)
-    help_block = Block(doc="README.md", index=10_000 + block.index, line=0, heading=block.heading,
-                       commands=block.commands)
+    help_block = _as_readme(block)
     _check(block, doc_runner.outcomes(help_block, [help_block]))
 
 

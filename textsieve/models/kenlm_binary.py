@@ -2,8 +2,9 @@
 
 KenLM's binary format (`build_binary` output: probing or trie tables, optional quantization) is
 KenLM's own; rather than re-implement it, textsieve loads such files through the `kenlm` Python
-package, which builds from PyPI with a C++ compiler (`pip install 'textsieve[kenlm]'`, about
-a minute). ARPA files need no extra package: `textsieve.models.perplexity` reads them itself.
+module (`pip install 'textsieve[kenlm]'` installs the `kenlm-ex` wheel; the `kenlm` sdist, which
+compiles C++, provides the same module). ARPA files need no extra package:
+`textsieve.models.perplexity` reads them itself.
 
 The signal is the same `ts_perplexity_NAME` as for textsieve's own LMs: each document is one
 sentence of RPv2-normalized words with digits mapped to 0 (`perplexity.tokenize`), scored with

@@ -171,6 +171,17 @@ def _dedup_fuzzy_plan(e: _Estimate, index: int | None) -> StagePlan:
                      rows * ROW.itemsize + e.docs * SET_BYTES_PER_DOC, f"{rows:,} band rows, partitions are temporary")
 
 
+def _dedup_semantic_plan(e: _Estimate, index: int | None) -> StagePlan:
+    """Semantic dedup spills each document's float16 vector (512 B at 256-d) plus its ids into
+    per-cluster partitions; memory is the --memory budget at most (union-find: ~16 B per doc)."""
+    sc = build(e.cfg, "dedup_semantic", progress=False)
+    budget = parse_memory(sc.memory)
+    spill = e.docs * (2 * 256 + 24)
+    return StagePlan("dedup semantic", f"SemDeDup at eps {', '.join(map(str, sc.eps))}",
+                     min(budget, spill) + 16 * e.docs, spill + e.docs * SET_BYTES_PER_DOC,
+                     "per-cluster partitions are temporary")
+
+
 def _dedup_lines_plan(e: _Estimate, index: int | None) -> StagePlan:
     ln = build(e.cfg, "dedup_lines", progress=False)
     budget = parse_memory(ln.memory)
@@ -229,7 +240,7 @@ ESTIMATES: dict[str, Callable[[_Estimate, int | None], StagePlan]] = {
     "decontaminate": _doc_set_plan("decontaminate", "n-gram overlap with the benchmarks -> _decontam", 0.1),
     "pii": _doc_set_plan("pii", "personal data spans -> _pii"),
     "tokens": _doc_set_plan("tokens", "real token counts -> _tokens_NAME"), "mix": _mix_plan,
-    "embed": _embed_plan}
+    "embed": _embed_plan, "dedup_semantic": _dedup_semantic_plan}
 
 
 def make_plan(cfg: PipelineConfig) -> Plan:
