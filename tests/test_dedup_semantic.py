@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -211,3 +212,30 @@ def test_cli_and_dedup_show_semantic(corpus, tmp_path, capsys):
     assert "stored: 0.1, 0.05" in capsys.readouterr().err
     ids = np.asarray([r["cluster"] for r in _rows(attrs).values() if r["cluster"] is not None])
     assert ids.dtype.kind == "i"
+
+
+def test_a_rescored_keep_column_in_another_set_reruns_and_follows_the_new_scores(corpus, tmp_path):
+    """--keep COLUMN read from another attribute set: the set's contents are part of the result's
+    identity, so new scores re-run the stage (before: 'already done', the old keep marks served)."""
+    attrs = _copy(corpus, tmp_path)
+
+    def score_set(prefer_plants: bool) -> None:
+        out = attrs / "_score"
+        out.mkdir(exist_ok=True)
+        for f in sorted(attrs.glob("*.parquet")):
+            base = pq.read_table(f, columns=["id", "shard", "row"])
+            ids = base.column("id").to_pylist()
+            score = [float(i.startswith("plant/")) if prefer_plants else float(not i.startswith("plant/"))
+                     for i in ids]
+            pq.write_table(base.append_column("my_score", pa.array(score, pa.float64())), out / f.name)
+
+    score_set(prefer_plants=True)
+    cfg = SemanticConfig(directory=str(attrs), eps=[0.05], clusters=4, keep="my_score", progress=False)
+    run_semantic(cfg)
+    rows = _rows(attrs)
+    assert rows["plant/copy-a"]["keep"] and not rows[corpus["originals"][0]["id"]]["keep"]
+    score_set(prefer_plants=False)
+    again = run_semantic(cfg)
+    assert not again.skipped
+    rows = _rows(attrs)
+    assert not rows["plant/copy-a"]["keep"] and rows[corpus["originals"][0]["id"]]["keep"]

@@ -255,6 +255,13 @@ def test_pipeline_embeds_dedups_semantically_and_targets_then_reruns_as_a_noop(d
     assert [s.status for s in first.stages] == ["ran"] * 5
     again = run_pipeline(load(str(tmp_path / "p.yaml")), quiet=True)
     assert [s.status for s in again.stages][1:] == ["skipped"] * 4
+    # the embeddings change behind the pipeline's back (another model written under the same name):
+    # the stages that read them run again, never serving results of the old vectors
+    other = _model2vec_folder(tmp_path / "other", [d["text"] for d in docs[:60]])
+    run_embed(EmbedConfig(directory=str(attrs), model=str(other), name="wordllama", overwrite=True, progress=False))
+    third = run_pipeline(load(str(tmp_path / "p.yaml")), quiet=True)
+    assert {s.name: s.status for s in third.stages} == {"annotate": "skipped", "embed": "skipped",
+                                                      "dedup_semantic": "ran", "dsir:wiki": "ran", "select": "ran"}
     del doc["embed"]
     (tmp_path / "p2.yaml").write_text(yaml.safe_dump(doc))
     with pytest.raises(PipelineConfigError, match=r"dedup.semantic: needs embeddings"):

@@ -47,6 +47,8 @@ def keep_source(table: ShardTable, keep: str) -> str:
         raise KeepColumnError(f"--keep longest: {table.directory} has no {LENGTH_COLUMN} column; annotate again")
     seen = []
     for name in attribute_sets(table.directory):
+        if name == "dedup_semantic":  # this stage's own output is never its input
+            continue
         try:
             fs, paths = attribute_shards(table.directory, name)
             with fs.open(paths[0], "rb") as fh:
@@ -61,6 +63,19 @@ def keep_source(table: ShardTable, keep: str) -> str:
     raise KeepColumnError(f"--keep {keep}: not first, longest or none, and no numeric column {keep!r} in "
                           f"{table.directory} or its attribute sets ({', '.join(seen) or 'none'}); numeric columns "
                           f"include: {hint or 'none'}")
+
+
+def keep_source_key(table: ShardTable, source: str) -> str:
+    """The content key of the attribute set the keep column comes from ("" for the annotate
+    shards or no column): part of the stage's fingerprint, so re-scored keep values re-run it."""
+    if not source.startswith(SET_PREFIX):
+        return ""
+    import fsspec
+
+    from textsieve.io.publish import content_key
+
+    fs, root = fsspec.core.url_to_fs(attribute_set_dir(table.directory, source[len(SET_PREFIX):]))
+    return content_key(fs, root.rstrip("/"))
 
 
 def keep_keys(table: ShardTable, i: int, keep: str, source: str) -> np.ndarray:

@@ -57,12 +57,12 @@ def load_sentence_transformer(name: str, path: str) -> Any:
     """An `Embedder` for the sentence-transformers folder `path`."""
     from textsieve.embedding.models import Embedder, EmbeddingModelError, files_fingerprint
 
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # read by huggingface_hub when it is imported
     try:
         from sentence_transformers import SentenceTransformer
     except ImportError as e:
         raise EmbeddingModelError(f"{path} is a sentence-transformers model: pip install sentence-transformers "
                                   "(torch) to use it, or use the default static model") from e
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     device = None
     try:
         import torch

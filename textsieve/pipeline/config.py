@@ -484,6 +484,10 @@ def _cross_checks(d: dict[str, Any], errors: list[str]) -> None:
         for i, e in enumerate(sem["eps"]):
             if isinstance(e, (int, float)) and not isinstance(e, bool) and not 0 < e < 1:
                 errors.append(f"dedup.semantic.eps[{i}]: {e} must be in (0, 1)")
+    if sem and isinstance(sem.get("keep"), str) and sem["keep"].startswith(("ts_tokens_", "ts_pii", "ts_contam",
+                                                                          "ts_dsir_")):
+        errors.append(f"dedup.semantic.keep: {sem['keep']} is written by a stage that runs after dedup; keep by "
+                      "first, longest, none or an annotate signal (or run dedup semantic by hand afterwards)")
     embeds = d["embed"] is not None or "embed" in _signal_items((d["annotate"] or {}).get("signals"))
     needs = (["dedup.semantic"] if sem is not None else []) + [
         f"dsir[{i}]" for i, fit in enumerate(d["dsir"]) if fit.get("features") in ("embed", "combined")]

@@ -270,9 +270,35 @@ def _dedup_semantic(c: Any) -> Outcome:
                    if isinstance(per, dict) else {"resumed": r.skipped}, ran=not r.skipped)
 
 
+def _attribute_sets_now(cfg: PipelineConfig, prefix: str = "", skip: tuple[str, ...] = ()) -> list[Any]:
+    """The content keys of OUT/attrs' attribute sets named `prefix*` (less those starting with one
+    of `skip`) as they are when the stage is
+    about to run: whatever made them (an `embed:` section, `annotate.signals: [embed]`, a stage
+    earlier in the file or an earlier run), a changed set re-runs the stage that reads it."""
+    from textsieve.io.attributes import attribute_set_dir, attribute_sets
+    from textsieve.io.publish import content_key
+
+    try:
+        names = attribute_sets(attrs_dir(cfg))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    out = []
+    for set_name in sorted(n for n in names if n.startswith(prefix) and not n.startswith(skip)):
+        fs, root = fsspec.core.url_to_fs(attribute_set_dir(attrs_dir(cfg), set_name))
+        out.append([set_name, content_key(fs, root.rstrip("/"))])
+    return out
+
+
+#: sets written by pipeline stages that run after dedup (and semantic dedup's own): never its input
+_AFTER_DEDUP = ("dedup_semantic", "dsir_", "tokens_", "pii", "decontam")
+
+
 def _embedding_set(cfg: PipelineConfig, name: str, c: Any, names: list[str], keys: dict[str, str]) -> list[Any]:
-    """Semantic dedup and embedding DSIR depend on the embed stage's result."""
-    return [keys[n] for n in names[:names.index(name)] if n == "embed"]
+    """Semantic dedup reads the embeddings (made by `embed:` or by `annotate.signals: [embed]`)
+    and, with `keep: COLUMN`, a column of any other set: their current contents."""
+    if c.keep in ("first", "longest", "none"):
+        return _attribute_sets_now(cfg, prefix="embed_")
+    return _attribute_sets_now(cfg, skip=_AFTER_DEDUP)
 
 
 def _dedup_lines(c: Any) -> Outcome:
@@ -377,6 +403,8 @@ def _dsir_upstream(cfg: PipelineConfig, name: str, c: Any, names: list[str], key
     """The target files; with a recipe, also the stages before it (its survivors depend on the
     dedup stages and earlier fits)."""
     out: list[Any] = [input_fingerprints(c.targets, cfg.data["fingerprint"])]
+    if getattr(c, "features", "ngram") != "ngram":  # embedding DSIR reads the pool's embeddings
+        out += _attribute_sets_now(cfg, prefix="embed_")
     if c.recipe is not None:
         out += [keys[n] for n in names[:names.index(name)] if n != "annotate"]
     return out

@@ -58,7 +58,7 @@ import pyarrow as pa
 from textsieve import __version__
 from textsieve.dedup import semantic_kmeans as km
 from textsieve.dedup.corpus import ShardTable, first_lines, gather_texts, write_set
-from textsieve.dedup.semantic_keys import keep_keys, keep_source
+from textsieve.dedup.semantic_keys import keep_keys, keep_source, keep_source_key
 from textsieve.dedup.semantic_pairs import EpsResult, PairStats, Spill, partition_count, partition_results
 from textsieve.dedup.semantic_vectors import VectorSet
 from textsieve.dedup.verify import shard_batches
@@ -155,7 +155,7 @@ def _fingerprint(cfg: SemanticConfig, eps: list[float], table: ShardTable, vs: V
     key = {"version": __version__, "eps": eps, "keep": cfg.keep, "keep_from": keep_from, "clusters": cfg.clusters,
            "seed": int(cfg.seed), "sample": cfg.sample, "model": vs.model, "model_fingerprint": vs.fingerprint,
            "embeddings": vs.key, "shards": [[r, int(n)] for r, n in zip(table.rels, table.n_rows)],
-           "content": table.content_key()}
+           "content": table.content_key(), "keep_set": keep_source_key(table, keep_from)}
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
 
 
