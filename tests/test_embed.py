@@ -266,3 +266,22 @@ def test_pipeline_embeds_dedups_semantically_and_targets_then_reruns_as_a_noop(d
     (tmp_path / "p2.yaml").write_text(yaml.safe_dump(doc))
     with pytest.raises(PipelineConfigError, match=r"dedup.semantic: needs embeddings"):
         load(str(tmp_path / "p2.yaml"))
+
+
+def test_a_quantized_model2vec_folder_with_a_token_mapping(docs, tmp_path):
+    """Model2Vec's vocabulary quantization stores fewer vectors and a token id -> row `mapping`."""
+    model2vec = pytest.importorskip("model2vec")
+    from safetensors.numpy import load_file, save_file
+
+    texts = [d["text"] for d in docs[:40]]
+    folder = _model2vec_folder(tmp_path / "m2v-q", texts)
+    arrays = load_file(str(folder / "model.safetensors"))
+    vocab = arrays["embeddings"].shape[0]
+    mapping = (np.arange(vocab) % 50).astype(np.int64)  # 50 shared rows
+    save_file({"embeddings": arrays["embeddings"][:50], "weights": arrays["weights"], "mapping": mapping},
+              str(folder / "model.safetensors"))
+    ours = load_embedder(str(folder)).embed(texts)
+    ref = model2vec.StaticModel.from_pretrained(str(folder)).encode([" ".join(t.split()) for t in texts],
+                                                                   max_length=None, use_multiprocessing=False)
+    ref = ref / np.linalg.norm(ref, axis=1, keepdims=True)
+    assert np.sum(ours * ref, axis=1).min() > 0.9999

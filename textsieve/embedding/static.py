@@ -201,11 +201,14 @@ def load_static(tokenizer_path: str, weights_path: str, tensor: str | None = Non
     arrays = load_file(weights_path)
     names = [tensor] if tensor else [n for n in ("embeddings", "embedding.weight") if n in arrays]
     if not names:
-        names = [n for n, a in arrays.items() if a.ndim == 2]
+        names = [n for n, a in arrays.items() if a.ndim == 2 and n != "mapping"]
     if len(names) != 1 or names[0] not in arrays:
         raise ValueError(f"{weights_path}: cannot tell which tensor holds the token vectors "
                          f"(tensors: {', '.join(sorted(arrays))})")
     vectors = np.ascontiguousarray(arrays[names[0]], dtype=np.float32)
+    mapping = arrays.get("mapping")
+    if mapping is not None:  # Model2Vec's vocabulary quantization: token id -> row of the vectors
+        vectors = np.ascontiguousarray(vectors[np.asarray(mapping, np.int64).reshape(-1)])
     weights = arrays.get("weights")
     tok = _tokenizer(tokenizer_path)
     if weights is not None:  # Model2Vec: a token's vector is scaled by its weight before pooling

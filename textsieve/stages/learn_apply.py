@@ -147,7 +147,8 @@ def run_learn_apply(cfg: LearnApplyConfig) -> LearnApplyResult:
     _check_embeddings(model, cfg.directory)
     col = column_name(model.name)
     path = cfg.model if "://" in cfg.model else os.path.abspath(cfg.model)
-    params = {"model": path, "fingerprint": model.fingerprint, "directory": cfg.directory}
+    directory = cfg.directory if "://" in cfg.directory else os.path.abspath(cfg.directory)  # Ray tasks elsewhere
+    params = {"model": path, "fingerprint": model.fingerprint, "directory": directory}
     info = {"model_name": model.name, "model_path": path, "model_fingerprint": model.fingerprint,
             "feature_sets": model.views, "model_kind": model.describe(), "column": col}
     job = DocSetJob(stage=STAGE, set_name=model.set_name, setup=_setup, compute=_Compute(col), params=params,
