@@ -15,6 +15,8 @@ Prints (the dev corpus, /work/shared/corpora/dev/web_sample.jsonl.gz, 15k web do
      same weights and tokenizer, `encode(max_length=None, use_multiprocessing=False)`, in memory,
      on " ".join(text.split()) as WordLlama (on raw text it also embeds the newline byte tokens);
   5. `textsieve embed` with that Model2Vec folder as the model (our loader on a Model2Vec folder);
+  6. every distinct word of the corpus tokenised by textsieve's compiled BPE and by the
+     `tokenizers` library one call per word: words per CPU-second, and how many words differ (0);
 with docs per CPU-second (user + system of this process and its children) and per wall-second,
 and the ratios. Then the cosine agreement of ours against WordLlama's embedding of
 " ".join(text.split()) (the documented rule, docs/embeddings.md: >= 0.9999) and against
@@ -143,6 +145,33 @@ def model2vec_folder(dest: Path) -> Path:
     return dest
 
 
+def bpe_agreement(texts: list[str]) -> tuple[list[tuple[str, int, float, float]], str]:
+    """Every distinct word of `texts` tokenised by the compiled BPE (textsieve/embedding/bpe.py)
+    and by the `tokenizers` library (`tokenizer.model.tokenize`, one call per word): the rows
+    (words per CPU-second) and a line counting the words whose ids differ."""
+    import pyarrow as pa
+
+    from textsieve.embedding import bpe
+    from textsieve.embedding.static import _tokenizer, wordllama_files
+
+    tok = _tokenizer(wordllama_files()[0])
+    tables = bpe.tables_for(tok)
+    assert tables is not None
+    words = list(dict.fromkeys(w for t in texts for w in t.split()))
+    arr = pa.array(words, pa.large_string())
+    data = np.frombuffer(arr.buffers()[2], np.uint8)
+    offsets = np.frombuffer(arr.buffers()[1], np.int64)[:len(words) + 1]
+    bpe.tokenize_words(tables, data, offsets[:2], tables.n_ids)  # load the compiled kernel
+    (ids, lens), c1, w1 = timed(lambda: bpe.tokenize_words(tables, data, offsets, tables.n_ids))
+    tokenize = tok.model.tokenize
+    ref, c2, w2 = timed(lambda: [[t.id for t in tokenize("▁" + w) if t.id != tables.unk_id] for w in words])
+    ends = np.cumsum(lens)
+    bad = sum(ids[e - n:e].tolist() != r for e, n, r in zip(ends, lens, ref))
+    rows = [("  distinct words: compiled BPE (words, not docs)", len(words), c1, w1),
+            ("  distinct words: tokenizers model.tokenize", len(words), c2, w2)]
+    return rows, f"compiled BPE vs tokenizers on all {len(words):,} distinct words: {bad} differ"
+
+
 def cosine_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     na, nb = np.linalg.norm(a, axis=1), np.linalg.norm(b, axis=1)
     ok = (na > 0) & (nb > 0)
@@ -191,11 +220,14 @@ def main() -> int:
         texts = read_texts(str(src), None)
         assert len(texts) == len(ours_ids) == n
 
+        bpe_rows, bpe_line = bpe_agreement(texts)
+        rows += bpe_rows
+        lines = [bpe_line]
         joined = [" ".join(t.split()) for t in texts]
         wl = wordllama_baseline()
         theirs, c, w = timed(lambda: wordllama_embed(wl, joined))
         rows.append(("WordLlama inference (in memory, sorted batches)", n, c, w))
-        lines = [agreement("ours vs WordLlama(' '.join(text.split()))", ours, theirs)]
+        lines.append(agreement("ours vs WordLlama(' '.join(text.split()))", ours, theirs))
         emb = load_embedder()
         mem, c, w = timed(lambda: emb.embed(texts))
         rows.append(("textsieve Embedder.embed (in memory, fresh model)", n, c, w))
@@ -224,8 +256,12 @@ def main() -> int:
     ours_rate = by["textsieve embed, 1 worker, cold process"]
     print()
     for name, rate in by.items():
-        if not name.startswith("textsieve embed, 1 worker"):
+        if not name.startswith(("textsieve embed, 1 worker", "  distinct words")):
             print(f"textsieve embed (cold, 1 worker) vs {name.strip()}: {ours_rate / rate:.2f}x")
+    words = {name: n / c for name, n, c, _ in rows if name.startswith("  distinct words")}
+    if len(words) == 2:
+        a, b = words.values()
+        print(f"compiled BPE vs tokenizers, words per CPU-second: {a / b:.2f}x")
     print()
     for line in lines:
         print(line)

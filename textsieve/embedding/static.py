@@ -1,12 +1,12 @@
 """Static (bag-of-token) embedding models: WordLlama and Model2Vec, run with NumPy/SciPy.
 
 Why our own inference: a static model's document vector is a pooled sum of token vectors, so
-it can be computed from *word* counts - a document's words are counted in C (`Counter`), each
-distinct word is tokenised once per process and its token vectors summed into a cached word
-vector, and the document vector is one sparse-dense product. That is ~10x the speed of
-tokenising every document in full (the tokenizer, not the arithmetic, is the cost: ~700 docs/s
-per core on the dev corpus for WordLlama's Llama-2 tokenizer), and it is what makes the
-default model embed well over 2,000 docs/s per core.
+it needs only the document's token counts: each distinct word is tokenised once per process,
+and the document vector is one sparse-dense product of the counts with the token vectors.
+Tokenising every document in full is the slow part of other inference (~700 docs/s per core
+on the dev corpus for WordLlama's Llama-2 tokenizer). For a SentencePiece-style BPE
+(WordLlama's) the words, the cache and the merges run in Numba (`bag`, `bpe`); for other
+tokenizers each new word goes through the `tokenizers` library.
 
 The rule (documented in docs/embeddings.md, the same for every static model):
 - A document's words are its text split on Unicode whitespace (`str.split()`). Each word is
@@ -19,8 +19,8 @@ The rule (documented in docs/embeddings.md, the same for every static model):
   weights = tokens per chunk), so no chunk size is needed and nothing is truncated.
 - The vector is L2-normalised (cosine similarity = dot product); a document without tokens is
   the zero vector.
-Sums run in a fixed order (a document's words in order of first occurrence, a word's tokens in
-order), so a document's vector does not depend on the batch, the cache or the worker count.
+Token counts are integers (exact in any order) and the product sums them in token-id order,
+so a document's vector does not depend on the batch, the cache or the worker count.
 """
 
 from __future__ import annotations
@@ -45,6 +45,8 @@ class StaticModel:
     vectors: np.ndarray  # float32 (vocab, dim), Model2Vec's per-token weights already applied
     unk_id: int | None = None
     _direct: Any = field(default=None, repr=False)  # word -> model input, or False (see `_direct_form`)
+    _bpe: Any = field(default=None, repr=False)  # bpe.BPETables when the compiled BPE runs it, else False
+    _bag: Any = field(default=None, repr=False)  # bag.TokenBag: that path's word cache
     # the word cache: word -> slot; a slot's token ids are store[start:start + len]
     _slots: dict[str, int] = field(default_factory=dict, repr=False)
     _starts: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64), repr=False)
@@ -108,7 +110,27 @@ class StaticModel:
         self._starts, self._lens = np.zeros(0, np.int64), np.zeros(0, np.int64)
 
     def token_counts(self, texts: list[str]) -> Any:
-        """scipy CSR (len(texts), vocab) of token counts, indices sorted (token id order).
+        """scipy CSR (len(texts), vocab) of token counts, indices sorted (token id order)."""
+        bag = self._compiled()
+        return bag.counts(texts) if bag is not None else self._token_counts_cached(texts)
+
+    def _compiled(self) -> Any:
+        """The `bag.TokenBag` (words, word cache and counts in compiled code; no word becomes a
+        Python object) when `bpe` runs this tokenizer, else None."""
+        if self._bpe is None:
+            from textsieve.embedding.bpe import tables_for
+
+            self._bpe = tables_for(self.tokenizer) or False
+        if self._bpe is False:
+            return None
+        if self._bag is None:
+            from textsieve.embedding.bag import TokenBag
+
+            self._bag = TokenBag(self._bpe, self.vectors.shape[0])
+        return self._bag
+
+    def _token_counts_cached(self, texts: list[str]) -> Any:
+        """token_counts through the tokenizer library, one call per word new to this process.
 
         The batch's words are split and dictionary-encoded by Arrow (C++), so Python touches
         each *distinct* word of the batch once (a cache lookup) and tokenises it once per process."""
@@ -147,8 +169,11 @@ class StaticModel:
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """float32 (len(texts), dim), unit length (zero rows for documents without tokens)."""
-        counts = self.token_counts(texts)
-        out = np.asarray(counts @ self.vectors, dtype=np.float32)  # tokens in id order: a fixed sum
+        bag = self._compiled()
+        if bag is not None:  # the same float32 sums as the product below, without the matrix
+            out = bag.sums(texts, self.vectors)
+        else:
+            out = np.asarray(self.token_counts(texts) @ self.vectors, dtype=np.float32)  # tokens in id order
         norms = np.sqrt(np.einsum("ij,ij->i", out, out))
         np.divide(out, norms[:, None], out=out, where=norms[:, None] > 0)
         return out
@@ -217,9 +242,13 @@ def load_static(tokenizer_path: str, weights_path: str, tensor: str | None = Non
 
 
 def wordllama_files() -> tuple[str, str]:
-    """(tokenizer, weights) of WordLlama's L2-Supercat 256-d model inside the installed wheel."""
-    import wordllama
+    """(tokenizer, weights) of WordLlama's L2-Supercat 256-d model inside the installed wheel.
+    Found without importing the package (its import costs ~0.3 s); ImportError when absent."""
+    import importlib.util
 
-    root = os.path.dirname(wordllama.__file__)
+    spec = importlib.util.find_spec("wordllama")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("No module named 'wordllama'")
+    root = list(spec.submodule_search_locations)[0]
     return (os.path.join(root, "tokenizers", "l2_supercat_tokenizer_config.json"),
             os.path.join(root, "weights", "l2_supercat_256.safetensors"))
