@@ -13,6 +13,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -168,6 +169,13 @@ def test_another_model_under_the_same_name_is_refused(attrs, docs, tmp_path):
         run_embed(EmbedConfig(directory=str(attrs), model=str(folder), name="wordllama", workers=1, progress=False))
     res = run_embed(EmbedConfig(directory=str(attrs), model=str(folder), workers=1, progress=False))
     assert res.column == "ts_embed_other" and (attrs / "_embed_wordllama" / "summary.json").exists()
+    # the same model moved elsewhere is that model, not another one: accepted, same vectors
+    ids, before = read_embeddings(str(attrs), "other")
+    moved = tmp_path / "moved" / "other"
+    shutil.copytree(folder, moved)
+    shutil.rmtree(folder)
+    run_embed(EmbedConfig(directory=str(attrs), model=str(moved), workers=1, progress=False))
+    assert np.array_equal(read_embeddings(str(attrs), "other")[1], before)
 
 
 def test_annotate_signals_embed_writes_the_embedding_set(docs, tmp_path):

@@ -140,6 +140,11 @@ def test_stale_prediction_set_is_refused(dclm_embedded, tmp_path, capsys):
     # applying the other model under the same name is refused without --overwrite
     assert main(["learn", "apply", str(b), str(dclm_embedded), "--workers", "1", "-q"]) == 2
     assert "--overwrite" in capsys.readouterr().err
+    # the same model file moved is that model: applied again without a refusal
+    moved = tmp_path / "moved" / "a.json"
+    moved.parent.mkdir()
+    a.rename(moved)
+    assert main(["learn", "apply", str(moved), str(dclm_embedded), "--workers", "1", "-q"]) == 0
 
 
 def test_clear_errors(dclm_embedded, tmp_path, capsys):

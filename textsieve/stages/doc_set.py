@@ -69,6 +69,9 @@ class DocSetJob:
     # True: compute(state, texts, (annotate shard rel, position of the batch's first row)), for a
     # stage that also reads other attribute columns of these rows (`learn apply`)
     positions: bool = False
+    # True: refused only when every result key differs. For a model named by (path, fingerprint),
+    # the same file moved or a file changed in place is that model re-run, not another one
+    refuse_if_all_differ: bool = False
 
 
 @dataclass
@@ -187,6 +190,8 @@ def run_doc_set(directory: str, job: DocSetJob, *, workers: int | None = None, p
     info: dict[str, Any] = {"stage": job.stage, "version": __version__, **job.info, "set": job.set_name,
                             "columns": [f.name for f in job.schema]}
     diff = [] if overwrite else settings_diff(fs, set_root, info, list(job.result_keys))
+    if job.refuse_if_all_differ and len(diff) < len(job.result_keys):
+        diff = []
     if diff:
         raise DocSetError(f"{job.stage}: {set_root} holds a result made with other settings: {', '.join(diff)}; "
                           "re-run with those settings to keep it, or pass --overwrite (overwrite=True) to replace it")

@@ -121,8 +121,9 @@ def embed_job(cfg: EmbedConfig) -> tuple[DocSetJob, Embedder]:
     _LOADED[(params["model"], emb.name, emb.fingerprint)] = emb
     info = {**emb.info(), "column": col}
     return DocSetJob(stage=STAGE, set_name=set_name(emb.name), setup=_setup, compute=_Compute(col),
-                     params=params, info=info, result_keys=("model_path",),
-                     schema=pa.schema([(col, embedding_type(emb.dim))]), totals=(), batch_docs=1000), emb
+                     params=params, info=info, result_keys=("model_path", "model_fingerprint"),
+                     schema=pa.schema([(col, embedding_type(emb.dim))]), totals=(), batch_docs=1000,
+                     refuse_if_all_differ=True), emb
 
 
 def run_embed(cfg: EmbedConfig) -> EmbedResult:
