@@ -141,7 +141,8 @@ SLOW_TESTS = {
     "test_limits_16.py::test_huge_document_is_skipped_and_memory_stays_small",
     "test_limits_16.py::test_dedup_fuzzy_tree_peak_within_memory",
 }
-SLOW_MODULES = {"test_docs_commands.py", "test_ray.py"}
+SLOW_MODULES = {"test_docs_commands.py", "test_ray.py",
+                "test_embed_transformer.py"}  # imports torch, builds a model (~10 s) before any test
 KILL_MODULES = {"test_resume.py", "test_resume_parts.py"}
 BROWSER_TESTS = {"test_report.py::test_report_renders_in_chromium", "test_report.py::test_views_render_in_chromium"}
 
