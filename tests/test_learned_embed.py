@@ -218,3 +218,55 @@ def test_bad_C_is_one_clear_line(tmp_path, capsys):
     assert "C must be a positive number or 'auto', got 'lots'" in err and "Traceback" not in err
     with pytest.raises(ValueError, match="C must be a positive number or 'auto', got -1"):
         train(LearnConfig([LabelledSource(str(tmp_path), label_field=LABEL)], C=-1))
+
+
+def test_pipeline_learn_section_applies_the_model_for_select_and_reruns_when_it_changes(dclm_embedded, tmp_path):
+    """`learn: [{model}]` runs `learn apply` inside `textsieve run`, so select's recipe can use a
+    model over embeddings; a re-run does nothing; a retrained model at the same path re-applies
+    and re-selects (never the old scores); a model that compiles to SQL is refused, naming the key."""
+    import yaml
+
+    from textsieve.pipeline.config import PipelineConfigError, load
+    from textsieve.pipeline.run import run_pipeline
+
+    model = tmp_path / "quality.json"
+    _train(dclm_embedded, model, ["signals", "embed"], name="quality")
+    doc = {"inputs": [str(dclm_embedded.parent / "in" / "dclm.jsonl")], "output": "out", "workers": 1,
+           "read": {"lang_field": "meta.lang"}, "annotate": {"resources": str(_resources())},
+           "embed": {}, "learn": [{"model": "quality.json"}],
+           "select": {"recipe": {"name": "learned", "models": {"quality": "quality.json"},
+                                 "rules": {"good": "quality.predict > 0.5"}}}}
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(doc))
+    cfg = load(str(tmp_path / "p.yaml"))
+    assert cfg.stages() == ["annotate", "embed", "learn:quality", "select"]
+    first = run_pipeline(cfg, quiet=True)
+    assert [s.status for s in first.stages] == ["ran"] * 4
+    attrs = tmp_path / "out" / "attrs"
+    p = pq.read_table(attrs / "_learned_quality" / "dclm.parquet").column("ts_learned_quality").to_numpy()
+    ids = pq.read_table(attrs / "dclm.parquet", columns=["id"]).column("id").to_pylist()
+
+    def kept() -> set[str]:
+        with gzip.open(tmp_path / "out" / "selected" / "dclm.jsonl.gz", "rt", encoding="utf-8") as fh:
+            return {json.loads(line)["id"] for line in fh}
+
+    assert kept() == {i for i, q in zip(ids, p) if q > 0.5} and 0 < len(kept()) < 218
+    again = run_pipeline(load(str(tmp_path / "p.yaml")), quiet=True)
+    assert [s.status for s in again.stages][1:] == ["skipped"] * 3
+    _train(dclm_embedded, model, ["embed"], name="quality")  # retrained in place: other scores
+    third = run_pipeline(load(str(tmp_path / "p.yaml")), quiet=True)
+    assert {s.name: s.status for s in third.stages} == {"annotate": "skipped", "embed": "skipped",
+                                                      "learn:quality": "ran", "select": "ran"}
+    p2 = pq.read_table(attrs / "_learned_quality" / "dclm.parquet").column("ts_learned_quality").to_numpy()
+    assert not np.allclose(p, p2) and kept() == {i for i, q in zip(ids, p2) if q > 0.5}
+    sql_model = tmp_path / "sql.json"
+    train(LearnConfig([LabelledSource(str(dclm_embedded), label_field=LABEL)], output=str(sql_model)))
+    doc["learn"] = [{"model": "sql.json"}]
+    (tmp_path / "p2.yaml").write_text(yaml.safe_dump(doc))
+    with pytest.raises(PipelineConfigError, match=r"learn\[0\]\.model: .* compiles|learn\[0\]\.model: .*SQL"):
+        run_pipeline(load(str(tmp_path / "p2.yaml")), quiet=True)
+
+
+def _resources() -> Path:
+    from _shared import SHARED
+
+    return SHARED / "golden" / "rpv2_resources"

@@ -25,7 +25,7 @@ REQUIRED_ARGS = {"extract": ["crawl.warc.gz", "-o", "out"], "dedup_lines": ["att
                  "dsir": ["--target", "t.jsonl", "--raw", "attrs", "--name", "wiki"], "select": ["attrs"],
                  "decontaminate": ["attrs", "--against", "b.jsonl"], "pii": ["attrs"],
                  "tokens": ["attrs", "--tokenizer", "tok.json"], "mix": ["mix.yaml"], "embed": ["attrs"],
-                 "dedup_semantic": ["attrs"]}
+                 "dedup_semantic": ["attrs"], "learn": ["m.json", "attrs"]}
 
 
 def _yaml_default(path: str):

@@ -37,8 +37,8 @@ def _head(src: Path, dst: Path, n: int) -> Path:
     return dst
 
 
-STAGE_IDS = ["annotate", "decontaminate", "pii", "tokens", "embed", "train_tokenizer", "mix", "dedup_exact",
-             "dedup_fuzzy", "dedup_semantic", "dsir_fit", "select"]
+STAGE_IDS = ["annotate", "decontaminate", "pii", "tokens", "embed", "learn_apply", "train_tokenizer", "mix",
+             "dedup_exact", "dedup_fuzzy", "dedup_semantic", "dsir_fit", "select"]
 
 
 def _stages():
@@ -50,6 +50,7 @@ def _stages():
     from textsieve.stages.dedup_semantic import SemanticConfig
     from textsieve.stages.dsir_fit import DsirFitConfig
     from textsieve.stages.embed import EmbedConfig
+    from textsieve.stages.learn_apply import LearnApplyConfig
     from textsieve.stages.mix import MixConfig
     from textsieve.stages.pii import PiiConfig
     from textsieve.stages.select import SelectConfig
@@ -61,6 +62,7 @@ def _stages():
             (ts.pii, "textsieve.stages.pii", "run_pii", PiiConfig, "directory"),
             (ts.tokens, "textsieve.stages.tokens", "run_tokens", TokensConfig, "directory"),
             (ts.embed, "textsieve.stages.embed", "run_embed", EmbedConfig, "directory"),
+            (ts.learn_apply, "textsieve.stages.learn_apply", "run_learn_apply", LearnApplyConfig, "directory"),
             (ts.train_tokenizer, "textsieve.tokenization.train", "train_tokenizer", TrainTokenizerConfig, "corpus"),
             (ts.mix, "textsieve.stages.mix", "run_mix", MixConfig, "mix"),
             (ts.dedup_exact, "textsieve.stages.dedup_exact", "run_exact", ExactConfig, "inputs"),

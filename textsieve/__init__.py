@@ -19,7 +19,8 @@ except _metadata.PackageNotFoundError:  # a source tree on sys.path without an i
     __version__ = "0.0.0+unknown"
 
 __all__ = ["__version__", "extract", "annotate", "import_rpv2", "dedup_exact", "dedup_fuzzy", "dedup_lines",
-           "dedup_semantic", "decontaminate", "pii", "tokens", "embed", "train_tokenizer", "dsir_fit", "select", "mix",
+           "dedup_semantic", "decontaminate", "pii", "tokens", "embed", "learn_apply", "train_tokenizer", "dsir_fit",
+           "select", "mix",
            "funnel", "run",
            "load_recipe", "read_documents", "attributes", "attributes_as_columns", "export_dolma", "import_dolma"]
 #: the names `textsieve.api` exports at the top level
@@ -42,6 +43,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time `__getattr__` loads
         funnel,
         import_dolma,
         import_rpv2,
+        learn_apply,
         load_recipe,
         mix,
         pii,

@@ -51,6 +51,7 @@ from textsieve.stages.embed import EmbedConfig, EmbedResult
 from textsieve.stages.extract import ExtractConfig, ExtractResult
 from textsieve.stages.import_dolma import ImportDolmaConfig, ImportDolmaResult
 from textsieve.stages.import_rpv2 import ImportRpv2Config, ImportRpv2Result
+from textsieve.stages.learn_apply import LearnApplyConfig, LearnApplyResult
 from textsieve.stages.mix import MixConfig, MixResult
 from textsieve.stages.pii import PiiConfig
 from textsieve.stages.select import SelectConfig, SelectResult
@@ -66,8 +67,8 @@ if TYPE_CHECKING:
     from textsieve.mixing.plan import Plan as MixPlan
 
 __all__ = ["extract", "annotate", "import_rpv2", "dedup_exact", "dedup_fuzzy", "dedup_lines", "dedup_semantic",
-           "decontaminate", "pii", "tokens", "embed", "train_tokenizer", "dsir_fit", "select", "mix", "funnel", "run",
-           "load_recipe", "read_documents", "attributes", "build_config", "attributes_as_columns",
+           "decontaminate", "pii", "tokens", "embed", "learn_apply", "train_tokenizer", "dsir_fit", "select", "mix",
+           "funnel", "run", "load_recipe", "read_documents", "attributes", "build_config", "attributes_as_columns",
            "export_dolma", "import_dolma"]
 
 PathLike = str | os.PathLike
@@ -299,6 +300,16 @@ def embed(directory: PathLike, **options: Any) -> EmbedResult:
     return run_embed(_stage(EmbedConfig, "embed", "directory", directory, options))
 
 
+def learn_apply(directory: PathLike, **options: Any) -> LearnApplyResult:
+    """A learned model's probability per document (`textsieve learn apply MODEL ATTRS`): for a
+    model over embeddings, n-grams or boosted trees (`model=` the file `textsieve learn` wrote),
+    stored as `ts_learned_<name>` in the set `_learned_<name>`, which a recipe's `NAME.predict`
+    reads. A logistic model over signals needs none of this: select applies it as SQL."""
+    from textsieve.stages.learn_apply import run_learn_apply
+
+    return run_learn_apply(_stage(LearnApplyConfig, "learn_apply", "directory", directory, options))
+
+
 def train_tokenizer(corpus: Inputs, **options: Any) -> TrainTokenizerResult:
     """Train a byte-level BPE tokenizer (Hugging Face `tokenizers`) on document files and write
     its tokenizer.json to `output` (`textsieve train tokenizer`): an offline default for
@@ -467,6 +478,7 @@ _signature(decontaminate, DecontamConfig, "directory")
 _signature(pii, PiiConfig, "directory")
 _signature(tokens, TokensConfig, "directory")
 _signature(embed, EmbedConfig, "directory")
+_signature(learn_apply, LearnApplyConfig, "directory")
 _signature(train_tokenizer, TrainTokenizerConfig, "corpus")
 _signature(dsir_fit, DsirFitConfig, "raw")
 _signature(select, SelectConfig, "directory",

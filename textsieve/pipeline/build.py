@@ -69,6 +69,7 @@ def derived_values(cfg: PipelineConfig, name: str, progress: bool) -> dict[str, 
                                         "dedup_semantic": {"directory": attrs},
                                         "decontaminate": {"directory": attrs}, "pii": {"directory": attrs},
                                         "tokens": {"directory": attrs}, "mix": {"output": train_dir(cfg)},
+                                        "learn": {"directory": attrs},
                                         "dsir": {"raw": attrs},
                                         "select": {"directory": attrs, "output": selected_dir(cfg)}}
     return fixed[name] | {"progress": progress}

@@ -20,7 +20,7 @@ from typing import Any
 import pyarrow as pa
 
 from textsieve.pipeline.build import attrs_dir, build
-from textsieve.pipeline.config import PipelineConfig, PipelineConfigError
+from textsieve.pipeline.config import PipelineConfig, PipelineConfigError, learn_label
 
 KEYS = [pa.field("id", pa.string()), pa.field("shard", pa.string()), pa.field("row", pa.int64())]
 
@@ -112,6 +112,24 @@ def dsir_set(name: str) -> tuple[str, pa.Schema]:
     return set_name(name), _set([(raw, pa.float64()), (norm, pa.float64()), (tokens, pa.int64())])
 
 
+def learn_set(cfg: PipelineConfig, index: int) -> tuple[str, pa.Schema]:
+    """(set name, schema) that the pipeline's `learn[index]` (`learn apply MODEL`) writes;
+    PipelineConfigError for a file that is no model, or a model that compiles to SQL (select
+    applies that one directly from its recipe's `models:`; there is nothing to store)."""
+    from textsieve.learned.model import load_model
+
+    path = cfg.data["learn"][index]["model"]
+    where = f"{cfg.source}: learn[{index}].model"
+    try:
+        model = load_model(path)
+    except (OSError, ValueError) as exc:
+        raise PipelineConfigError(f"{where}: {exc}") from None
+    if getattr(model, "sql_compilable", True):
+        raise PipelineConfigError(f"{where}: {path} is a logistic model over signals, which select applies as SQL "
+                                  "directly: name it under the recipe's `models:` and drop this learn item")
+    return model.set_name, _set([(model.prediction_column, pa.float64())])
+
+
 def existing_sets(attrs: str) -> dict[str, pa.Schema]:
     """Schemas of the attribute sets already under `attrs` ({} when nothing is there yet)."""
     from textsieve.io.attributes import attribute_sets, attribute_shards
@@ -153,6 +171,8 @@ def planned_sets(cfg: PipelineConfig) -> list[tuple[str, str, pa.Schema]]:
         out.append(("pii", *pii_set(cfg)))
     if d["tokens"] is not None:
         out.append(("tokens", *tokens_set(cfg)))
+    for i, item in enumerate(d["learn"]):
+        out.append((f"learn:{learn_label(item)}", *learn_set(cfg, i)))
     for fit in d["dsir"]:
         out.append((f"dsir:{fit['name']}", *dsir_set(fit["name"])))
     return out
@@ -165,6 +185,8 @@ def check_rules(cfg: PipelineConfig) -> None:
     from textsieve.recipes.sql import compile_recipe, schema_from_arrow
 
     d = cfg.data
+    for i in range(len(d["learn"])):  # a learn item's model file, checked before anything runs
+        learn_set(cfg, i)
     wants = [(i, fit) for i, fit in enumerate(d["dsir"]) if fit.get("recipe") is not None]
     if d["select"] is None and not wants:
         return
@@ -180,11 +202,15 @@ def check_rules(cfg: PipelineConfig) -> None:
         for name, arrow in on_disk.items():
             if not (own and name == dsir_set(own)[0]):  # a fit never filters on the weights it replaces
                 sets[name] = arrow
+        remade = set()
         for st, name, arrow in planned[1:]:
             if st == stage:
                 break
             sets[name] = arrow
-        return schema_from_arrow(attrs, [("", main, [])] + [(n, a, []) for n, a in sorted(sets.items())])
+            remade.add(name)
+        out = schema_from_arrow(attrs, [("", main, [])] + [(n, a, []) for n, a in sorted(sets.items())])
+        out.planned = remade
+        return out
 
     # (where in the file, the stage whose columns it may use (None: every stage's), the recipe)
     checks: list[tuple[str, str | None, Any]] = [

@@ -22,6 +22,8 @@ section is present, annotate always runs, after extract when there is one):
     decontaminate: {against: [name=path, ...], fields, ngram, bloom_fp, ...}   (-> OUT/attrs/_decontam)
     pii:      {types, phone_regions, ...}                  (-> OUT/attrs/_pii; select.redact: [pii] uses it)
     tokens:   {tokenizer, name, ...}                       (-> OUT/attrs/_tokens_NAME)
+    learn:    [{model}, ...]     (`learn apply`: a learned model over embeddings, n-grams or trees
+              -> OUT/attrs/_learned_NAME, which select's recipe reads for NAME.predict)
     dsir:     [{name, targets, buckets, ngrams, ..., recipe}, ...]   (recipe: fit the raw side on its survivors)
     select:   {recipe and/or dsir, k, tokens, format, redact, ...}  (both: DSIR draws from the survivors)
     mix:      {mix: FILE or {sources: [...], tokens, tokenizer, ...}, seed, format, ...}   (-> OUT/train)
@@ -51,6 +53,7 @@ from textsieve.stages.dedup_semantic import SemanticConfig
 from textsieve.stages.dsir_fit import DsirFitConfig
 from textsieve.stages.embed import EmbedConfig
 from textsieve.stages.extract import ExtractConfig
+from textsieve.stages.learn_apply import LearnApplyConfig
 from textsieve.stages.mix import MixConfig
 from textsieve.stages.pii import PiiConfig
 from textsieve.stages.select import SelectConfig
@@ -117,6 +120,8 @@ STAGES: tuple[StageSpec, ...] = (
     StageSpec("pii", PiiConfig, "pii", shared={"overwrite": "overwrite"},
               derived={"directory": "always the annotate folder OUT/attrs", "progress": PROGRESS_REASON}),
     StageSpec("tokens", TokensConfig, "tokens", shared={"overwrite": "overwrite"},
+              derived={"directory": "always the annotate folder OUT/attrs", "progress": PROGRESS_REASON}),
+    StageSpec("learn", LearnApplyConfig, "learn[]", shared={"overwrite": "overwrite"},
               derived={"directory": "always the annotate folder OUT/attrs", "progress": PROGRESS_REASON}),
     StageSpec("dsir", DsirFitConfig, "dsir[]", shared={"overwrite": "overwrite"},
               derived={"raw": "always the annotate folder OUT/attrs", "progress": PROGRESS_REASON},
@@ -346,6 +351,15 @@ class PipelineConfig:
     def output(self) -> str:
         return self.data["output"]
 
+    def section_index(self, name: str) -> int | None:
+        """Which item of its list section the stage `name` is (`dsir:web`, `learn:wiki_like`)."""
+        kind, _, label = name.partition(":")
+        if not label:
+            return None
+        if kind == "dsir":
+            return next(j for j, f in enumerate(self.data["dsir"]) if f["name"] == label)
+        return next(j for j, item in enumerate(self.data[kind]) if learn_label(item) == label)
+
     def stages(self) -> list[str]:
         """Stage names in run order."""
         d = self.data
@@ -361,12 +375,18 @@ class PipelineConfig:
         if d["dedup"].get("semantic") is not None:
             out.append("dedup_semantic")
         out += [name for name in ("decontaminate", "pii", "tokens") if d[name] is not None]
+        out += [f"learn:{learn_label(item)}" for item in d["learn"]]
         out += [f"dsir:{fit['name']}" for fit in d["dsir"]]
         if d["select"] is not None:
             out.append("select")
         if d["mix"] is not None:
             out.append("mix")
         return out
+
+
+def learn_label(item: dict[str, Any]) -> str:
+    """A `learn:` item's name in the run: its model file's name without the extension."""
+    return Path(str(item.get("model") or "model")).name.removesuffix(".json")
 
 
 def _absolute(value: Any, base: Path) -> Any:
@@ -394,6 +414,9 @@ def _resolve_paths(d: dict[str, Any], base: Path) -> None:
     sections = [d["extract"], d["annotate"], dedup["exact"], dedup["fuzzy"], dedup["lines"],
                 dedup.get("semantic"), d["decontaminate"],
                 d["pii"], d["tokens"], d["select"], *d["dsir"], d["mix"]]
+    for item in d["learn"]:  # a learned model file
+        if item.get("model") is not None:
+            item["model"] = _absolute(item["model"], base)
     for sec in sections:
         if not sec:
             continue
@@ -497,6 +520,12 @@ def _cross_checks(d: dict[str, Any], errors: list[str]) -> None:
     for i, n in enumerate(names):
         if n is not None and names.index(n) != i:
             errors.append(f"dsir[{i}].name: {n!r} is used twice")
+    labels = [learn_label(item) for item in d["learn"]]
+    for i, item in enumerate(d["learn"]):
+        if not item.get("model"):
+            errors.append(f"learn[{i}].model: give the model file `textsieve learn` wrote")
+        elif labels.index(labels[i]) != i:
+            errors.append(f"learn[{i}].model: another learn item's model file is also named {labels[i]}.json")
     dec = d["decontaminate"]
     if dec is not None and not dec.get("against"):
         errors.append("decontaminate.against: give at least one benchmark file or folder (name=path or path)")

@@ -240,7 +240,8 @@ ESTIMATES: dict[str, Callable[[_Estimate, int | None], StagePlan]] = {
     "decontaminate": _doc_set_plan("decontaminate", "n-gram overlap with the benchmarks -> _decontam", 0.1),
     "pii": _doc_set_plan("pii", "personal data spans -> _pii"),
     "tokens": _doc_set_plan("tokens", "real token counts -> _tokens_NAME"), "mix": _mix_plan,
-    "embed": _embed_plan, "dedup_semantic": _dedup_semantic_plan}
+    "embed": _embed_plan, "dedup_semantic": _dedup_semantic_plan,
+    "learn": _doc_set_plan("learn", "a learned model's probability per document -> _learned_NAME")}
 
 
 def make_plan(cfg: PipelineConfig) -> Plan:
@@ -254,8 +255,8 @@ def make_plan(cfg: PipelineConfig) -> Plan:
     plan = Plan(cfg.source, cfg.output, d["executor"], len(shards), sum(s.size for s in shards), docs, note)
     e = _Estimate(cfg, docs, mean_chars)
     for name in cfg.stages():  # the stages `textsieve run` runs, in its order
-        kind, _, fit = name.partition(":")
-        index = next(j for j, f in enumerate(d["dsir"]) if f["name"] == fit) if fit else None
+        kind = name.partition(":")[0]
+        index = cfg.section_index(name)
         estimate = ESTIMATES.get(kind)
         plan.stages.append(estimate(e, index) if estimate else StagePlan(name.replace("_", " "), "(no estimate)", 0, 0))
     return plan

@@ -410,6 +410,29 @@ def _dsir_upstream(cfg: PipelineConfig, name: str, c: Any, names: list[str], key
     return out
 
 
+def _learn_apply(c: Any) -> Outcome:
+    from textsieve.stages.learn_apply import run_learn_apply
+
+    r = run_learn_apply(c)
+    return Outcome({"documents": r.documents, "computed": r.computed, "mean_probability": r.mean_probability},
+                   ran=not r.skipped)
+
+
+def _learn_upstream(cfg: PipelineConfig, name: str, c: Any, names: list[str], keys: dict[str, str]) -> list[Any]:
+    """The model file, and the sets a model may read beside the annotate shards (embeddings,
+    whoever wrote them)."""
+    return [input_fingerprints([c.model], cfg.data["fingerprint"]), _attribute_sets_now(cfg, prefix="embed_")]
+
+
+def _learn_complete(cfg: PipelineConfig, name: str, c: Any) -> bool:
+    from textsieve.learned.model import load_model
+
+    try:
+        return _set_complete(cfg, load_model(c.model).set_name)
+    except (OSError, ValueError):
+        return False
+
+
 def _select(c: Any) -> Outcome:
     from textsieve.stages.select import run_select
 
@@ -449,6 +472,7 @@ register_stage("decontaminate", StageRunner(_decontaminate, upstream=_benchmarks
                                             complete=lambda cfg, name, c: _set_complete(cfg, "decontam")))
 register_stage("pii", StageRunner(_pii, complete=lambda cfg, name, c: _set_complete(cfg, "pii")))
 register_stage("tokens", StageRunner(_tokens, upstream=_tokenizer_file, complete=_tokens_complete))
+register_stage("learn", StageRunner(_learn_apply, upstream=_learn_upstream, complete=_learn_complete))
 register_stage("dsir", StageRunner(_dsir_fit, upstream=_dsir_upstream,
                                    complete=lambda cfg, name, c: _set_complete(cfg, name.replace(":", "_"), False)))
 register_stage("select", StageRunner(_select, complete=_select_complete, upstream=_every_other_stage))
@@ -496,7 +520,7 @@ def run_pipeline(cfg: PipelineConfig, *, quiet: bool = False) -> PipelineResult:
         if cfg.data["executor"] == "ray" and not supported.get(kind, False):
             log.info("%s: no Ray path for this stage; it runs on the local pool", name)
         start = time.perf_counter()
-        index = next(j for j, f in enumerate(cfg.data["dsir"]) if f["name"] == fit) if fit else None
+        index = cfg.section_index(name)
         if runner.complete is None:  # resumes shard by shard by itself: always run
             _say(quiet, label)
             outcome = runner.run(build(cfg, kind, progress=progress, index=index))

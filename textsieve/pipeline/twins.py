@@ -9,7 +9,8 @@ from textsieve.pipeline.config import STAGES
 CLI_COMMANDS = {"extract": ("extract",), "annotate": ("annotate",), "dedup_exact": ("dedup", "exact"),
                 "dedup_fuzzy": ("dedup", "fuzzy"), "dedup_lines": ("dedup", "lines"), "dsir": ("dsir", "fit"),
                 "decontaminate": ("decontaminate",), "pii": ("pii",), "tokens": ("tokens",), "select": ("select",),
-                "mix": ("mix",), "embed": ("embed",), "dedup_semantic": ("dedup", "semantic")}
+                "mix": ("mix",), "embed": ("embed",), "dedup_semantic": ("dedup", "semantic"),
+                "learn": ("learn", "apply")}
 #: CLI option (argparse dest) -> config field, where the names differ (the generated options of
 #: `textsieve.commands.options` use the field name as dest, so only the shared -q is left).
 CLI_RENAMES: dict[str, dict[str, str]] = {"*": {"quiet": "progress"}}
@@ -17,6 +18,7 @@ CLI_RENAMES: dict[str, dict[str, str]] = {"*": {"quiet": "progress"}}
 CLI_ONLY = {"verbose": "log level of one invocation (`textsieve run -v`)",
             "command": "argparse: the subcommand name", "mode": "argparse: the dedup subcommand name",
             "dsir_command": "argparse: the dsir subcommand name", "func": "argparse: the handler",
+            "learn_action": "argparse: the learn subcommand name",
             "dry_run": "`select --dry-run` prints a funnel; the pipeline has `textsieve run --dry-run`",
             "json": "how a single command prints its summary; the pipeline writes pipeline.run.json"}
 #: Config fields that are YAML keys without a CLI option yet, and why (kept short on purpose).
