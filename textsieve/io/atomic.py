@@ -62,6 +62,24 @@ def _remove(fs: fsspec.AbstractFileSystem, tmp: str) -> int | None:
     return size
 
 
+def _dictionary_columns(schema: pa.Schema) -> bool | list[str]:
+    """The Parquet columns worth dictionary-encoding: all (True) but the leaves of float lists
+    (embeddings), whose values hardly repeat, so a dictionary only costs time (5x the write of a
+    float16 embedding column) and bytes."""
+    def vectors(t: pa.DataType) -> bool:
+        return (pa.types.is_list(t) or pa.types.is_fixed_size_list(t) or pa.types.is_large_list(t)) \
+            and pa.types.is_floating(t.value_type)
+    skip = {f.name for f in schema if vectors(f.type)}
+    if not skip:
+        return True
+    import io
+
+    buf = io.BytesIO()  # the leaf column paths, from an empty file of this schema
+    pq.write_table(schema.empty_table(), buf)
+    meta = pq.ParquetFile(io.BytesIO(buf.getvalue())).schema
+    return [p for p in (meta.column(i).path for i in range(len(meta))) if p.split(".")[0] not in skip]
+
+
 class AtomicParquetWriter:
     """A Parquet writer that only publishes the file under its final name when closed normally.
 
@@ -80,7 +98,8 @@ class AtomicParquetWriter:
             fs.makedirs(parent, exist_ok=True)
         self._tmp = temp_name(final)
         self._fh = fs.open(self._tmp, "wb")
-        self._writer = pq.ParquetWriter(self._fh, schema, compression=compression)
+        self._writer = pq.ParquetWriter(self._fh, schema, compression=compression,
+                                        use_dictionary=_dictionary_columns(schema))
         self._rows = row_group_rows
         self._pending: list[pa.RecordBatch] = []
         self._pending_rows = 0
