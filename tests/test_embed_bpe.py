@@ -106,6 +106,11 @@ def test_unsupported_tokenizers_take_the_library_path():
     assert bpe.tables_for(byte_level) is None
     dropout = Tokenizer(BPE(vocab={"a": 0, "b": 1, "ab": 2}, merges=[("a", "b")], dropout=0.1))
     assert bpe.tables_for(dropout) is None
+    from tokenizers import normalizers
+
+    rewrites = _small_tokenizer(True, True)  # a Replace of a letter changes the word: not a plain prefix
+    rewrites.normalizer = normalizers.Sequence([normalizers.Prepend("▁"), normalizers.Replace("a", "b")])
+    assert bpe.tables_for(rewrites) is None
 
 
 def test_words_are_str_split_words():

@@ -60,6 +60,8 @@ def prepend_prefix(config: dict[str, Any]) -> str | None:
     if not kinds or kinds[0] != "Prepend" or kinds.count("Prepend") != 1 \
             or not all(k in ("Prepend", "Replace") for k in kinds):
         return None
+    if any(s.get("pattern") != {"String": " "} for s in steps[1:]):
+        return None  # a Replace of anything but " " would change the word itself
     return str(steps[0].get("prepend", ""))
 
 
@@ -308,7 +310,7 @@ def _tokenize(data, offsets, char_ids, byte_ids, prefix, table, n_ids, unk_id,
     heap_new = np.empty(3 * cap, np.int64)
     pair_rank = np.empty(cap, np.int64)
     pair_new = np.empty(cap, np.int64)
-    out = np.empty(len(data) + 4 * n_prefix * n_words + 1, np.int32)
+    out = np.empty(offsets[n_words] - offsets[0] + 4 * n_prefix * n_words + 1, np.int32)  # <= 1 token per byte
     lens = np.zeros(n_words, np.int64)
     n_out = 0
     for w in range(n_words):

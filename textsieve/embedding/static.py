@@ -182,19 +182,13 @@ class StaticModel:
 def _direct_form(tok: Any) -> Any:
     """How a whitespace-free word reaches the tokenizer's model, when that is a plain string
     rewrite: SentencePiece-style BPE (WordLlama's Llama-2 tokenizer) prepends "▁" and has no
-    pre-tokenizer. Otherwise False: the word goes through `tokenizer.encode`."""
-    import json as _json
+    pre-tokenizer (`bpe.prepend_prefix`). Otherwise False: the word goes through `tokenizer.encode`."""
+    from textsieve.embedding.bpe import prepend_prefix
 
-    cfg = _json.loads(tok.to_str())
-    norm, pre = cfg.get("normalizer"), cfg.get("pre_tokenizer")
-    if pre is None and norm and norm.get("type") == "Sequence":
-        steps = norm.get("normalizers", [])
-        kinds = [s.get("type") for s in steps]
-        if kinds and kinds[0] == "Prepend" and all(k in ("Prepend", "Replace") for k in kinds) \
-                and kinds.count("Prepend") == 1:
-            prefix = steps[0].get("prepend", "")
-            return lambda w: prefix + w  # the Replace steps map " ", absent from a word
-    return False
+    prefix = prepend_prefix(json.loads(tok.to_str()))
+    if prefix is None:
+        return False
+    return lambda w: prefix + w
 
 
 def _tokenizer(path: str) -> Any:
