@@ -134,6 +134,8 @@ def test_document_vectors_equal_the_library_path_whatever_the_batch_or_cache(wor
     want = library.embed(sample)
     compiled = load_static(tok_path, weights)
     assert np.array_equal(compiled.embed(sample), want)
+    a, b = compiled.token_counts(sample), library.token_counts(sample)  # the counts themselves, too
+    assert (a != b).nnz == 0 and np.array_equal(a.indptr, b.indptr) and np.array_equal(a.indices, b.indices)
     monkeypatch.setattr(bag, "CACHE_WORDS", 500)  # emptied before nearly every batch
     fresh = load_static(tok_path, weights)
     got = np.concatenate([fresh.embed(sample[i:i + 37]) for i in range(0, len(sample), 37)])

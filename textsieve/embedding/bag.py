@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from textsieve.embedding.bpe import BPETables, count_tokens, tokenize_words
+from textsieve.embedding.bpe import BPETables, tokenize_words
 
 #: words kept per process (~60 B each); the cache is emptied before a batch once it holds this many
 CACHE_WORDS = 1_000_000
@@ -109,6 +109,19 @@ class TokenBag:
                 _grown(a, self.n_words + 1) for a in (self.word_end, self.word_key, self.token_start, self.token_len))
         if 2 * (self.n_words + 1) > len(self.table):
             self.table = _rehash(self.word_key, self.n_words, 2 * len(self.table))
+
+
+def count_tokens(store: np.ndarray, lens: np.ndarray, words: np.ndarray, doc_offsets: np.ndarray,
+                 n_rows: int, starts: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """CSR (indptr, indices, data) of per-document token counts, indices ascending: document d
+    holds the words words[doc_offsets[d]:doc_offsets[d+1]] (indices into `lens`), word w the
+    tokens store[starts[w]:starts[w] + lens[w]] (default starts: back to back)."""
+    if starts is None:
+        starts = np.zeros(len(lens), np.int64)
+        if len(lens) > 1:
+            np.cumsum(lens[:-1], out=starts[1:])
+    return _count(store, starts.astype(np.int64, copy=False), lens.astype(np.int64, copy=False),
+                  words.astype(np.int64, copy=False), doc_offsets.astype(np.int64, copy=False), n_rows)
 
 
 def _grown(a: np.ndarray, need: int) -> np.ndarray:
@@ -245,6 +258,44 @@ def _rehash(word_key, n_words, size):
 
 
 @njit(cache=True, nogil=True)
+def _doc_tokens(store, starts, lens, words, lo, hi, counts, touched):
+    """Count the tokens of word occurrences words[lo:hi] into `counts` (left for the caller to
+    read and zero); the distinct token ids, ascending."""
+    nt = 0
+    for o in range(lo, hi):
+        w = words[o]
+        for j in range(starts[w], starts[w] + lens[w]):
+            t = store[j]
+            if counts[t] == 0:
+                touched[nt] = t
+                nt += 1
+            counts[t] += 1
+    return np.sort(touched[:nt])
+
+
+@njit(cache=True, nogil=True)
+def _count(store, starts, lens, words, doc_offsets, n_rows):
+    n_docs = len(doc_offsets) - 1
+    total = 0
+    for o in range(len(words)):
+        total += lens[words[o]]
+    counts = np.zeros(n_rows, np.int64)
+    touched = np.empty(n_rows, np.int32)
+    indptr = np.zeros(n_docs + 1, np.int64)
+    indices = np.empty(min(total, n_docs * n_rows) + 1, np.int32)
+    data = np.empty(len(indices), np.float32)
+    nnz = 0
+    for d in range(n_docs):
+        for t in _doc_tokens(store, starts, lens, words, doc_offsets[d], doc_offsets[d + 1], counts, touched):
+            indices[nnz] = t
+            data[nnz] = counts[t]
+            counts[t] = 0
+            nnz += 1
+        indptr[d + 1] = nnz
+    return indptr, indices[:nnz].copy(), data[:nnz].copy()
+
+
+@njit(cache=True, nogil=True)
 def _pool(store, starts, lens, words, doc_offsets, vectors):
     """Per document: its token counts, then sum(count * vector) over its tokens in id order."""
     n_docs = len(doc_offsets) - 1
@@ -253,19 +304,8 @@ def _pool(store, starts, lens, words, doc_offsets, vectors):
     counts = np.zeros(n_rows, np.int64)
     touched = np.empty(n_rows, np.int32)
     for d in range(n_docs):
-        nt = 0
-        for o in range(doc_offsets[d], doc_offsets[d + 1]):
-            w = words[o]
-            for j in range(starts[w], starts[w] + lens[w]):
-                t = store[j]
-                if counts[t] == 0:
-                    touched[nt] = t
-                    nt += 1
-                counts[t] += 1
-        doc = np.sort(touched[:nt])
         row = out[d]
-        for k in range(nt):
-            t = doc[k]
+        for t in _doc_tokens(store, starts, lens, words, doc_offsets[d], doc_offsets[d + 1], counts, touched):
             c = np.float32(counts[t])
             counts[t] = 0
             vec = vectors[t]

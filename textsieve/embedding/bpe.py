@@ -112,19 +112,6 @@ def tokenize_words(tables: BPETables, data: np.ndarray, offsets: np.ndarray, n_r
                      tables.fuse_unk, n_rows, scan_symbols)
 
 
-def count_tokens(store: np.ndarray, lens: np.ndarray, words: np.ndarray, doc_offsets: np.ndarray,
-                 n_rows: int, starts: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """CSR (indptr, indices, data) of per-document token counts, indices ascending: document d
-    holds the words words[doc_offsets[d]:doc_offsets[d+1]] (indices into `lens`), word w the
-    tokens store[starts[w]:starts[w] + lens[w]] (default starts: back to back)."""
-    if starts is None:
-        starts = np.zeros(len(lens), np.int64)
-        if len(lens) > 1:
-            np.cumsum(lens[:-1], out=starts[1:])
-    return _count(store, starts.astype(np.int64, copy=False), lens.astype(np.int64, copy=False),
-                  words.astype(np.int64, copy=False), doc_offsets.astype(np.int64, copy=False), n_rows)
-
-
 @njit(cache=True, nogil=True)
 def _slot(table, n_ids, a, b):
     """The slot of pair (a, b) in the merge table, or the empty slot where it would go."""
@@ -380,36 +367,3 @@ def _tokenize(data, offsets, char_ids, byte_ids, prefix, table, n_ids, unk_id,
             k = nxt[k]
         lens[w] = n_out - start
     return out[:n_out].copy(), lens
-
-
-@njit(cache=True, nogil=True)
-def _count(store, starts, lens, words, doc_offsets, n_rows):
-    n_docs = len(doc_offsets) - 1
-    total = 0
-    for o in range(len(words)):
-        total += lens[words[o]]
-    counts = np.zeros(n_rows, np.int64)
-    touched = np.empty(n_rows, np.int32)
-    indptr = np.zeros(n_docs + 1, np.int64)
-    indices = np.empty(min(total, n_docs * n_rows) + 1, np.int32)
-    data = np.empty(len(indices), np.float32)
-    nnz = 0
-    for d in range(n_docs):
-        nt = 0
-        for o in range(doc_offsets[d], doc_offsets[d + 1]):
-            w = words[o]
-            for j in range(starts[w], starts[w] + lens[w]):
-                t = store[j]
-                if counts[t] == 0:
-                    touched[nt] = t
-                    nt += 1
-                counts[t] += 1
-        doc = np.sort(touched[:nt])
-        for k in range(nt):
-            t = doc[k]
-            indices[nnz] = t
-            data[nnz] = counts[t]
-            counts[t] = 0
-            nnz += 1
-        indptr[d + 1] = nnz
-    return indptr, indices[:nnz].copy(), data[:nnz].copy()
