@@ -12,10 +12,7 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from _files import web_docs
+from _offline import run_offline_cli
 
 from textsieve.cli import main
 from textsieve.embedding.models import EmbeddingModelError, load_embedder
@@ -223,14 +221,7 @@ def test_embeds_with_the_network_cut_off(attrs, tmp_path):
 
     copy = tmp_path / "offline"
     shutil.copytree(attrs, copy, ignore=shutil.ignore_patterns("_embed_*"))
-    code = ("import socket, sys\n"
-            "def refuse(*a, **k):\n    raise OSError('network is cut off in this test')\n"
-            "socket.socket.connect = refuse\nsocket.create_connection = refuse\n"
-            "from textsieve.cli import main\n"
-            f"sys.exit(main(['embed', {str(copy)!r}, '--workers', '1', '-q']))\n")
-    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
-    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    out = run_offline_cli(["embed", str(copy), "--workers", "1", "-q"])
     assert out.returncode == 0, out.stderr
     assert read_embeddings(str(copy))[1].shape == (N_DOCS, 256)
 

@@ -15,14 +15,13 @@ import gzip
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 from _files import web_docs
+from _offline import run_offline_cli
 
 from textsieve.cli import main
 from textsieve.embedding.models import load_embedder
@@ -233,14 +232,7 @@ def test_offline_cli_models_show_and_resume(attrs, st_folder, tmp_path, capsys):
     shutil.copytree(st_folder, folder)
     copy = tmp_path / "attrs"
     shutil.copytree(attrs, copy, ignore=shutil.ignore_patterns("_embed_*"))
-    code = ("import socket, sys\n"
-            "def refuse(*a, **k):\n    raise OSError('network is cut off in this test')\n"
-            "socket.socket.connect = refuse\nsocket.create_connection = refuse\n"
-            "from textsieve.cli import main\n"
-            f"sys.exit(main(['embed', {str(copy)!r}, '--model', {str(folder)!r}, '--workers', '1', '-q']))\n")
-    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
-    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    out = run_offline_cli(["embed", str(copy), "--model", str(folder), "--workers", "1", "-q"], timeout=300)
     assert out.returncode == 0, out.stderr
     ids, mat = read_embeddings(str(copy), "tiny_st")
     assert np.array_equal(mat, read_embeddings(str(attrs), "tiny_st")[1])
