@@ -208,6 +208,26 @@ def test_models_show_prints_the_embedding_models_identity(capsys):
     assert header["model_package"].startswith("wordllama ")
 
 
+def test_embedding_columns_are_written_without_a_dictionary(tmp_path):
+    """Float vectors hardly repeat: no dictionary for them (5x faster to write), one for the rest,
+    whatever dots the names hold."""
+    import fsspec
+
+    from textsieve.io.atomic import AtomicParquetWriter, _dictionary_columns
+
+    vec = pa.list_(pa.float16(), 4)
+    assert _dictionary_columns(pa.schema([("id", pa.string())])) is True
+    assert _dictionary_columns(pa.schema([("id", pa.string()), ("a", vec), ("a.b", pa.string()),
+                                          ("s", pa.list_(pa.int32()))])) == ["id", "a.b", "s.list.element"]
+    table = pa.table({"id": ["x", "y"], "e": to_arrow(np.ones((2, 4), np.float32))})
+    w = AtomicParquetWriter(fsspec.filesystem("file"), str(tmp_path / "e.parquet"), table.schema)
+    w.write(table)
+    w.close()
+    meta = pq.ParquetFile(tmp_path / "e.parquet").metadata.row_group(0)
+    encodings = {meta.column(i).path_in_schema: meta.column(i).encodings for i in range(meta.num_columns)}
+    assert "RLE_DICTIONARY" in encodings["id"] and "RLE_DICTIONARY" not in encodings["e.list.element"]
+
+
 def test_float16_round_trip():
     m = np.random.default_rng(0).standard_normal((5, 8)).astype(np.float32)
     back = to_numpy(to_arrow(m))

@@ -270,3 +270,49 @@ def _resources() -> Path:
     from _shared import SHARED
 
     return SHARED / "golden" / "rpv2_resources"
+
+
+def test_pipeline_learn_items_are_checked_before_anything_runs(dclm_embedded, tmp_path):
+    """Mistakes in `learn:` fail at the start, naming the key: the recipe names another model
+    of the same name, two items write the same set, a model over embeddings without `embed:`,
+    semantic dedup keeping on a learned column; `run --dry-run`'s plan names the stage."""
+    import yaml
+
+    from textsieve.pipeline.config import PipelineConfigError, load
+    from textsieve.pipeline.plan import make_plan
+    from textsieve.pipeline.run import run_pipeline
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    _train(dclm_embedded, tmp_path / "a" / "quality.json", ["signals", "embed"], name="quality")
+    _train(dclm_embedded, tmp_path / "b" / "quality.json", ["embed"], name="quality")
+    _train(dclm_embedded, tmp_path / "b" / "other.json", ["embed"], name="quality")
+    base = {"inputs": [str(dclm_embedded.parent / "in" / "dclm.jsonl")], "output": "out", "workers": 1,
+            "read": {"lang_field": "meta.lang"}, "annotate": {"resources": str(_resources())}, "embed": {},
+            "learn": [{"model": "a/quality.json"}],
+            "select": {"recipe": {"name": "learned", "models": {"quality": "a/quality.json"},
+                                  "rules": {"good": "quality.predict > 0.5"}}}}
+    (tmp_path / "ok.yaml").write_text(yaml.safe_dump(base))
+    plan = make_plan(load(str(tmp_path / "ok.yaml")))
+    assert [s.name for s in plan.stages][2] == "learn:quality" and "_learned_quality" in plan.stages[2].does
+
+    def refused(name: str, change: dict, match: str) -> None:
+        doc = json.loads(json.dumps(base))
+        for key, value in change.items():
+            if value is None:
+                del doc[key]
+            else:
+                doc[key] = value
+        (tmp_path / f"{name}.yaml").write_text(yaml.safe_dump(doc))
+        with pytest.raises(PipelineConfigError, match=match):
+            run_pipeline(load(str(tmp_path / f"{name}.yaml")), quiet=True)
+        assert not (tmp_path / "out" / "attrs").exists()  # nothing ran
+
+    refused("mismatch", {"select": {"recipe": {"name": "learned", "models": {"quality": "b/quality.json"},
+                                               "rules": {"good": "quality.predict > 0.5"}}}},
+            r"select.recipe: .*learn: item writes _learned_quality with another model")
+    refused("twice", {"learn": [{"model": "a/quality.json"}, {"model": "b/other.json"}]},
+            r"learn\[1\]\.model: writes _learned_quality, as learn\[0\] does")
+    refused("noembed", {"embed": None}, r"learn\[0\]\.model: .* reads embeddings \(wordllama\); add an `embed:`")
+    refused("semkeep", {"dedup": {"semantic": {"keep": "ts_learned_quality"}}},
+            r"dedup.semantic.keep: ts_learned_quality is written by a stage that runs after dedup")

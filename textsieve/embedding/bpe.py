@@ -353,7 +353,9 @@ def _tokenize(data, offsets, char_ids, byte_ids, prefix, table, n_ids, unk_id,
         if pending:
             sym[n] = unk_id
             n += 1
-        if n <= scan_symbols:
+        if n < 2:  # nothing to merge (the walk below reads nxt[0])
+            nxt[0] = -1
+        elif n <= scan_symbols:
             _merge_scan(sym, nxt, pair_rank, pair_new, n, table, n_ids)
         else:
             _merge_heap(sym, nxt, prv, gone, heap_key, heap_new, n, table, n_ids)

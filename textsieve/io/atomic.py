@@ -74,10 +74,15 @@ def _dictionary_columns(schema: pa.Schema) -> bool | list[str]:
         return True
     import io
 
-    buf = io.BytesIO()  # the leaf column paths, from an empty file of this schema
-    pq.write_table(schema.empty_table(), buf)
-    meta = pq.ParquetFile(io.BytesIO(buf.getvalue())).schema
-    return [p for p in (meta.column(i).path for i in range(len(meta))) if p.split(".")[0] not in skip]
+    out = []
+    for f in schema:  # each kept field's leaf column paths, from an empty file of that field alone
+        if f.name in skip:
+            continue
+        buf = io.BytesIO()
+        pq.write_table(pa.schema([f]).empty_table(), buf)
+        meta = pq.ParquetFile(io.BytesIO(buf.getvalue())).schema
+        out += [meta.column(i).path for i in range(len(meta))]
+    return out
 
 
 class AtomicParquetWriter:

@@ -23,8 +23,13 @@ def prediction_column(model: Any, schema: Any) -> str:
     if col not in schema.columns:
         raise ValueError(f"{model.describe()} does not compile to SQL; its predictions are read from the set "
                          f"_{model.set_name}, which {schema.directory} does not have: {run} first")
-    if model.set_name in getattr(schema, "planned", ()):
-        return col  # a pipeline's `learn:` stage (re)makes it with this model before the recipe runs
+    planned = getattr(schema, "planned", {})
+    if model.set_name in planned:  # a pipeline's `learn:` stage (re)makes it before the recipe runs
+        made_by = planned[model.set_name]
+        if made_by is not None and made_by != model.fingerprint:
+            raise ValueError(f"the pipeline's learn: item writes _{model.set_name} with another model (fingerprint "
+                             f"{made_by}, this one {model.fingerprint}): name the same model file in both")
+        return col
     fs, root = fsspec.core.url_to_fs(attribute_set_dir(schema.directory, model.set_name))
     path = f"{root.rstrip('/')}/summary.json"
     if not fs.exists(path):

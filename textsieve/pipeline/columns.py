@@ -112,11 +112,13 @@ def dsir_set(name: str) -> tuple[str, pa.Schema]:
     return set_name(name), _set([(raw, pa.float64()), (norm, pa.float64()), (tokens, pa.int64())])
 
 
-def learn_set(cfg: PipelineConfig, index: int) -> tuple[str, pa.Schema]:
-    """(set name, schema) that the pipeline's `learn[index]` (`learn apply MODEL`) writes;
-    PipelineConfigError for a file that is no model, or a model that compiles to SQL (select
-    applies that one directly from its recipe's `models:`; there is nothing to store)."""
+def learn_set(cfg: PipelineConfig, index: int) -> tuple[str, pa.Schema, str]:
+    """(set name, schema, model fingerprint) of what the pipeline's `learn[index]` (`learn apply
+    MODEL`) writes; PipelineConfigError for a file that is no model, a model that compiles to SQL
+    (select applies that one directly from its recipe's `models:`; there is nothing to store), or
+    a model over embeddings in a pipeline that makes none."""
     from textsieve.learned.model import load_model
+    from textsieve.pipeline.config import has_embeddings
 
     path = cfg.data["learn"][index]["model"]
     where = f"{cfg.source}: learn[{index}].model"
@@ -127,7 +129,12 @@ def learn_set(cfg: PipelineConfig, index: int) -> tuple[str, pa.Schema]:
     if getattr(model, "sql_compilable", True):
         raise PipelineConfigError(f"{where}: {path} is a logistic model over signals, which select applies as SQL "
                                   "directly: name it under the recipe's `models:` and drop this learn item")
-    return model.set_name, _set([(model.prediction_column, pa.float64())])
+    if "embed" in model.views and not has_embeddings(cfg.data):
+        emb = (model.embed or {}).get("model")
+        if f"embed_{emb}" not in existing_sets(attrs_dir(cfg)):
+            raise PipelineConfigError(f"{where}: {path} reads embeddings ({emb}); add an `embed:` section (or "
+                                      "`embed` to annotate.signals)")
+    return model.set_name, _set([(model.prediction_column, pa.float64())]), model.fingerprint
 
 
 def existing_sets(attrs: str) -> dict[str, pa.Schema]:
@@ -172,7 +179,7 @@ def planned_sets(cfg: PipelineConfig) -> list[tuple[str, str, pa.Schema]]:
     if d["tokens"] is not None:
         out.append(("tokens", *tokens_set(cfg)))
     for i, item in enumerate(d["learn"]):
-        out.append((f"learn:{learn_label(item)}", *learn_set(cfg, i)))
+        out.append((f"learn:{learn_label(item)}", *learn_set(cfg, i)[:2]))
     for fit in d["dsir"]:
         out.append((f"dsir:{fit['name']}", *dsir_set(fit["name"])))
     return out
@@ -185,8 +192,14 @@ def check_rules(cfg: PipelineConfig) -> None:
     from textsieve.recipes.sql import compile_recipe, schema_from_arrow
 
     d = cfg.data
+    learned: dict[str, str] = {}  # set -> the fingerprint of the model its learn item applies
     for i in range(len(d["learn"])):  # a learn item's model file, checked before anything runs
-        learn_set(cfg, i)
+        set_name, _, fingerprint = learn_set(cfg, i)
+        if set_name in learned:
+            first = next(j for j in range(i) if learn_set(cfg, j)[0] == set_name)
+            raise PipelineConfigError(f"{cfg.source}: learn[{i}].model: writes _{set_name}, as learn[{first}] does; "
+                                      "give the models different names (`learn --name`)")
+        learned[set_name] = fingerprint
     wants = [(i, fit) for i, fit in enumerate(d["dsir"]) if fit.get("recipe") is not None]
     if d["select"] is None and not wants:
         return
@@ -209,7 +222,7 @@ def check_rules(cfg: PipelineConfig) -> None:
             sets[name] = arrow
             remade.add(name)
         out = schema_from_arrow(attrs, [("", main, [])] + [(n, a, []) for n, a in sorted(sets.items())])
-        out.planned = remade
+        out.planned = {name: learned.get(name) for name in remade}
         return out
 
     # (where in the file, the stage whose columns it may use (None: every stage's), the recipe)

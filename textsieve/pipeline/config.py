@@ -490,6 +490,11 @@ def _signal_items(spec: Any) -> list[str]:
     return [s.strip() for s in items]
 
 
+def has_embeddings(d: dict[str, Any]) -> bool:
+    """Does the pipeline make embeddings (an `embed:` section, or `embed` in annotate.signals)?"""
+    return d["embed"] is not None or "embed" in _signal_items((d["annotate"] or {}).get("signals"))
+
+
 def _cross_checks(d: dict[str, Any], errors: list[str]) -> None:
     if d["executor"] != "ray" and d["address"]:
         errors.append("address: only used with executor: ray")
@@ -508,10 +513,10 @@ def _cross_checks(d: dict[str, Any], errors: list[str]) -> None:
             if isinstance(e, (int, float)) and not isinstance(e, bool) and not 0 < e < 1:
                 errors.append(f"dedup.semantic.eps[{i}]: {e} must be in (0, 1)")
     if sem and isinstance(sem.get("keep"), str) and sem["keep"].startswith(("ts_tokens_", "ts_pii", "ts_contam",
-                                                                          "ts_dsir_")):
+                                                                          "ts_dsir_", "ts_learned_")):
         errors.append(f"dedup.semantic.keep: {sem['keep']} is written by a stage that runs after dedup; keep by "
                       "first, longest, none or an annotate signal (or run dedup semantic by hand afterwards)")
-    embeds = d["embed"] is not None or "embed" in _signal_items((d["annotate"] or {}).get("signals"))
+    embeds = has_embeddings(d)
     needs = (["dedup.semantic"] if sem is not None else []) + [
         f"dsir[{i}]" for i, fit in enumerate(d["dsir"]) if fit.get("features") in ("embed", "combined")]
     if needs and not embeds:
@@ -525,7 +530,7 @@ def _cross_checks(d: dict[str, Any], errors: list[str]) -> None:
         if not item.get("model"):
             errors.append(f"learn[{i}].model: give the model file `textsieve learn` wrote")
         elif labels.index(labels[i]) != i:
-            errors.append(f"learn[{i}].model: another learn item's model file is also named {labels[i]}.json")
+            errors.append(f"learn[{i}].model: another learn item's model file is also named {labels[i]}")
     dec = d["decontaminate"]
     if dec is not None and not dec.get("against"):
         errors.append("decontaminate.against: give at least one benchmark file or folder (name=path or path)")

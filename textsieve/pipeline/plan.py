@@ -225,6 +225,17 @@ def _embed_plan(e: _Estimate, index: int | None) -> StagePlan:
                      int(e.docs * (SET_BYTES_PER_DOC + 2 * 256)))
 
 
+def _learn_plan(e: _Estimate, index: int | None) -> StagePlan:
+    """`learn apply`: a worker holds one batch of texts and the model; the set is one float per doc."""
+    from textsieve.pipeline.columns import learn_set
+    from textsieve.pipeline.config import learn_label
+
+    set_name = learn_set(e.cfg, index or 0)[0]
+    label = learn_label(e.cfg.data["learn"][index or 0])
+    return StagePlan(f"learn:{label}", f"the model's probability per document -> _{set_name}", 200_000_000,
+                     e.docs * SET_BYTES_PER_DOC)
+
+
 def _mix_plan(e: _Estimate, index: int | None) -> StagePlan:
     mx = build(e.cfg, "mix", progress=False)
     return StagePlan("mix", f"mix -> {train_dir(e.cfg)} (shuffled shards + manifest.json)",
@@ -241,7 +252,7 @@ ESTIMATES: dict[str, Callable[[_Estimate, int | None], StagePlan]] = {
     "pii": _doc_set_plan("pii", "personal data spans -> _pii"),
     "tokens": _doc_set_plan("tokens", "real token counts -> _tokens_NAME"), "mix": _mix_plan,
     "embed": _embed_plan, "dedup_semantic": _dedup_semantic_plan,
-    "learn": _doc_set_plan("learn", "a learned model's probability per document -> _learned_NAME")}
+    "learn": lambda e, index: _learn_plan(e, index)}
 
 
 def make_plan(cfg: PipelineConfig) -> Plan:

@@ -290,7 +290,7 @@ def _attribute_sets_now(cfg: PipelineConfig, prefix: str = "", skip: tuple[str, 
 
 
 #: sets written by pipeline stages that run after dedup (and semantic dedup's own): never its input
-_AFTER_DEDUP = ("dedup_semantic", "dsir_", "tokens_", "pii", "decontam")
+_AFTER_DEDUP = ("dedup_semantic", "dsir_", "tokens_", "pii", "decontam", "learned_")
 
 
 def _embedding_set(cfg: PipelineConfig, name: str, c: Any, names: list[str], keys: dict[str, str]) -> list[Any]:
@@ -425,12 +425,17 @@ def _learn_upstream(cfg: PipelineConfig, name: str, c: Any, names: list[str], ke
 
 
 def _learn_complete(cfg: PipelineConfig, name: str, c: Any) -> bool:
+    """The set is whole and was made by this model file's parameters (not another of its name)."""
+    from textsieve.io.attributes import attribute_set_dir
     from textsieve.learned.model import load_model
 
     try:
-        return _set_complete(cfg, load_model(c.model).set_name)
+        model = load_model(c.model)
+        fs, root = fsspec.core.url_to_fs(attribute_set_dir(attrs_dir(cfg), model.set_name))
+        made_by = json.loads(fs.cat_file(f"{root.rstrip('/')}/summary.json")).get("model_fingerprint")
     except (OSError, ValueError):
         return False
+    return made_by == model.fingerprint and _set_complete(cfg, model.set_name)
 
 
 def _select(c: Any) -> Outcome:

@@ -77,7 +77,9 @@ class Schema:
     columns: dict[str, Column] = field(default_factory=dict)
     ambiguous: dict[str, list[str]] = field(default_factory=dict)
     stale: list[str] = field(default_factory=list)  # sets left out: made before a re-annotate
-    planned: set[str] = field(default_factory=set)  # sets a pipeline's stages (re)write before this recipe runs
+    # sets a pipeline's stages (re)write before this recipe runs -> the fingerprint of the model
+    # a `learn:` item writes it with (None for other stages' sets)
+    planned: dict[str, str | None] = field(default_factory=dict)
 
     def valid_names(self) -> list[str]:
         return sorted(self.columns)
