@@ -228,6 +228,16 @@ def test_embedding_columns_are_written_without_a_dictionary(tmp_path):
     assert "RLE_DICTIONARY" in encodings["id"] and "RLE_DICTIONARY" not in encodings["e.list.element"]
 
 
+def test_the_rate_shown_leaves_the_one_time_kernel_compile_out():
+    from textsieve.stages.embed import EmbedResult
+
+    res = EmbedResult(output="o", set_name="embed_x", column="c", documents=500, computed=1, seconds=0.25,
+                      compile_seconds=5.5, kernels_compiled=6)
+    assert res.rate_text() == "2,000 docs/s; 5.5 s one-time kernel compile"
+    res.kernels_compiled = 0  # loaded from numba's cache: nothing to say
+    assert res.rate_text() == "2,000 docs/s"
+
+
 def test_float16_round_trip():
     m = np.random.default_rng(0).standard_normal((5, 8)).astype(np.float32)
     back = to_numpy(to_arrow(m))

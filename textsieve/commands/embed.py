@@ -15,12 +15,13 @@ def run(args: argparse.Namespace) -> int:
     res = run_embed(config_from_args(EmbedConfig, args))
     summary = {"attribute_set": res.output, "column": res.column, "documents": res.documents,
                "shards": res.shards, "computed": res.computed, "skipped": res.skipped,
-               "seconds": round(res.seconds, 3), "model": res.model}
+               "seconds": round(res.seconds, 3), "compile_seconds": round(res.compile_seconds, 3),
+               "model": res.model}
     if getattr(args, "json", False):
         print(json.dumps(summary))
     elif not args.quiet:
         what = ("unchanged (same inputs, same model)" if res.skipped
-                else f"{res.computed} of {res.shards} shard(s) embedded")
+                else f"{res.computed} of {res.shards} shard(s) embedded ({res.rate_text()})")
         print(f"embed: {res.documents:,} documents with {res.model['model']} ({res.model['dim']}-d, fingerprint "
               f"{res.model['model_fingerprint']}); {what} in {res.seconds:.1f} s -> {res.output} "
               f"(column {res.column})", file=sys.stderr)
