@@ -16,7 +16,11 @@ embeddings of the same documents):
   wiki: rps_doc_ml_wikiref_score (wiki vs web classifier) + log1p(ts_perplexity_wiki) (learn's default refs)
   web-lm / c4-lm: log1p perplexity under an LM of the web pool / of the 1,000 C4 documents
   c4-cls / curated-cls: classifiers C4 vs the rest of the pool / C4 + Wikipedia vs the rest
-  emb-*: a logistic classifier on embeddings (wiki vs pool, C4 vs rest) and centroid cosines
+  qa-cls / qawiki-cls: classifiers StackExchange threads vs the rest / StackExchange + Wikipedia vs
+          the rest (DCLM's own classifier takes instruction and ELI5 answers as its positives; the
+          dev pool's Q&A threads are the nearest we have)
+  emb-*: a logistic classifier on embeddings (wiki vs pool, C4 vs rest, Q&A vs rest, Q&A + wiki
+          vs rest) and centroid cosines
   lines+: per line-level signal the character-weighted mean, max, spread and share of text
           with a non-zero value, plus the number of lines and the share of short lines
 
@@ -46,7 +50,7 @@ def prepare(shared: Path, work: Path) -> Path:
     from textsieve.cli import main
 
     (work / "in").mkdir(parents=True)
-    parts: dict[str, list[str]] = {"in/dclm": [], "pool": [], "c4": [], "rest": []}
+    parts: dict[str, list[str]] = {"in/dclm": [], "pool": [], "c4": [], "rest": [], "qa": [], "nonqa": []}
     with gzip.open(shared / "corpora/dev/web_sample.jsonl.gz", "rt", encoding="utf-8") as fh:
         for line in fh:
             doc_id = json.loads(line)["id"]
@@ -55,6 +59,7 @@ def prepare(shared: Path, work: Path) -> Path:
                 continue
             parts["pool"].append(line)
             parts["c4" if doc_id.startswith("c4-en/") else "rest"].append(line)
+            parts["qa" if doc_id.startswith("se-") else "nonqa"].append(line)
     for part, lines in parts.items():
         (work / f"{part}.jsonl").write_text("".join(lines), encoding="utf-8")
     names = [n for n in parts if n != "in/dclm"]
@@ -67,6 +72,9 @@ def prepare(shared: Path, work: Path) -> Path:
         ["lm", "--corpus", w["c4"], "-o", "c4.tsm"],
         ["classifier", "--positive", w["c4"], "--negative", w["rest"], "--label", "c4", "-o", "c4ref.tsm"],
         ["classifier", "--positive", w["c4"], wiki, "--negative", w["rest"], "--label", "cur", "-o", "curref.tsm"],
+        ["classifier", "--positive", w["qa"], "--negative", w["nonqa"], "--label", "qa", "-o", "qaref.tsm"],
+        ["classifier", "--positive", w["qa"], wiki, "--negative", w["nonqa"], "--label", "qawiki",
+         "-o", "qawikiref.tsm"],
     ]
     models = []
     for args in train:
@@ -123,6 +131,7 @@ def embedding_refs(shared: Path, work: Path, emb_docs: np.ndarray) -> dict[str, 
     vecs = model.embed([d["text"] for d in pool])
     c4 = np.array([d["id"].startswith("c4-en/") for d in pool])
     en = np.array([d["meta"].get("lang") == "en" for d in pool])
+    qa = np.array([d["id"].startswith("se-") for d in pool])
 
     def fit(pos: np.ndarray, neg: np.ndarray) -> np.ndarray:
         x, y = np.vstack([pos, neg]), np.r_[np.ones(len(pos)), np.zeros(len(neg))]
@@ -133,6 +142,8 @@ def embedding_refs(shared: Path, work: Path, emb_docs: np.ndarray) -> dict[str, 
         return emb_docs @ (centre / np.linalg.norm(centre))
 
     return {"emb-wiki-cls": fit(wiki, vecs[en]), "emb-c4-cls": fit(vecs[c4], vecs[~c4 & en]),
+            "emb-qa-cls": fit(vecs[qa], vecs[~qa & en]),
+            "emb-qawiki-cls": fit(np.vstack([vecs[qa], wiki]), vecs[~qa & en]),
             "emb-wiki-cos": cos(wiki.mean(0)), "emb-c4-cos": cos(vecs[c4].mean(0))}
 
 
@@ -190,6 +201,8 @@ def main() -> None:
             "c4-lm": [np.log1p(score_of(table, "ts_perplexity_c4"))],
             "c4-cls": [score_of(table, "rps_doc_ml_c4ref_score")],
             "curated-cls": [score_of(table, "rps_doc_ml_curref_score")],
+            "qa-cls": [score_of(table, "rps_doc_ml_qaref_score")],
+            "qawiki-cls": [score_of(table, "rps_doc_ml_qawikiref_score")],
             **{k: [v] for k, v in emb.items()},
             "lines+": line_aggregates(table, rich=True)}
 
