@@ -200,6 +200,16 @@ def test_errors_are_one_line(attrs, tmp_path, capsys):
     assert "not an embedding model folder" in capsys.readouterr().err
 
 
+def test_a_text_with_a_lone_surrogate_is_named_not_a_traceback(docs):
+    """Python callers can pass what no file reader would hand over: a str with a lone surrogate,
+    which has no UTF-8 form. The error names the text; the text before it is not the one blamed."""
+    emb = load_embedder()
+    texts = [docs[0]["text"], docs[1]["text"][:200] + "\ud800" + docs[1]["text"][200:]]
+    with pytest.raises(EmbeddingModelError, match=r"text #1 .*lone surrogate U\+D800 at character 200"):
+        emb.embed(texts)
+    assert emb.embed(texts[:1]).shape == (1, emb.dim)
+
+
 def test_models_show_prints_the_embedding_models_identity(capsys):
     assert main(["models", "show", "builtin:wordllama", "--compact"]) == 0
     header = json.loads(capsys.readouterr().out)

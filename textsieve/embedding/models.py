@@ -43,6 +43,23 @@ class EmbeddingModelError(TextsieveError, ValueError):
     """A model spec that names no usable embedding model (missing files, unknown builtin)."""
 
 
+class UnencodableText(EmbeddingModelError):
+    """A text no tokenizer can take: it holds a lone UTF-16 surrogate (JSON's `\\ud800` escapes
+    spell them), so it has no UTF-8 form. The readers refuse such records when they read a file;
+    this names the text when a caller passes one straight to `embed`."""
+
+    @classmethod
+    def first_in(cls, texts: list[str]) -> UnencodableText:
+        for i, text in enumerate(texts):
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                return cls(f"text #{i} cannot be embedded: it holds a lone surrogate "
+                           f"U+{ord(text[exc.start]):04X} at character {exc.start}, which has no UTF-8 "
+                           "form; replace or drop it first")
+        return cls("a text could not be encoded as UTF-8")
+
+
 @dataclass
 class Embedder:
     """A loaded embedding model and its identity."""
@@ -59,7 +76,10 @@ class Embedder:
         """float32 (len(texts), dim), unit length (zero for a text without tokens)."""
         if not texts:
             return np.zeros((0, self.dim), np.float32)
-        return self.embed_fn(list(texts))
+        try:
+            return self.embed_fn(list(texts))
+        except UnicodeEncodeError:  # Arrow and the Rust tokenizers take UTF-8 only
+            raise UnencodableText.first_in(texts) from None
 
     def info(self) -> dict[str, Any]:
         out = {"model": self.name, "model_kind": self.kind, "model_path": self.path, "dim": self.dim,
