@@ -316,3 +316,27 @@ def test_pipeline_learn_items_are_checked_before_anything_runs(dclm_embedded, tm
     refused("noembed", {"embed": None}, r"learn\[0\]\.model: .* reads embeddings \(wordllama\); add an `embed:`")
     refused("semkeep", {"dedup": {"semantic": {"keep": "ts_learned_quality"}}},
             r"dedup.semantic.keep: ts_learned_quality is written by a stage that runs after dedup")
+
+
+def test_the_pipeline_learn_example_in_the_docs_plans(dclm_embedded, tmp_path):
+    """docs/embeddings.md's `learn:` YAML, with a model trained under its name, loads and plans
+    the learn stage before select (the block is read from the page, so the docs cannot drift)."""
+    import re
+
+    import yaml
+
+    from textsieve.pipeline.config import load
+    from textsieve.pipeline.plan import make_plan
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "embeddings.md").read_text(encoding="utf-8")
+    blocks = [yaml.safe_load(b) for b in re.findall(r"```yaml\n(.*?)```", page, re.S)]
+    example = next(b for b in blocks if isinstance(b, dict) and "learn" in b)
+    assert set(example) == {"embed", "learn", "select"}
+    _train(dclm_embedded, tmp_path / "wiki-like.json", ["signals", "embed"], name="wiki_like")
+    doc = {"inputs": [str(dclm_embedded.parent / "in" / "dclm.jsonl")], "output": "out", "workers": 1,
+           "read": {"lang_field": "meta.lang"}, "annotate": {"resources": str(_resources())}, **example}
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(doc))
+    plan = make_plan(load(str(tmp_path / "p.yaml")))
+    names = [s.name for s in plan.stages]
+    assert names == ["annotate", "embed", "learn:wiki-like", "select"]  # a stage is named by its model's file
+    assert "_learned_wiki_like" in plan.stages[2].does  # its set by the model's name
