@@ -65,3 +65,27 @@ def test_annotate_with_a_kenlm_model(arpa, tmp_path):
     assert got == want.tolist() and all(p > 1 for p in got)
     meta = json.loads(pq.read_metadata(tmp_path / "o" / "in.parquet").metadata[b"textsieve"])
     assert meta["models"]["docs"]["kind"] == "kenlm"
+
+
+def test_a_truncated_kenlm_binary_is_one_line_naming_the_file(tmp_path, capsys):
+    pytest.importorskip("kenlm", reason="the kenlm package is not installed (pip install 'textsieve[kenlm]')")
+    from textsieve.cli import main
+
+    bad = tmp_path / "lm.bin"
+    bad.write_bytes(MAGIC + b"\0" + b"cut off here")  # the header, then nothing a loader can read
+    src = tmp_path / "in.jsonl"
+    src.write_text(json.dumps({"id": "0", "text": _topics()[0]}) + "\n", encoding="utf-8")
+    assert main(["annotate", str(src), "-o", str(tmp_path / "o"), "--signals", "rps_doc_word_count",
+                 "--model", f"lm={bad}", "-q"]) != 0
+    err = capsys.readouterr().err
+    assert f"{bad}: kenlm cannot read this KenLM binary model" in err and "Traceback" not in err
+
+
+def test_without_the_kenlm_module_the_error_says_which_wheel(monkeypatch):
+    import sys
+
+    from textsieve.models.kenlm_binary import KenLMLoadError
+
+    monkeypatch.setitem(sys.modules, "kenlm", None)  # `import kenlm` raises ImportError
+    with pytest.raises(KenLMLoadError, match=r"textsieve\[kenlm\].*kenlm-ex wheel"):
+        load_kenlm("any.bin")

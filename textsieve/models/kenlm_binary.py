@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from textsieve.errors import TextsieveError
 from textsieve.models.ngram_lm_model import digits0
 
 if TYPE_CHECKING:
@@ -39,13 +40,17 @@ def is_kenlm_binary(path: str) -> bool:
         return False
 
 
+class KenLMLoadError(TextsieveError, ValueError):
+    """A KenLM binary model that cannot be used: the `kenlm` module is missing, or the file is
+    truncated or corrupt (the message names the file)."""
+
+
 def _kenlm():
     try:
         import kenlm
     except ImportError:
-        raise RuntimeError("KenLM binary models need the `kenlm` package: pip install 'textsieve[kenlm]' "
-                           "(builds from source with a C++ compiler), or give the model as ARPA "
-                           "(read without extra packages)") from None
+        raise KenLMLoadError("KenLM binary models need the `kenlm` module: pip install 'textsieve[kenlm]' "
+                             "(the kenlm-ex wheel), or give the model as ARPA (read without extra packages)") from None
     return kenlm
 
 
@@ -69,7 +74,13 @@ class KenLMModel:
 
 
 def load_kenlm(path: str) -> KenLMModel:
-    model = _kenlm().Model(path)
+    kenlm = _kenlm()
+    try:
+        model = kenlm.Model(path)
+    except OSError as exc:  # kenlm's C++ loader: a truncated, corrupt or unreadable file
+        why = str(exc).split(" (", 1)[-1].rstrip(")") if " (" in str(exc) else str(exc)
+        raise KenLMLoadError(f"{path}: kenlm cannot read this KenLM binary model (truncated or corrupt?): "
+                             f"{why}") from None
     return KenLMModel(model, int(model.order))
 
 
