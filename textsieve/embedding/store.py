@@ -9,7 +9,7 @@ Readers get float32 matrices.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 
 import fsspec
@@ -90,13 +90,17 @@ class EmbeddingShard:
     matrix: np.ndarray  # float32 (n, dim)
 
 
-def iter_embeddings(directory: str, model: str | None = None, *, ids: bool = True) -> Iterator[EmbeddingShard]:
-    """The set's shards in corpus order (sorted paths), each as a float32 matrix."""
+def iter_embeddings(directory: str, model: str | None = None, *, ids: bool = True,
+                    rels: Collection[str] | None = None) -> Iterator[EmbeddingShard]:
+    """The set's shards in corpus order (sorted paths), each as a float32 matrix; with `rels`
+    only those shards are read (a labelled subset of a big pool)."""
     name = resolve_model(directory, model)
     fs, root = fsspec.core.url_to_fs(attribute_set_dir(directory, set_name(name)))
     root = root.rstrip("/")
     col = column_name(name)
     for p in sorted(fs.glob(f"{root}/**/*.parquet")):
+        if rels is not None and p[len(root) + 1:] not in rels:
+            continue
         with fs.open(p, "rb") as fh:
             t = read_table(fh, columns=["id", col] if ids else [col])
         yield EmbeddingShard(rel=p[len(root) + 1:], ids=t.column("id").to_pylist() if ids else [],

@@ -94,18 +94,17 @@ def embed_rows(directory: str, model: str | None, wanted: Iterable[tuple[str, in
     wanted = list(wanted)
     if not wanted:  # only the check that the set is there
         return np.zeros((0, 0), np.float32), name
-    rels = {rel for rel, _ in wanted}
+    by_rel: dict[str, set[int]] = {}
+    for rel, pos in wanted:
+        by_rel.setdefault(rel, set()).add(pos)
     # only the wanted rows are kept, one shard in memory at a time (a labelled subset of a big pool)
     kept: dict[str, np.ndarray] = {}  # rel -> the wanted rows' vectors
     positions: dict[str, np.ndarray] = {}  # rel -> their (sorted) positions in the shard
     sizes: dict[str, int] = {}
-    dim = 0
-    for s in iter_embeddings(directory, name, ids=False):
-        dim = dim or (s.matrix.shape[1] if s.matrix.size else 0)
-        if s.rel in rels:
-            at = np.asarray(sorted({p for r, p in wanted if r == s.rel and p < len(s.matrix)}), np.int64)
-            sizes[s.rel] = len(s.matrix)
-            kept[s.rel], positions[s.rel] = s.matrix[at], at
+    for s in iter_embeddings(directory, name, ids=False, rels=by_rel):
+        at = np.asarray(sorted(p for p in by_rel[s.rel] if p < len(s.matrix)), np.int64)
+        sizes[s.rel] = len(s.matrix)
+        kept[s.rel], positions[s.rel] = s.matrix[at], at
     out = []
     for rel, pos in wanted:
         if rel not in sizes or pos >= sizes[rel]:
@@ -113,7 +112,7 @@ def embed_rows(directory: str, model: str | None, wanted: Iterable[tuple[str, in
                                   f"(made before the documents were annotated again?); run "
                                   f"`textsieve embed {directory} --overwrite`")
         out.append(kept[rel][int(np.searchsorted(positions[rel], pos))])
-    return (np.vstack(out).astype(np.float32) if out else np.zeros((0, dim), np.float32)), name
+    return np.vstack(out).astype(np.float32), name
 
 
 def embedding_info(directory: str, name: str) -> dict[str, Any]:
