@@ -137,6 +137,7 @@ def test_sentence_transformer_chunk_and_pool_rule():
 def test_embed_stage_writes_float16_vectors_in_annotate_order_and_resumes(attrs, docs, tmp_path):
     res = run_embed(EmbedConfig(directory=str(attrs), workers=1, progress=False))
     assert (res.documents, res.shards, res.computed, res.column) == (N_DOCS, 2, 2, "ts_embed_wordllama")
+    assert res.computed_documents == N_DOCS
     shard = pq.read_table(attrs / "_embed_wordllama" / "part0.parquet")
     assert shard.schema.field("ts_embed_wordllama").type == pa.list_(pa.float16(), 256)
     assert shard.column("id").to_pylist() == [d["id"] for d in docs[:N_DOCS // 2]]
@@ -147,7 +148,7 @@ def test_embed_stage_writes_float16_vectors_in_annotate_order_and_resumes(attrs,
     summary = json.loads((attrs / "_embed_wordllama" / "summary.json").read_text())
     assert summary["model_fingerprint"] == res.model["model_fingerprint"] and summary["n_docs"] == N_DOCS
     again = run_embed(EmbedConfig(directory=str(attrs), workers=1, progress=False))
-    assert again.skipped and again.computed == 0
+    assert again.skipped and again.computed == 0 and again.computed_documents == 0
     # two workers write the same bytes
     copy = tmp_path / "copy"
     import shutil
@@ -241,11 +242,13 @@ def test_embedding_columns_are_written_without_a_dictionary(tmp_path):
 def test_the_rate_shown_leaves_the_one_time_kernel_compile_out():
     from textsieve.stages.embed import EmbedResult
 
-    res = EmbedResult(output="o", set_name="embed_x", column="c", documents=500, computed=1, seconds=0.25,
-                      compile_seconds=5.5, kernels_compiled=6)
+    res = EmbedResult(output="o", set_name="embed_x", column="c", documents=500, computed=1, computed_documents=500,
+                      seconds=0.25, compile_seconds=5.5, kernels_compiled=6)
     assert res.rate_text() == "2,000 docs/s; 5.5 s one-time kernel compile"
     res.kernels_compiled = 0  # loaded from numba's cache: nothing to say
     assert res.rate_text() == "2,000 docs/s"
+    res.computed_documents = 100  # a re-run that kept the other shards: only the embedded ones count
+    assert res.rate_text() == "400 docs/s"
 
 
 def test_float16_round_trip():

@@ -80,6 +80,7 @@ class DocSetResult:
     documents: int = 0
     shards: int = 0
     computed: int = 0  # shards computed by this run (the others were kept or adopted)
+    computed_documents: int = 0  # the documents of those shards (a rate's numerator on a partial re-run)
     skipped: bool = False  # nothing to do: published from these inputs with these settings
     seconds: float = 0.0
     summary: dict = field(default_factory=dict)
@@ -255,6 +256,7 @@ def _compute(job: DocSetJob, settings: str, sources: list[_Source], shard_fp: di
         bar.close()
         _STATE.clear()  # in-process runs: release the job's state (memory-mapped indexes) now, not at exit
     result.computed = len(todo)
+    result.computed_documents = n_docs
     totals: dict[str, Any] = {"n_docs": 0, **dict.fromkeys(job.totals, 0)}
     for s in sources:
         if s.rel in kept:

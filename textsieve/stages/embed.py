@@ -58,6 +58,7 @@ class EmbedResult:
     documents: int = 0
     shards: int = 0
     computed: int = 0
+    computed_documents: int = 0  # the documents of the shards embedded by this run
     skipped: bool = False
     seconds: float = 0.0
     model: dict[str, Any] = field(default_factory=dict)
@@ -66,7 +67,8 @@ class EmbedResult:
 
     @property
     def docs_per_second(self) -> float:
-        return self.documents / self.seconds if self.seconds and self.computed else 0.0
+        """The rate of this run's work: a re-run that keeps most shards is not credited with them."""
+        return self.computed_documents / self.seconds if self.seconds and self.computed else 0.0
 
     def rate_text(self) -> str:
         """`3,100 docs/s`, plus `; 5.5 s one-time kernel compile` when this run compiled kernels."""
@@ -147,6 +149,7 @@ def run_embed(cfg: EmbedConfig) -> EmbedResult:
     res = run_doc_set(cfg.directory, job, workers=cfg.workers, progress=cfg.progress, overwrite=cfg.overwrite,
                       executor=cfg.executor, address=cfg.address)
     return EmbedResult(output=res.output, set_name=job.set_name, column=column_name(emb.name),
-                       documents=res.documents, shards=res.shards, computed=res.computed, skipped=res.skipped,
+                       documents=res.documents, shards=res.shards, computed=res.computed,
+                       computed_documents=res.computed_documents, skipped=res.skipped,
                        seconds=res.seconds, model=emb.info(), compile_seconds=compile_seconds,
                        kernels_compiled=compiled)
