@@ -49,7 +49,8 @@ class UnencodableText(EmbeddingModelError):
     this names the text when a caller passes one straight to `embed`."""
 
     @classmethod
-    def first_in(cls, texts: list[str]) -> UnencodableText:
+    def first_in(cls, texts: list[str]) -> UnencodableText | None:
+        """The error naming the first text without a UTF-8 form; None when every text has one."""
         for i, text in enumerate(texts):
             try:
                 text.encode("utf-8")
@@ -57,7 +58,7 @@ class UnencodableText(EmbeddingModelError):
                 return cls(f"text #{i} cannot be embedded: it holds a lone surrogate "
                            f"U+{ord(text[exc.start]):04X} at character {exc.start}, which has no UTF-8 "
                            "form; replace or drop it first")
-        return cls("a text could not be encoded as UTF-8")
+        return None
 
 
 @dataclass
@@ -78,8 +79,11 @@ class Embedder:
             return np.zeros((0, self.dim), np.float32)
         try:
             return self.embed_fn(list(texts))
-        except UnicodeEncodeError:  # Arrow and the Rust tokenizers take UTF-8 only
-            raise UnencodableText.first_in(texts) from None
+        except (UnicodeEncodeError, TypeError) as exc:  # Arrow: UnicodeEncodeError; HF tokenizers: TypeError
+            bad = UnencodableText.first_in(texts)
+            if bad is None:
+                raise
+            raise bad from exc
 
     def info(self) -> dict[str, Any]:
         out = {"model": self.name, "model_kind": self.kind, "model_path": self.path, "dim": self.dim,
