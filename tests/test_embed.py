@@ -327,3 +327,15 @@ def test_a_quantized_model2vec_folder_with_a_token_mapping(docs, tmp_path):
                                                                    max_length=None, use_multiprocessing=False)
     ref = ref / np.linalg.norm(ref, axis=1, keepdims=True)
     assert np.sum(ours * ref, axis=1).min() > 0.9999
+
+
+def test_a_worker_that_would_run_the_model_otherwise_is_refused():
+    """A Ray worker whose libraries run the model another way than the process that started the
+    run (say, other sentence-transformers releases) must not add its vectors to the set."""
+    from textsieve.stages.embed import _setup
+
+    emb = load_embedder()
+    params = {"model": "wordllama", "name": emb.name, "fingerprint": emb.fingerprint}
+    assert _setup({**params, "runtime": {}}).fingerprint == emb.fingerprint
+    with pytest.raises(EmbeddingModelError, match="a worker runs wordllama as {}, the run started as"):
+        _setup({**params, "runtime": {"windows": "token ids"}})

@@ -24,8 +24,9 @@ from _files import web_docs
 from _offline import run_offline_cli
 
 from textsieve.cli import main
-from textsieve.embedding.models import load_embedder
+from textsieve.embedding.models import EmbeddingModelError, load_embedder
 from textsieve.embedding.store import read_embeddings
+from textsieve.embedding.transformer import PREPARE, _IdFeeder
 from textsieve.stages.annotate import AnnotateConfig, run_annotate
 from textsieve.stages.embed import EmbedConfig, run_embed
 
@@ -250,3 +251,62 @@ def test_offline_cli_models_show_and_resume(attrs, st_folder, tmp_path, capsys):
     changed = run_embed(EmbedConfig(directory=str(copy), model=str(folder), workers=1, progress=False))
     assert changed.computed == 1 and changed.model["model_fingerprint"] != emb.fingerprint
     assert np.array_equal(read_embeddings(str(copy), "tiny_st")[1], mat)
+
+
+def test_the_set_records_how_the_model_ran_and_texts_are_prepared_as_the_model_does(attrs, model, st_folder):
+    """The set's identity says how the windows reached the model and which releases computed the
+    vectors (another way, or other releases, and the set is recomputed); texts with outer spaces
+    and capitals are the model's own `encode`; a lone surrogate is named, not a tokenizer TypeError."""
+    import sentence_transformers
+    import torch
+
+    summary = json.loads((attrs / "_embed_tiny_st" / "summary.json").read_text())
+    run = summary["runtime"]
+    assert run["windows"] == "token ids" and run["text"] in PREPARE
+    assert (run["sentence-transformers"], run["torch"]) == (sentence_transformers.__version__, torch.__version__)
+    emb = load_embedder(str(st_folder))
+    texts = ["  Leading and trailing Spaces, Capitals.  ", "\tTabs\tand MIXED case\n"]
+    ref = model.encode(texts, normalize_embeddings=True)
+    assert np.sum(emb.embed(texts) * ref, axis=1).min() >= 0.9999
+    with pytest.raises(EmbeddingModelError, match=r"text #1 .*lone surrogate U\+D800"):
+        emb.embed(["fine", "bad \ud800 text"])
+
+
+class _CharTokenizer:
+    """A stand-in tokenizer: one id per character, [1] ... [2] around a sequence."""
+
+    pad_token_id = 0
+    padding_side = "right"
+
+    def __call__(self, text: str, add_special_tokens: bool = True, **_: Any) -> dict[str, list[int]]:
+        ids = [ord(c) for c in text]
+        return {"input_ids": [1, *ids, 2] if add_special_tokens else ids}
+
+
+class _PreparingModel:
+    """A stand-in model whose `preprocess` prepares the text with `prep` before tokenising."""
+
+    default_prompt_name = None
+
+    def __init__(self, prep: Any) -> None:
+        self.tokenizer = _CharTokenizer()
+        self._prep = prep
+
+    def preprocess(self, texts: list[str]) -> dict[str, Any]:
+        ids = self.tokenizer(self._prep(texts[0]))["input_ids"]
+        return {"input_ids": np.array([ids]), "attention_mask": np.ones((1, len(ids)), np.int64)}
+
+
+@pytest.mark.parametrize("name", list(PREPARE))
+def test_the_id_path_prepares_texts_as_the_model_release_does(name):
+    """Older sentence-transformers releases strip a text (and lower-case it for do_lower_case
+    models) before tokenising; newer ones pass it as given. The probe finds which, so the id
+    windows are the tokens the model's own `encode` would see (runs without torch)."""
+    feeder = _IdFeeder.of(_PreparingModel(PREPARE[name]))
+    assert feeder is not None and feeder.prepare == name
+    assert (feeder.prefix, feeder.suffix) == ([1], [2])
+
+
+def test_a_preparation_it_cannot_reproduce_takes_the_text_path():
+    """A model that rewrites texts otherwise (here: a prompt prepended) is fed text windows."""
+    assert _IdFeeder.of(_PreparingModel(lambda t: "query: " + t)) is None

@@ -72,6 +72,10 @@ class Embedder:
     fingerprint: str
     files: list[str]
     embed_fn: Callable[[list[str]], np.ndarray] = field(repr=False)
+    # how this model was run, when the kind's rule (`POOLING`) leaves a choice (sentence-transformers:
+    # id windows or text windows, the text preparation) and the library versions behind the vectors;
+    # part of `info`, so a set made another way is recomputed, never kept
+    runtime: dict[str, str] = field(default_factory=dict)
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """float32 (len(texts), dim), unit length (zero for a text without tokens)."""
@@ -87,7 +91,8 @@ class Embedder:
 
     def info(self) -> dict[str, Any]:
         out = {"model": self.name, "model_kind": self.kind, "model_path": self.path, "dim": self.dim,
-               "model_fingerprint": self.fingerprint, "pooling": POOLING[self.kind]}
+               "model_fingerprint": self.fingerprint, "pooling": POOLING[self.kind],
+               **({"runtime": dict(self.runtime)} if self.runtime else {})}
         if self.path.startswith("builtin:"):  # which package release the weights came from
             from importlib import metadata
 

@@ -12,6 +12,7 @@ runs on CUDA when torch sees a GPU, else on the CPU; loading never touches the n
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +20,17 @@ import numpy as np
 
 MAX_WINDOWS = 64
 BATCH = 64
+#: how a sentence-transformers release prepares a text before its tokenizer sees it: older releases
+#: strip it (and lower-case it for `do_lower_case` models), newer ones pass it as given (a lower-casing
+#: model lower-cases in its tokenizer's normalizer). `_IdFeeder.of` finds which by probing the model.
+PREPARE: dict[str, Callable[[str], str]] = {
+    "as given": lambda t: t,
+    "stripped": str.strip,
+    "stripped, lower-cased": lambda t: t.strip().lower(),
+    "lower-cased": str.lower,
+}
+#: a probe text that tells the preparations apart (outer spaces, capitals)
+PROBE = "  Ab Cd. "
 
 
 def _windows(tokenizer: Any, text: str, size: int) -> list[tuple[str, int]]:
@@ -51,6 +63,7 @@ class _IdFeeder:
     left: bool  # padding_side == "left" (last-token pooling models)
     extra: dict[str, Any]  # non-tensor features preprocess adds (e.g. modality="text")
     token_types: bool
+    prepare: str = "as given"  # the model's own text preparation (a `PREPARE` key), applied before tokenising
 
     @classmethod
     def of(cls, model: Any) -> _IdFeeder | None:
@@ -66,10 +79,12 @@ class _IdFeeder:
             full = list(tok("a")["input_ids"])
             feats = prep(["a"])
             ids = [int(i) for i in feats["input_ids"][0].tolist()]
+            probed = [int(i) for i in prep([PROBE])["input_ids"][0].tolist()]
+            prepare = next((name for name, f in PREPARE.items() if list(tok(f(PROBE))["input_ids"]) == probed), None)
         except Exception:  # not the tokenizer API this path relies on: take the text path
             return None
         k = next((k for k in range(len(full) - len(bare) + 1) if full[k:k + len(bare)] == bare), None)
-        if k is None or not bare or ids != full:
+        if k is None or not bare or ids != full or prepare is None:
             return None
         tensors = {key for key, v in feats.items() if hasattr(v, "shape")}
         if not tensors <= {"input_ids", "attention_mask", "token_type_ids"}:
@@ -77,7 +92,7 @@ class _IdFeeder:
         return cls(prefix=full[:k], suffix=full[k + len(bare):], pad=int(pad),
                    left=getattr(tok, "padding_side", "right") == "left",
                    extra={key: v for key, v in feats.items() if key not in tensors},
-                   token_types="token_type_ids" in tensors)
+                   token_types="token_type_ids" in tensors, prepare=prepare)
 
     def encode(self, model: Any, windows: list[list[int]]) -> np.ndarray:
         """float32 (len(windows), dim): the model's sentence embedding of each id window (longest
@@ -127,7 +142,9 @@ def chunk_and_pool(model: Any, texts: list[str], feeder: _IdFeeder | None = None
     owner: list[int] = []
     if feeder is not None:
         windows: list[list[int]] = []
-        all_ids = tokenizer(texts, add_special_tokens=False, truncation=False, verbose=False)["input_ids"]
+        prepare = PREPARE[feeder.prepare]
+        all_ids = tokenizer([prepare(t) for t in texts], add_special_tokens=False, truncation=False,
+                            verbose=False)["input_ids"]
         for i, ids in enumerate(all_ids):
             for start in range(0, min(len(ids), size * MAX_WINDOWS), size):
                 windows.append(list(ids[start:start + size]))
@@ -176,4 +193,20 @@ def load_sentence_transformer(name: str, path: str) -> Any:
     dim = _dimension(model)
     return Embedder(name=name, kind="sentence_transformers", dim=dim, path=path,
                     fingerprint=files_fingerprint(files), files=files,
-                    embed_fn=lambda texts: chunk_and_pool(model, texts, feeder))
+                    embed_fn=lambda texts: chunk_and_pool(model, texts, feeder), runtime=runtime(feeder))
+
+
+def runtime(feeder: _IdFeeder | None) -> dict[str, str]:
+    """How the windows reach the model and the library releases that compute the vectors (the
+    embedding set's identity: a set made another way, or by other releases, is recomputed)."""
+    from importlib import metadata
+
+    out = {"windows": "token ids" if feeder is not None else "text (decoded windows, re-tokenised: approximate)"}
+    if feeder is not None:
+        out["text"] = feeder.prepare
+    for pkg in ("sentence-transformers", "transformers", "torch"):
+        try:
+            out[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            out[pkg] = "unknown"
+    return out

@@ -96,6 +96,9 @@ def _setup(params: dict[str, Any]) -> Any:
     if emb.fingerprint != params["fingerprint"]:
         raise EmbeddingModelError(f"embed: {params['model']} changed while the run was embedding "
                                   f"(fingerprint {params['fingerprint']}, now {emb.fingerprint}); run it again")
+    if emb.runtime != params.get("runtime", emb.runtime):  # a Ray worker with other library releases
+        raise EmbeddingModelError(f"embed: a worker runs {params['model']} as {emb.runtime}, the run started as "
+                                  f"{params['runtime']}; install the same releases on every worker")
     return emb
 
 
@@ -127,9 +130,11 @@ def embed_job(cfg: EmbedConfig) -> tuple[DocSetJob, Embedder]:
     emb = load_embedder(cfg.model, cfg.name)
     annotate_sources(cfg.directory, STAGE)  # not an annotate folder: say so before anything else
     col = column_name(emb.name)
-    params = {"model": _spec(cfg.model), "name": emb.name, "fingerprint": emb.fingerprint}
+    spec = _spec(cfg.model)
+    params: dict[str, Any] = {"model": spec, "name": emb.name, "fingerprint": emb.fingerprint,
+                              "runtime": emb.runtime}
     _LOADED.clear()
-    _LOADED[(params["model"], emb.name, emb.fingerprint)] = emb
+    _LOADED[(spec, emb.name, emb.fingerprint)] = emb
     info = {**emb.info(), "column": col}
     return DocSetJob(stage=STAGE, set_name=set_name(emb.name), setup=_setup, compute=_Compute(col),
                      params=params, info=info, result_keys=("model_path", "model_fingerprint"),
