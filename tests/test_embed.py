@@ -173,8 +173,11 @@ def test_another_model_under_the_same_name_is_refused(attrs, docs, tmp_path):
     moved = tmp_path / "moved" / "other"
     shutil.copytree(folder, moved)
     shutil.rmtree(folder)
-    run_embed(EmbedConfig(directory=str(attrs), model=str(moved), workers=1, progress=False))
+    again = run_embed(EmbedConfig(directory=str(attrs), model=str(moved), workers=1, progress=False))
     assert np.array_equal(read_embeddings(str(attrs), "other")[1], before)
+    assert again.computed == 0 and not again.skipped  # every shard kept; the summary says where the model is
+    summary = json.loads((attrs / "_embed_other" / "summary.json").read_text())
+    assert summary["model_path"] == str(moved)
 
 
 def test_annotate_signals_embed_writes_the_embedding_set(docs, tmp_path):

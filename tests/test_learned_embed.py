@@ -144,7 +144,9 @@ def test_stale_prediction_set_is_refused(dclm_embedded, tmp_path, capsys):
     moved = tmp_path / "moved" / "a.json"
     moved.parent.mkdir()
     a.rename(moved)
-    assert main(["learn", "apply", str(moved), str(dclm_embedded), "--workers", "1", "-q"]) == 0
+    assert main(["learn", "apply", str(moved), str(dclm_embedded), "--workers", "1", "--json"]) == 0
+    done = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert done["computed"] == 0, done  # the same model: every shard kept, not recomputed
 
 
 def test_clear_errors(dclm_embedded, tmp_path, capsys):

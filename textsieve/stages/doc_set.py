@@ -72,6 +72,10 @@ class DocSetJob:
     # True: refused only when every result key differs. For a model named by (path, fingerprint),
     # the same file moved or a file changed in place is that model re-run, not another one
     refuse_if_all_differ: bool = False
+    # info keys that say where a result came from without changing it (a model's path beside its
+    # fingerprint): part of the set's key, so its summary says where the model is now, but not of a
+    # shard's fingerprint, so the same model moved keeps every shard instead of recomputing them
+    shard_key_ignores: tuple[str, ...] = ()
 
 
 @dataclass
@@ -163,8 +167,9 @@ def _compute_shard(task: tuple[DocSetJob, str, _Source, fsspec.AbstractFileSyste
     return src.rel, src.size
 
 
-def _settings_key(job: DocSetJob) -> str:
-    return hashlib.sha256(json.dumps(job.info, sort_keys=True, default=str).encode()).hexdigest()[:16]
+def _settings_key(job: DocSetJob, leave_out: tuple[str, ...] = ()) -> str:
+    info = {k: v for k, v in job.info.items() if k not in leave_out}
+    return hashlib.sha256(json.dumps(info, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def _totals(fs: fsspec.AbstractFileSystem, path: str, columns: tuple[str, ...]) -> dict[str, Any]:
@@ -200,7 +205,8 @@ def run_doc_set(directory: str, job: DocSetJob, *, workers: int | None = None, p
     afs, aroot = fsspec.core.url_to_fs(directory)
     aroot = aroot.rstrip("/")
     rels = [s.rel for s in sources]
-    shard_fp = {r: hashlib.sha256(f"{settings}:{content_key(afs, aroot, [r])}".encode()).hexdigest()[:16]
+    shard_settings = _settings_key(job, job.shard_key_ignores)
+    shard_fp = {r: hashlib.sha256(f"{shard_settings}:{content_key(afs, aroot, [r])}".encode()).hexdigest()[:16]
                 for r in rels}
     key = hashlib.sha256(json.dumps([settings, sorted(shard_fp.items())]).encode()).hexdigest()[:16]
     pub = Publication(fs, set_root, job.set_name, key, info={"built_from": content_key(afs, aroot)})

@@ -139,7 +139,7 @@ def embed_job(cfg: EmbedConfig) -> tuple[DocSetJob, Embedder]:
     return DocSetJob(stage=STAGE, set_name=set_name(emb.name), setup=_setup, compute=_Compute(col),
                      params=params, info=info, result_keys=("model_path", "model_fingerprint"),
                      schema=pa.schema([(col, embedding_type(emb.dim))]), totals=(), batch_docs=1000,
-                     refuse_if_all_differ=True), emb
+                     refuse_if_all_differ=True, shard_key_ignores=("model_path",)), emb
 
 
 def run_embed(cfg: EmbedConfig) -> EmbedResult:

@@ -153,7 +153,8 @@ def run_learn_apply(cfg: LearnApplyConfig) -> LearnApplyResult:
             "feature_sets": model.views, "model_kind": model.describe(), "column": col}
     job = DocSetJob(stage=STAGE, set_name=model.set_name, setup=_setup, compute=_Compute(col), params=params,
                     info=info, result_keys=("model_path", "model_fingerprint"),
-                    schema=pa.schema([(col, pa.float64())]), positions=True, refuse_if_all_differ=True)
+                    schema=pa.schema([(col, pa.float64())]), positions=True, refuse_if_all_differ=True,
+                    shard_key_ignores=("model_path",))
     res = run_doc_set(cfg.directory, job, workers=cfg.workers, progress=cfg.progress, overwrite=cfg.overwrite,
                       executor=cfg.executor, address=cfg.address)
     mean = None
