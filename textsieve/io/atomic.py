@@ -74,15 +74,13 @@ def _dictionary_columns(schema: pa.Schema) -> bool | list[str]:
         return True
     import io
 
-    out = []
-    for f in schema:  # each kept field's leaf column paths, from an empty file of that field alone
-        if f.name in skip:
-            continue
-        buf = io.BytesIO()
-        pq.write_table(pa.schema([f]).empty_table(), buf)
-        meta = pq.ParquetFile(io.BytesIO(buf.getvalue())).schema
-        out += [meta.column(i).path for i in range(len(meta))]
-    return out
+    kept = pa.schema([f for f in schema if f.name not in skip])
+    if not len(kept):
+        return []
+    buf = io.BytesIO()  # the kept fields' leaf column paths, from an empty file of those fields
+    pq.write_table(kept.empty_table(), buf)
+    meta = pq.ParquetFile(io.BytesIO(buf.getvalue())).schema
+    return [meta.column(i).path for i in range(len(meta))]
 
 
 class AtomicParquetWriter:
