@@ -54,9 +54,10 @@ def _zip_digest(z: zipfile.ZipFile) -> bytes:
     return out
 
 
-def digest(p: Path, root: Path) -> str:
+def digest(p: Path, root: Path, shared: Path) -> str:
     """A file's digest, blind to what legitimately differs between runs: Parquet footers'
-    writer metadata, timings in JSON, this run's temporary folder in paths."""
+    writer metadata, timings in JSON, this run's temporary folder and the shared data's folder
+    in paths (CI keeps the shared data elsewhere than a workstation does)."""
     import pyarrow.parquet as pq
 
     if zipfile.is_zipfile(p):
@@ -74,6 +75,8 @@ def digest(p: Path, root: Path) -> str:
         doc = json.loads(data)
         return hashlib.sha256(json.dumps([doc.get("stage"), sorted(doc.get("files", {}))]).encode()).hexdigest()[:16]
     data = data.replace(str(root).encode(), b"ROOT")
+    for where in sorted({str(shared.resolve()), str(shared.absolute()), str(shared)}, key=len, reverse=True):
+        data = data.replace(where.encode(), b"SHARED")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -151,7 +154,7 @@ def run_everything(root: Path, shared: Path) -> dict[str, str]:
         for p in sorted((root / top).rglob("*")):
             rel = p.relative_to(root).as_posix()
             if p.is_file() and p.name not in VOLATILE and "/.state/" not in f"/{rel}":
-                out[rel] = digest(p, root)
+                out[rel] = digest(p, root, shared)
     return out
 
 
