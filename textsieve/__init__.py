@@ -10,13 +10,9 @@ textsieve` stays cheap: the CLI imports it for `__version__` on every call.
 from __future__ import annotations
 
 import importlib
-import importlib.metadata as _metadata
 from typing import TYPE_CHECKING, Any
 
-try:  # one source: the version in pyproject.toml, as installed
-    __version__ = _metadata.version("textsieve")
-except _metadata.PackageNotFoundError:  # a source tree on sys.path without an install
-    __version__ = "0.0.0+unknown"
+from textsieve._version import __version__
 
 __all__ = ["__version__", "extract", "annotate", "import_rpv2", "dedup_exact", "dedup_fuzzy", "dedup_lines",
            "dedup_semantic", "decontaminate", "pii", "tokens", "embed", "learn_apply", "train_tokenizer", "dsir_fit",

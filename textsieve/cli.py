@@ -8,7 +8,7 @@ import logging
 import os
 import sys
 
-from textsieve import __version__
+from textsieve._version import __version__
 from textsieve.commands import COMMAND_MODULES
 
 

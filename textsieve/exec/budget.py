@@ -20,12 +20,10 @@ many workers to start starts only as many as the budget affords.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from textsieve.errors import TextsieveError
-
-_SIZE = re.compile(r"\s*([0-9]*\.?[0-9]+(?:e[0-9]+)?)\s*([kmgt]?)(i?)b?\s*")
+from textsieve.units import parse_size
 
 #: Peak RSS of one process before it does any work, not counted in `--memory`. Measured on Linux
 #: x86-64, CPython 3.11: 81 MB for `python -c "import numpy, pyarrow.parquet, duckdb"`; a
@@ -54,22 +52,6 @@ MEMORY_SEMANTICS = (f"the working memory of the whole process tree (main process
 
 class MemoryBudgetError(TextsieveError, ValueError):
     """A `--memory` setting below what the stage can honour with the workers asked for."""
-
-
-def parse_size(text: str | int, flag: str = "--memory") -> int:
-    """'2GB', '512MB', '64KiB', '1e6' or plain bytes -> bytes (decimal and binary units)."""
-    if isinstance(text, int) and not isinstance(text, bool):
-        if text < 1:
-            raise ValueError(f"{flag}: {text!r} is not a positive size")
-        return text
-    m = _SIZE.fullmatch(str(text).lower())
-    if not m:
-        raise ValueError(f"{flag}: cannot read {text!r}; use e.g. 2GB, 512MB, 64KiB or bytes")
-    base = 1024 if m.group(3) else 1000
-    value = float(m.group(1)) * base ** " kmgt".index(m.group(2) or " ")
-    if value < 1:
-        raise ValueError(f"{flag}: {text!r} is not a positive size")
-    return int(value)
 
 
 def parse_memory(text: str | int) -> int:

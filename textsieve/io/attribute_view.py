@@ -133,7 +133,7 @@ def to_duckdb(directory: str, columns: list[str] | None = None, connection: Any 
     from textsieve.io.locations import register_filesystems
 
     lay = layout(directory)
-    from textsieve.exec.duckdb_spill import point_spill
+    from textsieve.io.duckdb_spill import point_spill
 
     con = connection if connection is not None else point_spill(duckdb.connect())
     register_filesystems(con, [f for s in lay.sets for f in s.files])

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from textsieve.units import parse_size
+
 if TYPE_CHECKING:
     from .readers import ShardReader
 
@@ -63,6 +65,4 @@ def parse_max_doc_bytes(value: int | str | None) -> int | None:
     """A `max_doc_bytes` setting ('32MiB', '64MB', bytes; None or 0: no limit) as bytes or None."""
     if value is None or value == 0 or (isinstance(value, str) and value.strip().lower() in ("0", "none", "")):
         return None
-    from textsieve.exec.budget import parse_size
-
     return parse_size(value, "--max-doc-bytes")

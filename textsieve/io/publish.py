@@ -33,7 +33,7 @@ from typing import Any
 
 import fsspec
 
-from textsieve import __version__
+from textsieve._version import __version__
 from textsieve.errors import TextsieveError
 from textsieve.io.atomic import atomic_open
 from textsieve.io.leftovers import writer_gone, writer_tag

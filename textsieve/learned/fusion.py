@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from textsieve import __version__
+from textsieve._version import __version__
 from textsieve.errors import TextsieveError
 from textsieve.learned import trees
 from textsieve.learned.views import DENSE_VIEWS, FeatureSetError, ngram_spec

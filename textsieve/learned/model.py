@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from textsieve import __version__
+from textsieve._version import __version__
 from textsieve.io.parquet_read import read_table
 from textsieve.learned.features import columns_of, compute_features, feature_sql, parse_feature, sql_literal
 
@@ -268,7 +268,7 @@ def _read_source(src: LabelledSource, features: list[str] | None, need_signals: 
         tables.append(t)
     table = pa.concat_tables(tables, promote_options="permissive")
     if src.where:
-        from textsieve.exec.duckdb_spill import point_spill
+        from textsieve.io.duckdb_spill import point_spill
 
         con = point_spill(duckdb.connect())
         con.register("attributes", table)

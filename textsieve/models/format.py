@@ -28,7 +28,7 @@ from typing import Any
 import fsspec
 import numpy as np
 
-from textsieve import __version__
+from textsieve._version import __version__
 from textsieve.io.atomic import atomic_open
 
 FORMAT_VERSION = 1

@@ -31,7 +31,7 @@ from typing import Any
 import fsspec
 import yaml
 
-from textsieve import __version__
+from textsieve._version import __version__
 from textsieve.io.atomic import atomic_open
 from textsieve.pipeline.build import attrs_dir, build, docs_dir, executor_support, selected_dir, train_dir
 from textsieve.pipeline.config import PipelineConfig, PipelineConfigError

@@ -89,7 +89,7 @@ class Funnel:
 def connect(threads: int | None = None, locations: Iterable[str] = ()) -> duckdb.DuckDBPyConnection:
     """A DuckDB connection that can read `locations` (local paths or any fsspec URL, see
     `textsieve.io.locations`)."""
-    from textsieve.exec.duckdb_spill import point_spill
+    from textsieve.io.duckdb_spill import point_spill
 
     con = point_spill(duckdb.connect())  # never `./.tmp` in the user's folder
     if threads:

@@ -32,7 +32,7 @@ _local = threading.local()
 def _con() -> duckdb.DuckDBPyConnection:
     con = getattr(_local, "con", None)
     if con is None:
-        from textsieve.exec.duckdb_spill import point_spill
+        from textsieve.io.duckdb_spill import point_spill
 
         con = _local.con = point_spill(duckdb.connect())
         con.execute("SET threads = 1")

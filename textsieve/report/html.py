@@ -11,7 +11,7 @@ import math
 from html import escape
 from typing import Any
 
-from textsieve import __version__
+from textsieve._version import __version__
 from textsieve.report.charts import fmt, funnel_svg, histogram_svg
 from textsieve.report.collect import Example, Histogram, Quantity, ReportData
 from textsieve.report.embeddings import embedding_links, embeddings_section, semantic_section

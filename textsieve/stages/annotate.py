@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import fsspec
 
-from textsieve import __version__
+from textsieve._version import __version__
 from textsieve.exec.arrow_memory import lean_arrow_memory
 from textsieve.exec.local import default_workers, ordered_map
 from textsieve.exec.progress import Progress

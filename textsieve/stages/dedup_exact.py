@@ -39,7 +39,7 @@ import fsspec
 import numpy as np
 import pyarrow as pa
 
-from textsieve import __version__
+from textsieve._version import __version__
 from textsieve.dedup.components import components
 from textsieve.dedup.corpus import ShardTable, first_lines, id_ints
 from textsieve.dedup.exact import check_normalize, content_keys

@@ -29,7 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from textsieve import __version__
+from textsieve._version import __version__
 from textsieve.dedup.components import cluster_ids, components
 from textsieve.dedup.corpus import ShardTable, first_lines, gather_texts, id_ints, write_set
 from textsieve.dedup.id_table import check_unique_ids

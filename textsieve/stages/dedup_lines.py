@@ -50,7 +50,7 @@ import fsspec
 import numpy as np
 import pyarrow as pa
 
-from textsieve import __version__
+from textsieve._version import __version__
 from textsieve.dedup.lines import LINE_ROW, check_normalize, doc_rows, line_ends, split_lines
 from textsieve.dedup.lines_group import BloomGroup, ExactGroup, GroupFlags
 from textsieve.dedup.partitions import as_bytes, rows_per_pass

@@ -55,7 +55,7 @@ import fsspec
 import numpy as np
 import pyarrow as pa
 
-from textsieve import __version__
+from textsieve._version import __version__
 from textsieve.dedup import semantic_kmeans as km
 from textsieve.dedup.corpus import ShardTable, first_lines, gather_texts, write_set
 from textsieve.dedup.semantic_keys import keep_keys, keep_source, keep_source_key

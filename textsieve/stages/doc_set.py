@@ -31,7 +31,7 @@ import fsspec
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from textsieve import __version__
+from textsieve._version import __version__
 from textsieve.errors import TextsieveError
 from textsieve.exec.progress import Progress
 from textsieve.io.atomic import atomic_open

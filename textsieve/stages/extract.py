@@ -30,7 +30,7 @@ from typing import Any
 
 import fsspec
 
-from textsieve import __version__
+from textsieve._version import __version__
 from textsieve.errors import TextsieveError
 from textsieve.exec.local import default_workers, ordered_map
 from textsieve.exec.progress import Progress

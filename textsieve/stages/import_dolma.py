@@ -23,7 +23,7 @@ import fsspec
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from textsieve import __version__
+from textsieve._version import __version__
 from textsieve.exec.progress import Progress
 from textsieve.interop import dolma as dolma_
 from textsieve.io.atomic import AtomicParquetWriter, atomic_open

@@ -35,7 +35,6 @@ from typing import Any
 import fsspec
 import numpy as np
 
-from textsieve.exec.budget import parse_size
 from textsieve.mixing.plan import Plan, draw_counts, make_plan
 from textsieve.mixing.spec import (
     FORMATS,
@@ -49,6 +48,7 @@ from textsieve.mixing.spec import (
 )
 from textsieve.options import check_choices, option, progress_option
 from textsieve.stages.mix_sources import SourcePool, column_counts, resolve_pool
+from textsieve.units import parse_size
 
 STAGE = "mix"
 

@@ -15,11 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from textsieve.exec.budget import parse_size
 from textsieve.mixing.shards import RollingShards, token_dtype
 from textsieve.mixing.shuffle import KEY_SPACE, SortedBuckets, bucket_range
 from textsieve.mixing.spec import MixSpec, parse_shard_size
 from textsieve.stages.mix_sources import SourcePool
+from textsieve.units import parse_size
 
 WORK = ".work"  # inside the staging folder: hidden, never published
 MAX_PARTS = 1024

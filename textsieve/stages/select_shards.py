@@ -25,8 +25,8 @@ import os
 import time
 from typing import TYPE_CHECKING
 
-from textsieve.exec.budget import parse_size
 from textsieve.mixing.spec import WORDS, MixSpec, SourceSpec, parse_shard_size
+from textsieve.units import parse_size
 
 if TYPE_CHECKING:
     from textsieve.stages.select import SelectConfig, SelectResult

@@ -4,7 +4,8 @@ Why: an in-memory DuckDB connection spills to `./.tmp` in whatever folder the us
 command from, and a killed query leaves it there for good. Every connection textsieve opens
 points DuckDB at one work folder per process instead (`textsieve-duckdb-PID@HOST.RAND` in the
 system temp folder, `$TMPDIR`), removed when the process exits; a killed process's folder is
-removed by the next run (`io.leftovers.remove_stale_work_dirs`, which knows the name).
+removed by the next run (`leftovers.remove_stale_work_dirs`, which knows the name). It sits in
+`io/` beside `leftovers`, which names and cleans every work folder textsieve makes.
 """
 
 from __future__ import annotations
