@@ -179,9 +179,9 @@ def main() -> int:
         raise SystemExit(f"dev corpora not found at {dev} (set TEXTSIEVE_SHARED)")
     if not args.skip_reference and not (VENV / "bin" / "python").exists():
         raise SystemExit(f"reference environment missing: run `python {sys.argv[0]} --setup` first")
-    from textsieve.dsir.features import HashedNgramParams, bucket_counts
     from textsieve.dsir.resample import resample
     from textsieve.eval.kl import kl_divergence
+    from textsieve.text.hashed_ngrams import HashedNgramParams, bucket_counts
 
     raw = dev / "web_sample.jsonl.gz"
     resources = SHARED / "golden" / "rpv2_resources"

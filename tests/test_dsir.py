@@ -14,10 +14,10 @@ import pytest
 from _shared import SHARED
 
 from textsieve.cli import main
-from textsieve.dsir.features import HashedNgramParams, featurize
 from textsieve.dsir.model import DsirModel
 from textsieve.dsir.resample import effective_sample_size, resample
 from textsieve.stages.dsir_fit import DsirFitConfig, run_fit, score_texts
+from textsieve.text.hashed_ngrams import HashedNgramParams, featurize
 
 DEV = SHARED / "corpora" / "dev"
 POOL_DOCS = 4000

@@ -521,10 +521,10 @@ def test_globs_stand_for_their_folder_and_ctime_is_not_a_change(tmp_path, monkey
     were compared differently); chmod changes a file's ctime, not its content (before: every
     shard was annotated again)."""
     from textsieve.io.identity import file_identity
-    from textsieve.io.overlap import OverlapError, _place, check_apart
+    from textsieve.io.overlap import OverlapError, check_apart, place_of
 
     monkeypatch.chdir(tmp_path)
-    assert _place("*.jsonl") == _place("./*.jsonl") == _place(".")
+    assert place_of("*.jsonl") == place_of("./*.jsonl") == place_of(".")
     with pytest.raises(OverlapError):
         check_apart("x", "out", ["**/*.jsonl"])
     f = tmp_path / "a.jsonl"

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from test_kernels_vs_reference import random_doc
 
-from textsieve.dsir.features import HashedNgramParams, featurize
 from textsieve.text.batch_encoding import codepoints_batch, encode_batch
+from textsieve.text.hashed_ngrams import HashedNgramParams, featurize
 from textsieve.text.raw_kernel import _fnv_py
 from textsieve.text.unicode_props import unicode_tables
 from textsieve.text.wordpunct import token_bounds, wordpunct_spans

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 import fsspec
 import numpy as np
 
-from textsieve.dsir.features import HashedNgramParams
 from textsieve.io.atomic import atomic_open
+from textsieve.text.hashed_ngrams import HashedNgramParams
 
 KIND = "textsieve.dsir.hashed-ngram"
 VERSION = 1

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from textsieve.dsir.features import HashedNgramParams, bucket_counts
 from textsieve.io.texts import corpus_documents, input_texts
+from textsieve.text.hashed_ngrams import HashedNgramParams, bucket_counts
 
 EPS = 1e-10
 

@@ -15,14 +15,14 @@ from collections.abc import Iterable
 
 from textsieve.errors import TextsieveError
 
-_MAGIC = frozenset("*?[")
+GLOB_CHARS = frozenset("*?[")
 
 
 class OverlapError(TextsieveError, ValueError):
     """An output location that is, contains or lies inside an input location."""
 
 
-def _place(location: str) -> tuple[str, str]:
+def place_of(location: str) -> tuple[str, str]:
     """(protocol, normalised absolute path) of a location; globs stand for their fixed prefix."""
     location = os.fspath(location)
     if "::" in location:  # chained (zip://x::archive.zip): a place inside an archive, compared as text
@@ -30,9 +30,9 @@ def _place(location: str) -> tuple[str, str]:
         proto, _, path = head.partition("://")
         if "://" not in chain and "::" not in chain:  # a local archive: by its resolved path
             chain = os.path.realpath(os.path.expanduser(chain))
-        return f"{proto}::{chain}", posixpath.normpath("/" + _fixed_prefix(path).lstrip("/"))
-    if any(c in _MAGIC for c in location):  # a glob stands for its fixed prefix ("*.jsonl": ".")
-        location = _fixed_prefix(location) or ("/" if location.startswith("/") else ".")
+        return f"{proto}::{chain}", posixpath.normpath("/" + fixed_prefix(path).lstrip("/"))
+    if any(c in GLOB_CHARS for c in location):  # a glob stands for its fixed prefix ("*.jsonl": ".")
+        location = fixed_prefix(location) or ("/" if location.startswith("/") else ".")
     if "://" in location:
         import fsspec
 
@@ -44,33 +44,33 @@ def _place(location: str) -> tuple[str, str]:
     return "file", os.path.realpath(os.path.expanduser(location))
 
 
-def _fixed_prefix(location: str) -> str:
+def fixed_prefix(location: str) -> str:
     """The part of a path before its first glob character's component."""
     fixed = []
     for part in location.split("/"):
-        if any(c in _MAGIC for c in part):
+        if any(c in GLOB_CHARS for c in part):
             break
         fixed.append(part)
     return "/".join(fixed)
 
 
-def _within(inner: str, outer: str) -> bool:
+def is_within(inner: str, outer: str) -> bool:
     outer = outer.rstrip("/") or "/"
     return inner == outer or inner.startswith(outer if outer.endswith("/") else outer + "/")
 
 
 def check_apart(stage: str, output: str, inputs: Iterable[str], flag: str = "--output") -> None:
     """Raise `OverlapError` when `output` equals, contains or lies inside one of `inputs`."""
-    out_proto, out_path = _place(output)
+    out_proto, out_path = place_of(output)
     places = []
     for raw in inputs:
         if raw:  # a chained input (zip://x::archive.zip) is also the archive it reads
-            places += [(raw, _place(str(raw)))] + ([(raw, _place(str(raw).rsplit("::", 1)[1]))] if "::" in str(raw)
+            places += [(raw, place_of(str(raw)))] + ([(raw, place_of(str(raw).rsplit("::", 1)[1]))] if "::" in str(raw)
                                                    else [])
     for raw, (proto, path) in places:
         if proto != out_proto:
             continue
-        if _within(out_path, path) or _within(path, out_path):
-            how = ("is" if out_path == path else "lies inside" if _within(out_path, path) else "contains")
+        if is_within(out_path, path) or is_within(path, out_path):
+            how = ("is" if out_path == path else "lies inside" if is_within(out_path, path) else "contains")
             raise OverlapError(f"{stage}: the output folder {output} ({flag}) {how} the input {raw}; its outputs "
                                "would replace or mix with the inputs. Choose an output folder outside the inputs")

@@ -52,7 +52,7 @@ from .saved_datasets import saved_dataset_paths
 
 # Longest suffix first: ".warc.wet.gz" must win over ".gz"-style matches of shorter entries.
 # A list, grown in place by `register_suffixes`, so every module holding it sees added formats.
-_SUFFIX_FORMATS: list[tuple[str, str]] = sorted(
+SUFFIX_FORMATS: list[tuple[str, str]] = sorted(
     {
         **{f".{ext}{comp}": "jsonl" for ext in ("jsonl", "json", "ndjson") for comp in ("", ".gz", *ZSTD_SUFFIXES)},
         ".parquet": "parquet",
@@ -100,7 +100,7 @@ def detect_format(name: str) -> str | None:
     """Format of a file from its name (case-insensitive), or None when the extension is unknown."""
     extensions.load_entry_points(extensions.READERS)
     lower = name.lower()
-    for suffix, fmt in _SUFFIX_FORMATS:
+    for suffix, fmt in SUFFIX_FORMATS:
         if lower.endswith(suffix):
             return fmt
     return None
@@ -374,7 +374,7 @@ def _size(info: dict[str, Any]) -> int:
 
 def _known_suffixes() -> str:
     extensions.load_entry_points(extensions.READERS)
-    return ", ".join(sorted({s for s, _ in _SUFFIX_FORMATS}))
+    return ", ".join(sorted({s for s, _ in SUFFIX_FORMATS}))
 
 
 def register_suffixes(fmt: str, suffixes: tuple[str, ...]) -> None:
@@ -388,14 +388,14 @@ def register_suffixes(fmt: str, suffixes: tuple[str, ...]) -> None:
     wanted = tuple(s.lower() for s in suffixes)
     if not wanted or any(not s.startswith(".") or len(s) < 2 for s in wanted):
         raise ValueError(f"reader {fmt!r}: suffixes must be given and start with '.', e.g. ('.tsv', '.tsv.gz')")
-    taken = dict(_SUFFIX_FORMATS)
+    taken = dict(SUFFIX_FORMATS)
     clash = [f"{s} ({taken[s]})" for s in wanted if taken.get(s, fmt) != fmt]
     if clash:
         raise ValueError(f"reader {fmt!r}: suffixes already read as another format: {', '.join(clash)}")
-    _SUFFIX_FORMATS.extend((s, fmt) for s in dict.fromkeys(wanted) if s not in taken)
-    _SUFFIX_FORMATS.sort(key=lambda item: -len(item[0]))  # stable: equal lengths keep their order
+    SUFFIX_FORMATS.extend((s, fmt) for s in dict.fromkeys(wanted) if s not in taken)
+    SUFFIX_FORMATS.sort(key=lambda item: -len(item[0]))  # stable: equal lengths keep their order
 
 
 def unregister_suffixes(fmt: str) -> None:
     """Forget every suffix of format `fmt` (see `textsieve.io.unregister_reader`)."""
-    _SUFFIX_FORMATS[:] = [item for item in _SUFFIX_FORMATS if item[1] != fmt]
+    SUFFIX_FORMATS[:] = [item for item in SUFFIX_FORMATS if item[1] != fmt]

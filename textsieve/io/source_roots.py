@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 import fsspec
 
 from textsieve.errors import TextsieveError
-from textsieve.io.overlap import _place, _within
+from textsieve.io.overlap import is_within, place_of
 
 SOURCE_ROOT_ENV = "TEXTSIEVE_SOURCE_ROOT"
 
@@ -67,12 +67,12 @@ def check_source(meta: dict, roots: Iterable[str], where: str) -> None:
     src = meta.get("source_shard") or {}
     paths = [str(p) for p in (src.get("members") or ())] or [str(src.get("path") or "")]
     roots = list(roots)
-    places = [_place(r) for r in roots] + [_lexical(r) for r in roots]
+    places = [place_of(r) for r in roots] + [_lexical(r) for r in roots]
     for path in paths:
         # resolved (symlinks followed) or as written with `..` folded: an input folder's own
         # symlink to a file elsewhere is the user's data, and annotate followed it (item 7)
-        mine = (_place(path), _lexical(path))
-        if not any(proto == rp and _within(p, rpath) for proto, p in mine for rp, rpath in places):
+        mine = (place_of(path), _lexical(path))
+        if not any(proto == rp and is_within(p, rpath) for proto, p in mine for rp, rpath in places):
             raise UntrustedSourceError(
                 f"{where}: its footer names the source {path}, which lies outside the inputs recorded for this "
                 f"folder ({', '.join(map(str, roots)) or 'none'}); if the sources moved there, give that folder "
@@ -82,12 +82,12 @@ def check_source(meta: dict, roots: Iterable[str], where: str) -> None:
 def _lexical(location: str) -> tuple[str, str]:
     """(protocol, path) of a local location made absolute with `..` folded but symlinks kept."""
     if "://" in location or "::" in location:
-        return _place(location)
-    from textsieve.io.overlap import _MAGIC, _fixed_prefix
+        return place_of(location)
+    from textsieve.io.overlap import GLOB_CHARS, fixed_prefix
 
     loc = os.path.expanduser(location)
-    if any(c in _MAGIC for c in loc):
-        loc = _fixed_prefix(loc) or "."
+    if any(c in GLOB_CHARS for c in loc):
+        loc = fixed_prefix(loc) or "."
     return "file", os.path.normpath(os.path.abspath(loc))
 
 

@@ -224,7 +224,7 @@ def _label(value: Any, where: str) -> int | None:
     raise ValueError(f"{where}: label {value!r} is not 0/1 (or true/false)")
 
 
-def _read_source(src: LabelledSource, features: list[str] | None, need_signals: bool = True) -> tuple[Any, list[str]]:
+def read_source(src: LabelledSource, features: list[str] | None, need_signals: bool = True) -> tuple[Any, list[str]]:
     """The attribute table of one source (labels in a `label` column, filtered by `where`; each
     row's annotate shard and position in `__rel`, `__pos`, for the other feature sets)."""
     import duckdb
@@ -307,7 +307,7 @@ def train(cfg: LearnConfig) -> LearnResult:
     blocks, ys, ids = [], [], []
     unlabelled = 0
     for src in cfg.sources:
-        table, names = _read_source(src, names or cfg.features)
+        table, names = read_source(src, names or cfg.features)
         y = table.column("label").to_numpy(zero_copy_only=False)
         known = ~np.isnan(y.astype(np.float64))
         unlabelled += int((~known).sum())

@@ -3,7 +3,7 @@ documents and fit a `fusion.FusedModel`.
 
 Why apart from `model.train`: that one builds the SQL-compiled logistic model from signals
 alone and must stay byte-for-byte what it was; this one reads the other feature sets (the
-`_embed_<model>` set, texts re-read for n-grams) of exactly the rows `model._read_source`
+`_embed_<model>` set, texts re-read for n-grams) of exactly the rows `model.read_source`
 selected, matched by (annotate shard, position).
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from textsieve.learned.model import LearnConfig, LearnResult, _read_source
+from textsieve.learned.model import LearnConfig, LearnResult, read_source
 from textsieve.learned.views import FeatureSetError, embed_rows, embedding_info, ngram_matrix, shard_texts
 
 
@@ -47,7 +47,7 @@ def train_fused(cfg: LearnConfig, views: list[str]) -> LearnResult:
     unlabelled = 0
     embed_spec: dict[str, Any] | None = None
     for src in cfg.sources:
-        table, names = _read_source(src, names or cfg.features, need_signals="signals" in views)
+        table, names = read_source(src, names or cfg.features, need_signals="signals" in views)
         y = table.column("label").to_numpy(zero_copy_only=False).astype(np.float64)
         known = ~np.isnan(y)
         unlabelled += int((~known).sum())

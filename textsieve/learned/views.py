@@ -3,7 +3,7 @@
   signals  the signal features of `learned.features` (median-imputed, standardised)
   embed    the document's stored embedding (`_embed_<model>`, `embedding.store`): unit rows
   ngrams   hashed word/punctuation uni- and bigrams of the text (the DSIR featurizer,
-           `dsir.features`), log(1 + count) per bucket, each row scaled to unit length
+           `text.hashed_ngrams`), log(1 + count) per bucket, each row scaled to unit length
 
 Why these and why so: signals are cheap and interpretable; an embedding sees topic and style;
 n-grams see the words themselves. The n-gram view re-reads texts from the annotate shards'
@@ -51,7 +51,7 @@ def parse_views(spec: str | Sequence[str] | None) -> list[str]:
 
 
 def ngram_params() -> Any:
-    from textsieve.dsir.features import HashedNgramParams
+    from textsieve.text.hashed_ngrams import HashedNgramParams
 
     return HashedNgramParams(buckets=NGRAM_BUCKETS, ngrams=NGRAM_ORDER, seed=NGRAM_SEED)
 
@@ -65,7 +65,7 @@ def ngram_matrix(texts: Sequence[str]) -> Any:
     """The `ngrams` view of `texts`: SciPy CSR (n, NGRAM_BUCKETS), float64."""
     from scipy.sparse import csr_matrix
 
-    from textsieve.dsir.features import featurize
+    from textsieve.text.hashed_ngrams import featurize
 
     params = ngram_params()
     if not texts:

@@ -140,7 +140,7 @@ def learn_set(cfg: PipelineConfig, index: int) -> tuple[str, pa.Schema, str]:
 def existing_sets(attrs: str) -> dict[str, pa.Schema]:
     """Schemas of the attribute sets already under `attrs` ({} when nothing is there yet)."""
     from textsieve.io.attributes import attribute_sets, attribute_shards
-    from textsieve.recipes.sql import _arrow_schema
+    from textsieve.recipes.schema import arrow_schema
 
     try:
         names = attribute_sets(attrs)
@@ -152,7 +152,7 @@ def existing_sets(attrs: str) -> dict[str, pa.Schema]:
             fs, files = attribute_shards(attrs, name)
         except FileNotFoundError:
             continue
-        out[name] = _arrow_schema(fs, files[0])
+        out[name] = arrow_schema(fs, files[0])
     return out
 
 

@@ -117,19 +117,19 @@ def _local(path: str, fs: fsspec.AbstractFileSystem) -> str:
 def read_schema(directory: str) -> Schema:
     """Columns of annotate's shards and of every attribute set under `directory`."""
     fs, files = attribute_shards(directory)
-    sets = [("", _arrow_schema(fs, files[0]), [_local(p, fs) for p in files])]
+    sets = [("", arrow_schema(fs, files[0]), [_local(p, fs) for p in files])]
     for name in attribute_sets(directory):
         try:
             sfs, sfiles = attribute_shards(directory, name)
         except FileNotFoundError:
             continue
-        sets.append((name, _arrow_schema(sfs, sfiles[0]), [_local(p, sfs) for p in sfiles]))
+        sets.append((name, arrow_schema(sfs, sfiles[0]), [_local(p, sfs) for p in sfiles]))
     schema = schema_from_arrow(directory, sets)
     schema.stale = stale_attribute_sets(directory)
     return schema
 
 
-def _arrow_schema(fs: fsspec.AbstractFileSystem, path: str) -> pa.Schema:
+def arrow_schema(fs: fsspec.AbstractFileSystem, path: str) -> pa.Schema:
     with fs.open(path, "rb") as fh:
         return pq.ParquetFile(fh).schema_arrow
 

@@ -39,7 +39,6 @@ from textsieve.recipes.schema import END, Column, Schema, q
 
 # The schema used to live here; callers that import it from `sql` keep working.
 from textsieve.recipes.schema import KEY_COLUMNS as KEY_COLUMNS
-from textsieve.recipes.schema import _arrow_schema as _arrow_schema
 from textsieve.recipes.schema import read_schema as read_schema
 from textsieve.recipes.schema import schema_from_arrow as schema_from_arrow
 

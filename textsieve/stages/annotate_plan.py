@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from textsieve.errors import TextsieveError
 from textsieve.io.attributes import read_shard_meta
 from textsieve.io.identity import shard_identity
-from textsieve.io.paths import _SUFFIX_FORMATS, Shard
+from textsieve.io.paths import SUFFIX_FORMATS, Shard
 from textsieve.io.publish import Publication
 from textsieve.io.safe_paths import safe_rel
 from textsieve.stages.annotate_parts import Resume, drop_parts, find_parts
@@ -38,7 +38,7 @@ def output_rel(shard_rel: str) -> str:
     """The attribute shard's path under --output: the input's rel with its format suffix
     replaced by `.parquet` (`sub/a.jsonl.gz` -> `sub/a.parquet`)."""
     low = shard_rel.lower()
-    for suffix, _ in _SUFFIX_FORMATS:
+    for suffix, _ in SUFFIX_FORMATS:
         if low.endswith(suffix):
             return shard_rel[: -len(suffix)] + ".parquet"
     return shard_rel + ".parquet"

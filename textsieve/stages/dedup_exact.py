@@ -149,7 +149,7 @@ class ExactResult:
 
 
 @dataclass
-class _Source:
+class DocSource:
     """One shard of the corpus: where its output goes and how to read (id, shard, row, text)."""
 
     rel: str  # output rel (`.parquet`)
@@ -191,7 +191,7 @@ def _base_rows(fs: fsspec.AbstractFileSystem, path: str) -> Iterator[tuple[str, 
             yield from zip(*(b.column(c).to_pylist() for c in ("id", "shard", "row")))
 
 
-def _sources(cfg: ExactConfig) -> tuple[list[_Source], str, bool]:
+def _sources(cfg: ExactConfig) -> tuple[list[DocSource], str, bool]:
     """The corpus shards in corpus order, the output folder and whether sizes are doc counts."""
     if len(cfg.inputs) == 1:
         fs, root = fsspec.core.url_to_fs(cfg.inputs[0])
@@ -207,7 +207,7 @@ def _sources(cfg: ExactConfig) -> tuple[list[_Source], str, bool]:
             for p in paths:
                 with fs.open(p, "rb") as fh:
                     n = pq.ParquetFile(fh).metadata.num_rows
-                out.append(_Source(p[len(root) + 1:], n, annotate_path=p, fs=fs))
+                out.append(DocSource(p[len(root) + 1:], n, annotate_path=p, fs=fs))
             return out, cfg.output or cfg.inputs[0], True
     if not cfg.output:
         raise ValueError("dedup exact: --output DIR is required unless the input is one annotate output folder")
@@ -215,10 +215,10 @@ def _sources(cfg: ExactConfig) -> tuple[list[_Source], str, bool]:
     opts = ReadOptions(text_field=cfg.text_field, id_field=cfg.id_field,
                        max_doc_bytes=parse_max_doc_bytes(cfg.max_doc_bytes))
     shards = sorted(expand_inputs(cfg.inputs), key=lambda s: s.rel)
-    return [_Source(output_rel(s.rel), s.size, shard=s, options=opts) for s in shards], cfg.output, False
+    return [DocSource(output_rel(s.rel), s.size, shard=s, options=opts) for s in shards], cfg.output, False
 
 
-def _batches(src: _Source, max_chars: int = 1 << 62) -> Iterator[tuple[list, list, list, list]]:
+def _batches(src: DocSource, max_chars: int = 1 << 62) -> Iterator[tuple[list, list, list, list]]:
     """The shard's (ids, shards, rows, texts) in batches of at most BATCH documents and, after
     the first document, `max_chars` characters (the process's share of `--memory`)."""
     cols: tuple[list, list, list, list] = ([], [], [], [])
@@ -240,7 +240,7 @@ def _batches(src: _Source, max_chars: int = 1 << 62) -> Iterator[tuple[list, lis
 HASH_BYTES_PER_CHAR = 16
 
 
-def _hash_shard(task: tuple[_Source, str, str | None, int],
+def _hash_shard(task: tuple[DocSource, str, str | None, int],
                 on_batch: Callable[[int], None] | None = None) -> HashedShard:
     """The hashed documents of one shard (`dedup.hashed`), in record order, with their content
     keys: appended batch by batch to the IPC file `spill` (a local worker or the main process),
@@ -264,7 +264,7 @@ def _hash_shard(task: tuple[_Source, str, str | None, int],
     return writer.close() if writer is not None else HashedShard(n, held=held)
 
 
-def _in_process(cfg: ExactConfig, sources: list[_Source], counted: bool) -> ExactConfig:
+def _in_process(cfg: ExactConfig, sources: list[DocSource], counted: bool) -> ExactConfig:
     """`cfg` with one worker when the work touches memory:// (which worker processes and Ray
     cannot see) and no worker count was asked for; `LocationError` when one was."""
     from textsieve.exec.local import default_workers
@@ -278,7 +278,7 @@ def _in_process(cfg: ExactConfig, sources: list[_Source], counted: bool) -> Exac
                                                    cfg.executor) < planned else cfg
 
 
-def _hashed_shards(cfg: ExactConfig, sources: list[_Source], progress: Progress, counted: bool, work: str,
+def _hashed_shards(cfg: ExactConfig, sources: list[DocSource], progress: Progress, counted: bool, work: str,
                    share: int) -> Iterator[HashedShard]:
     """Yield `_hash_shard` results in corpus order, each spilled to `work` (`dedup.hashed`):
     in-process with one worker (progress per batch), otherwise on the local pool or Ray
@@ -310,7 +310,7 @@ def _hashed_shards(cfg: ExactConfig, sources: list[_Source], progress: Progress,
         yield result.spilled(f"{work}/hashed-{i}.arrow")  # a Ray result is held in memory until here
 
 
-def _run_key(cfg: ExactConfig, info: dict, sources: list[_Source]) -> str:
+def _run_key(cfg: ExactConfig, info: dict, sources: list[DocSource]) -> str:
     """The settings and the inputs' identities: annotate shards by their published hashes, raw
     shards by size and modification time."""
     parts: list[Any] = [info]

@@ -66,7 +66,7 @@ from textsieve.io.parquet_read import read_table
 from textsieve.io.publish import Publication, content_key, settings_diff
 from textsieve.options import MEMORY_HELP, check_choices, option, progress_option
 from textsieve.signals.spans import span_type
-from textsieve.stages.dedup_exact import _Source
+from textsieve.stages.dedup_exact import DocSource
 from textsieve.stages.dedup_exact_out import write_tables
 from textsieve.stages.doc_set import annotate_sources
 
@@ -143,7 +143,7 @@ def _check(cfg: LinesConfig) -> None:
         raise DedupLinesError(f"dedup lines: --bloom-fp {cfg.bloom_fp}: must be between 0 and 1 (e.g. 0.001)")
 
 
-def _sources(directory: str) -> list[_Source]:
+def _sources(directory: str) -> list[DocSource]:
     return annotate_sources(directory, "dedup lines", "the line spans are annotate's", DedupLinesError)
 
 
@@ -160,7 +160,7 @@ class Hashed:
     n_rows: int = 0
 
 
-def _hash_shard(task: tuple[_Source, str, str, int]) -> Hashed:
+def _hash_shard(task: tuple[DocSource, str, str, int]) -> Hashed:
     """Read one shard's texts in order and write its `LINE_ROW`s (shard-local line and document
     ordinals) and its base table to work files; `share` bounds a read batch's characters."""
     src, mode, prefix, share = task
@@ -293,7 +293,7 @@ def _plan(cfg: LinesConfig, n_tasks: int) -> tuple[LinesConfig, MemoryPlan, int]
     return cfg, plan, max(1, plan.workers)
 
 
-def _run_key(cfg: LinesConfig, info: dict, sources: list[_Source]) -> str:
+def _run_key(cfg: LinesConfig, info: dict, sources: list[DocSource]) -> str:
     """The result-changing settings and the annotate shards' published contents."""
     fs, root = fsspec.core.url_to_fs(cfg.directory)
     parts = [{k: info.get(k) for k in ("version", *RESULT_KEYS)}, content_key(fs, root, [s.rel for s in sources])]
@@ -309,7 +309,7 @@ def _check_existing(fs: fsspec.AbstractFileSystem, set_root: str, info: dict, cf
             f"settings to keep it, or pass --overwrite (overwrite=True) to replace it")
 
 
-def _finish_group(cfg: LinesConfig, group: list[int], hashed: list[Hashed], sources: list[_Source], pub: Publication,
+def _finish_group(cfg: LinesConfig, group: list[int], hashed: list[Hashed], sources: list[DocSource], pub: Publication,
                   work: str, plan: MemoryPlan, info: dict, progress: Progress) -> None:
     """Flag one group's lines (exact or Bloom) and stage its output shards."""
     line_at = np.concatenate([[0], np.cumsum([h.n_lines for h in hashed])]).astype(np.int64)
@@ -392,7 +392,7 @@ def run_lines(cfg: LinesConfig) -> LinesResult:
     return result
 
 
-def _compute(cfg: LinesConfig, sources: list[_Source], groups: list[list[int]], pub: Publication, info: dict,
+def _compute(cfg: LinesConfig, sources: list[DocSource], groups: list[list[int]], pub: Publication, info: dict,
              result: LinesResult) -> None:
     from textsieve.exec.local import ordered_map
 

@@ -40,7 +40,7 @@ from textsieve.io.leftovers import remove_stale_temps
 from textsieve.io.locations import pool_workers, source_locations
 from textsieve.io.parquet_read import read_table
 from textsieve.io.publish import Publication, content_key, read_manifest, settings_diff
-from textsieve.stages.dedup_exact import _Source
+from textsieve.stages.dedup_exact import DocSource
 from textsieve.stages.dedup_exact_out import write_tables
 
 BASE = [("id", pa.string()), ("shard", pa.string()), ("row", pa.int64())]
@@ -96,7 +96,7 @@ def output_schema(job: DocSetJob) -> pa.Schema:
 
 
 def annotate_sources(directory: str, stage: str, why: str = "its shards point at the texts",
-                     error: type[TextsieveError] = DocSetError) -> list[_Source]:
+                     error: type[TextsieveError] = DocSetError) -> list[DocSource]:
     """The annotate folder's shards in corpus order, each able to re-read its texts; `error`
     (with `why` the stage needs annotate's output) when `directory` is not one."""
     fs, root = fsspec.core.url_to_fs(directory)
@@ -111,7 +111,7 @@ def annotate_sources(directory: str, stage: str, why: str = "its shards point at
     for p in paths:
         with sfs.open(p, "rb") as fh:
             n = pq.ParquetFile(fh).metadata.num_rows
-        out.append(_Source(p[len(root) + 1:], n, annotate_path=p, fs=sfs))
+        out.append(DocSource(p[len(root) + 1:], n, annotate_path=p, fs=sfs))
     return out
 
 
@@ -125,7 +125,7 @@ def _state(job: DocSetJob, key: str) -> Any:
     return _STATE[key]
 
 
-def _tables(job: DocSetJob, key: str, src: _Source) -> Iterator[pa.Table]:
+def _tables(job: DocSetJob, key: str, src: DocSource) -> Iterator[pa.Table]:
     """The shard's output, one batch of documents at a time (an empty table for an empty shard)."""
     state = _state(job, key)
     schema = output_schema(job)
@@ -160,7 +160,7 @@ def _tables(job: DocSetJob, key: str, src: _Source) -> Iterator[pa.Table]:
         yield table()
 
 
-def _compute_shard(task: tuple[DocSetJob, str, _Source, fsspec.AbstractFileSystem, str, dict]) -> tuple[str, int]:
+def _compute_shard(task: tuple[DocSetJob, str, DocSource, fsspec.AbstractFileSystem, str, dict]) -> tuple[str, int]:
     """One shard, in a worker: its output written under the staging folder."""
     job, key, src, fs, staging, meta = task
     write_tables(staging, fs, src.rel, _tables(job, key, src), meta)
@@ -224,7 +224,7 @@ def run_doc_set(directory: str, job: DocSetJob, *, workers: int | None = None, p
     return result
 
 
-def _compute(job: DocSetJob, settings: str, sources: list[_Source], shard_fp: dict[str, str], pub: Publication,
+def _compute(job: DocSetJob, settings: str, sources: list[DocSource], shard_fp: dict[str, str], pub: Publication,
              info: dict, overwrite: bool, workers: int | None, progress: bool, directory: str,
              result: DocSetResult, executor: str = "local", address: str | None = None) -> None:
     from textsieve.exec.local import default_workers, ordered_map

@@ -43,10 +43,10 @@ from textsieve.io.publish import Publication, content_key, contents
 from textsieve.io.texts import input_texts, shard_texts
 
 if TYPE_CHECKING:
-    from textsieve.dsir.features import HashedNgramParams
     from textsieve.dsir.model import DsirModel
     from textsieve.embedding.models import Embedder
     from textsieve.stages.dsir_fit import DsirFitConfig, DsirFitResult
+    from textsieve.text.hashed_ngrams import HashedNgramParams
 
 
 def _embedder(raw: str, model: str | None) -> tuple[str, Embedder, str]:
@@ -72,7 +72,7 @@ def _ngram_scores(model: DsirModel, texts: list[str], mu: float | None) -> tuple
     """(log-ratio sums, n-gram counts, tokens) of `texts`; with `mu`, the sums become the shrunk
     per-n-gram score (`resample.shrunk`'s rule with n0 = DEFAULT_PRIOR_NGRAMS)."""
     from textsieve.dsir.defaults import DEFAULT_PRIOR_NGRAMS
-    from textsieve.dsir.features import batched, doc_sums, featurize
+    from textsieve.text.hashed_ngrams import batched, doc_sums, featurize
 
     lr = model.log_ratio()
     fbs = [featurize(b, model.params) for b in batched(texts)]
@@ -87,7 +87,7 @@ def _ngram_scores(model: DsirModel, texts: list[str], mu: float | None) -> tuple
 
 
 def _tokens(texts: list[str], params: HashedNgramParams) -> np.ndarray:
-    from textsieve.dsir.features import batched, featurize
+    from textsieve.text.hashed_ngrams import batched, featurize
 
     fbs = [featurize(b, params) for b in batched(texts)]
     return np.concatenate([fb.tokens for fb in fbs]) if fbs else np.zeros(0, np.int64)
@@ -136,8 +136,8 @@ def _identity(cfg: DsirFitConfig, emb: Embedder, pool: _Pool, target_fp: str, ra
 def _fit_model(cfg: DsirFitConfig, emb: Embedder, pool: _Pool, target_texts: list[str], total: int,
                params: HashedNgramParams, identity: str, model_path: str, training: dict) -> None:
     """Fit and save the model: target embeddings (and n-gram scores, leave-fold-out) vs the pool sample."""
-    from textsieve.dsir.features import bucket_counts
     from textsieve.dsir.model import DsirModel
+    from textsieve.text.hashed_ngrams import bucket_counts
 
     stride = max(1, -(-total // em.MAX_FIT_POOL))
     target = np.concatenate([emb.embed(target_texts[i:i + 1000]) for i in range(0, len(target_texts), 1000)])
@@ -186,8 +186,8 @@ def _fit_model(cfg: DsirFitConfig, emb: Embedder, pool: _Pool, target_texts: lis
 
 def _target_ngram_scores(ngram: DsirModel, texts: list[str], params: HashedNgramParams, mu: float) -> np.ndarray:
     """Each target fold's shrunk n-gram score under the target counts without that fold."""
-    from textsieve.dsir.features import bucket_counts
     from textsieve.dsir.model import DsirModel
+    from textsieve.text.hashed_ngrams import bucket_counts
 
     folds = np.arange(len(texts)) % em.FOLDS
     out = np.zeros(len(texts))
@@ -207,9 +207,9 @@ def _target_ngram_scores(ngram: DsirModel, texts: list[str], params: HashedNgram
 
 def run_fit_embed(cfg: DsirFitConfig) -> DsirFitResult:
     """Weigh every document of `cfg.raw` with the embedding (or combined) classifier (module doc)."""
-    from textsieve.dsir.features import HashedNgramParams
     from textsieve.dsir.model import DsirModel
     from textsieve.stages.dsir_fit import DsirFitResult
+    from textsieve.text.hashed_ngrams import HashedNgramParams
 
     t0 = time.perf_counter()
     check_name(cfg.name)

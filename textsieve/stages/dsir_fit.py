@@ -54,8 +54,8 @@ from textsieve.options import option, progress_option
 from textsieve.recipes.language import Recipe
 
 if TYPE_CHECKING:  # the numba feature code loads on first use, not when the CLI builds its parser
-    from textsieve.dsir.features import HashedNgramParams, NgramBatch
     from textsieve.dsir.model import DsirModel
+    from textsieve.text.hashed_ngrams import HashedNgramParams, NgramBatch
 
 MODEL_FILE = "model.dsir"
 
@@ -109,7 +109,7 @@ class DsirFitResult:
 def score_texts(model: DsirModel, texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(sum log weight, normalised log weight (NaN without n-grams), tokens) of arbitrary texts
     under a fitted model: the values `run_fit` stores, for documents outside the pool."""
-    from textsieve.dsir.features import doc_sums
+    from textsieve.text.hashed_ngrams import doc_sums
 
     lr = model.log_ratio()
     fbs = _featurize_all(texts, model.params)
@@ -123,7 +123,7 @@ def score_texts(model: DsirModel, texts: list[str]) -> tuple[np.ndarray, np.ndar
 
 
 def _featurize_all(texts: list[str], params: HashedNgramParams) -> list[NgramBatch]:
-    from textsieve.dsir.features import batched, featurize
+    from textsieve.text.hashed_ngrams import batched, featurize
 
     return [featurize(b, params) for b in batched(texts)]
 
@@ -177,8 +177,8 @@ def _run_key(cfg: DsirFitConfig, params: Any, raw_shards: list, survivors_fp: st
 
 
 def run_fit(cfg: DsirFitConfig) -> DsirFitResult:
-    from textsieve.dsir.features import HashedNgramParams, bucket_counts, doc_sums
     from textsieve.dsir.model import DsirModel
+    from textsieve.text.hashed_ngrams import HashedNgramParams, bucket_counts, doc_sums
 
     if cfg.features != "ngram":  # a classifier on embeddings: same set and columns, its own fit
         from textsieve.options import check_choices

@@ -43,7 +43,7 @@ from textsieve.io.leftovers import remove_stale_temps
 from textsieve.io.limits import DEFAULT_MAX_DOC_BYTES, parse_max_doc_bytes
 from textsieve.io.locations import pool_workers
 from textsieve.io.overlap import check_apart
-from textsieve.io.paths import _SUFFIX_FORMATS, Shard, expand_inputs
+from textsieve.io.paths import SUFFIX_FORMATS, Shard, expand_inputs
 from textsieve.io.publish import Publication
 from textsieve.io.safe_paths import safe_rel
 from textsieve.options import address_option, check_choices, executor_option, option, progress_option
@@ -111,7 +111,7 @@ class ExtractResult:
 def output_rel(shard_rel: str, fmt: str) -> str:
     """`crawl/a.warc.gz` -> `crawl/a.jsonl.gz` (the input's format suffix replaced)."""
     low = shard_rel.lower()
-    for suffix, _ in _SUFFIX_FORMATS:
+    for suffix, _ in SUFFIX_FORMATS:
         if low.endswith(suffix):
             return shard_rel[: -len(suffix)] + doc_suffix(fmt)
     return shard_rel + doc_suffix(fmt)

@@ -215,7 +215,7 @@ def _fingerprints(spec: MixSpec, pools: list[SourcePool], tokenizer_info: dict |
     return sfp, key
 
 
-def _check_apart(spec: MixSpec, output: str) -> None:
+def check_mix_apart(spec: MixSpec, output: str) -> None:
     from textsieve.io.locations import source_locations
     from textsieve.io.overlap import check_apart
 
@@ -252,7 +252,7 @@ def run_mix(cfg: MixConfig) -> MixResult:
     check_output(cfg.output)
     assert cfg.output is not None
     spec = resolve_mix(cfg)
-    _check_apart(spec, cfg.output)
+    check_mix_apart(spec, cfg.output)
     spec, pools, plan = plan_mix(replace(cfg))
     return publish_mix(cfg, spec, pools, plan, t0)
 

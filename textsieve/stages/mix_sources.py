@@ -120,15 +120,15 @@ def select_pool(spec: SourceSpec, cfg: Any) -> SourcePool:
     """The documents `select` with config `cfg` (a `SelectConfig`, every setting of it) chooses
     from `spec.attributes` (`select --shards` passes its own config)."""
     from textsieve.io.publish import content_key
-    from textsieve.stages.select import _published_inputs, _selected, _shard_metas, resolve_select_config
+    from textsieve.stages.select import published_inputs, resolve_select_config, selected_rows, shard_metas
 
     assert spec.attributes is not None
     source_roots = list(cfg.source_roots)
     where = f"sources: {spec.name}"
     try:
         cfg = resolve_select_config(cfg)
-        _, _, metas = _shard_metas(spec.attributes, source_roots)
-        selected, dsir_summary, used = _selected(cfg)
+        _, _, metas = shard_metas(spec.attributes, source_roots)
+        selected, dsir_summary, used = selected_rows(cfg)
     except FileNotFoundError as exc:
         raise MixError(f"{where}: {exc}") from None
     shards = []
@@ -143,7 +143,7 @@ def select_pool(spec: SourceSpec, cfg: Any) -> SourcePool:
         shards.append(ShardPool(shard, "attributes", meta, d["rows"], list(d["ids"]), d["lengths"], d["counts"],
                                 d.get("starts"), d.get("ends")))
     fs, root = fsspec.core.url_to_fs(spec.attributes)
-    inputs = {"attributes": spec.attributes, "content": _published_inputs(spec.attributes),
+    inputs = {"attributes": spec.attributes, "content": published_inputs(spec.attributes),
               "annotate": content_key(fs, root.rstrip("/")), "attribute_sets": used}
     pool = SourcePool(spec, shards, inputs, details={"dsir": dsir_summary, "recipe": spec.recipe})
     if spec.redact:
@@ -333,13 +333,13 @@ def texts(sp: ShardPool, want: np.ndarray | None = None, copies: np.ndarray | No
                                "in the source)")
             yield i, text
         return
-    from textsieve.stages.select import _Task
+    from textsieve.stages.select import ShardTask
     from textsieve.stages.select_output import stream_selected
 
     keep = np.ones(len(sp.rows), bool) if want is None else want
     idx = np.flatnonzero(keep)
     meta = {k: v for k, v in sp.meta.items() if not k.startswith("_")}
-    task = _Task(meta, "", "", sp.rows[idx], [sp.ids[i] for i in idx.tolist()], sp.lengths[idx],
+    task = ShardTask(meta, "", "", sp.rows[idx], [sp.ids[i] for i in idx.tolist()], sp.lengths[idx],
                  np.ones(len(idx), np.int64) if copies is None else np.asarray(copies, np.int64)[idx],
                  [sp.starts[i] for i in idx.tolist()] if sp.starts else None,
                  [sp.ends[i] for i in idx.tolist()] if sp.ends else None, sp.redact, sp.redact_labels)

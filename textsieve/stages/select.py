@@ -147,7 +147,7 @@ class SelectResult:
 
 
 @dataclass
-class _Task:
+class ShardTask:
     """One source shard's part of the selection (picklable, for the process pool)."""
 
     meta: dict
@@ -163,7 +163,7 @@ class _Task:
     redact_labels: tuple[str, ...] = ()
 
 
-def _shard_metas(directory: str, source_roots: Sequence[str] = ()) -> tuple[fsspec.AbstractFileSystem, str,
+def shard_metas(directory: str, source_roots: Sequence[str] = ()) -> tuple[fsspec.AbstractFileSystem, str,
                                                                            dict[str, tuple[str, dict]]]:
     """Source shard rel name -> (attribute shard rel, footer meta) for every annotate shard, each
     footer's source checked to lie inside the folder's recorded inputs or `source_roots`."""
@@ -188,7 +188,7 @@ def _out_rel(attr_rel: str, fmt: str) -> str:
     return f"{stem}.{fmt}"
 
 
-def write_shard(task: _Task) -> tuple[str, int, int, dict[str, int]]:
+def write_shard(task: ShardTask) -> tuple[str, int, int, dict[str, int]]:
     """Stream the source shard, write the selected rows with every source field (see
     `textsieve.stages.select_output`). Returns (final path, records, characters, spans
     redacted per label)."""
@@ -199,7 +199,7 @@ def write_shard(task: _Task) -> tuple[str, int, int, dict[str, int]]:
     return task.final, records, chars, check()
 
 
-def _fingerprint(cfg: SelectConfig, inputs: list[dict]) -> str:
+def selection_fingerprint(cfg: SelectConfig, inputs: list[dict]) -> str:
     recipe, _ = recipe_and_targets(cfg)
     what: dict[str, object] = {"recipe": recipe.fingerprint() if recipe else None, "format": cfg.format,
             "dsir": [cfg.dsir, cfg.k, cfg.tokens, cfg.replace, cfg.seed, cfg.temperature, cfg.dsir_weight,
@@ -221,7 +221,7 @@ def _write_summary(fs, path: str, doc: dict) -> None:
         fh.write(json.dumps(doc, indent=2, default=str).encode("utf-8"))
 
 
-def _selected(cfg: SelectConfig) -> tuple[dict[str, dict], dict | None, list[str]]:
+def selected_rows(cfg: SelectConfig) -> tuple[dict[str, dict], dict | None, list[str]]:
     """shard -> columns of the selected rows; DSIR summary; attribute sets used. With a recipe
     and DSIR targets, DSIR draws from the recipe's survivors only (`survivors`), and the drawn
     rows keep the recipe's kept line spans, so line rules still cut them when written."""
@@ -351,18 +351,18 @@ def run_select(cfg: SelectConfig) -> SelectResult:
 
         return run_select_shards(cfg)
     t0 = time.perf_counter()
-    fs_in, root, metas = _shard_metas(cfg.directory, cfg.source_roots)
+    fs_in, root, metas = shard_metas(cfg.directory, cfg.source_roots)
     inputs = [{"attribute_shard": rel, "size": m["_attr_size"], "fingerprint": m.get("fingerprint"),
                "source": m.get("source"), "source_size": m["source_shard"].get("size"), "documents": m.get("documents")}
               for rel, m in sorted(metas.values(), key=lambda x: x[0])]
-    _check_apart(cfg, metas)
+    check_selection_apart(cfg, metas)
     from textsieve.personal_data.redact_plan import resolve_redact
 
     redact = resolve_redact(cfg.directory, redact_names(cfg))
     fs, out_root = fsspec.core.url_to_fs(cfg.output)
     out_root = out_root.rstrip("/")
-    settings = _fingerprint(cfg, [])
-    fp = _fingerprint(cfg, inputs + [_published_inputs(cfg.directory)])
+    settings = selection_fingerprint(cfg, [])
+    fp = selection_fingerprint(cfg, inputs + [published_inputs(cfg.directory)])
     fs.makedirs(out_root, exist_ok=True)
     remove_stale_temps(fs, out_root)  # shards a killed run was writing (never a live run's)
     pub = Publication(fs, out_root, "select", fp, info={"settings": settings}, protect=True, overwrite=cfg.overwrite)
@@ -391,7 +391,7 @@ def run_select(cfg: SelectConfig) -> SelectResult:
     # fields, so a reader of the selection (`mix`'s per-language tokens) finds them by the same names
     head["read_options"] = next((m.get("read_options") for _, m in sorted(metas.values(), key=lambda x: x[0])), None)
 
-    selected, dsir_summary, used = _selected(cfg)
+    selected, dsir_summary, used = selected_rows(cfg)
     pool = sum(int(m.get("documents") or 0) for _, m in metas.values())
     unknown = set(selected) - set(metas)
     if unknown:
@@ -410,7 +410,7 @@ def run_select(cfg: SelectConfig) -> SelectResult:
             continue
         d = selected.get(shard) or {"rows": np.zeros(0, np.int64), "ids": [], "lengths": np.zeros(0, np.int64),
                                     "counts": np.zeros(0, np.int64)}
-        tasks.append(_Task({k: v for k, v in meta.items() if k != "_attr_size"}, prefix + final, cfg.format,
+        tasks.append(ShardTask({k: v for k, v in meta.items() if k != "_attr_size"}, prefix + final, cfg.format,
                            d["rows"], d["ids"], d["lengths"], d["counts"], d.get("starts"), d.get("ends"),
                            redact.sources(rel) if redact.columns else None, redact.labels))
     if tasks:
@@ -447,7 +447,7 @@ def run_select(cfg: SelectConfig) -> SelectResult:
     return result
 
 
-def _published_inputs(directory: str) -> dict[str, str]:
+def published_inputs(directory: str) -> dict[str, str]:
     """The published contents of the annotate folder and of every attribute set in it (their
     manifest hashes): a selection made before any of them changed is not current."""
     from textsieve.io.attributes import attribute_set_dir, attribute_sets
@@ -460,7 +460,7 @@ def _published_inputs(directory: str) -> dict[str, str]:
     return out
 
 
-def _check_apart(cfg: SelectConfig, metas: dict[str, tuple[str, dict]]) -> None:
+def check_selection_apart(cfg: SelectConfig, metas: dict[str, tuple[str, dict]]) -> None:
     """The selection must not be written into the attribute folder or among the documents it
     copies from (it would replace them, or be skipped as already done)."""
     from textsieve.io.locations import source_locations

@@ -61,7 +61,7 @@ from textsieve.personal_data.redact import Region, redact
 from textsieve.personal_data.redact_plan import REDACTED_FIELD, load_regions
 
 if TYPE_CHECKING:
-    from textsieve.stages.select import _Task
+    from textsieve.stages.select import ShardTask
 
 KEYS = ("id", "shard", "row")
 KEY_TYPES = (pa.string(), pa.string(), pa.int64())
@@ -276,7 +276,7 @@ def _chunks(items: Iterator[T], size: int = BATCH) -> Iterator[list[T]]:
         yield chunk
 
 
-def write_selected(task: _Task, selected) -> tuple[int, int]:
+def write_selected(task: ShardTask, selected) -> tuple[int, int]:
     """Write the output shard of `task`; `selected()` streams its (document, text, count) triples
     (called twice for JSONL → Parquet). Returns (records, characters)."""
     fs, _ = fsspec.core.url_to_fs(task.final)
@@ -343,7 +343,7 @@ def write_selected(task: _Task, selected) -> tuple[int, int]:
     return records, chars
 
 
-def stream_selected(task: _Task, error: type[Exception]) -> tuple[Any, Any]:
+def stream_selected(task: ShardTask, error: type[Exception]) -> tuple[Any, Any]:
     """(`selected`, `check`): `selected()` streams the task's rows from its source shard as
     (document, text with line rules applied and spans redacted, count), verifying each against
     the attributes; `check()` raises `error` unless the last stream found every selected row,

@@ -69,7 +69,7 @@ def check_shard_options(cfg: SelectConfig) -> None:
 
 def shard_spec(cfg: SelectConfig) -> MixSpec:
     """The one-source mix `cfg` is (its config resolved): every selected token, once."""
-    from textsieve.stages.select import _fingerprint, recipe_and_targets
+    from textsieve.stages.select import recipe_and_targets, selection_fingerprint
 
     recipe, targets = recipe_and_targets(cfg)
     source = SourceSpec(SOURCE, attributes=cfg.directory, recipe=recipe.name if recipe is not None else None,
@@ -80,7 +80,7 @@ def shard_spec(cfg: SelectConfig) -> MixSpec:
     assert cfg.shards is not None
     # the select's own settings (recipe fingerprint, DSIR parameters): other ones are other settings
     spec = MixSpec([source], tokens=None, tokenizer=cfg.tokenizer or WORDS, seed=cfg.seed, format=cfg.shards,
-                   extra={"select": _fingerprint(cfg, [])})
+                   extra={"select": selection_fingerprint(cfg, [])})
     if cfg.shard_size is not None:
         spec.shard_size = cfg.shard_size
     return spec
@@ -88,26 +88,24 @@ def shard_spec(cfg: SelectConfig) -> MixSpec:
 
 def run_select_shards(cfg: SelectConfig) -> SelectResult:
     """Write the selection of `cfg` (resolved, `cfg.shards` set) as shuffled training shards."""
-    from textsieve.stages.mix import MixConfig, _check_apart, check_output, plan_pools, publish_mix
+    from textsieve.stages.mix import MixConfig, check_mix_apart, check_output, plan_pools, publish_mix
     from textsieve.stages.mix_sources import select_pool
     from textsieve.stages.select import (
         SUMMARY,
         SelectError,
         SelectResult,
-        _shard_metas,
+        check_selection_apart,
         recipe_and_targets,
-    )
-    from textsieve.stages.select import (
-        _check_apart as select_check_apart,
+        shard_metas,
     )
 
     t0 = time.perf_counter()
     check_output(cfg.output)
     assert cfg.output is not None
     spec = shard_spec(cfg)
-    _check_apart(spec, cfg.output)
-    _, _, metas = _shard_metas(cfg.directory, cfg.source_roots)
-    select_check_apart(cfg, metas)
+    check_mix_apart(spec, cfg.output)
+    _, _, metas = shard_metas(cfg.directory, cfg.source_roots)
+    check_selection_apart(cfg, metas)
     mcfg = MixConfig(mix={"sources": [s.to_dict() for s in spec.sources]}, output=cfg.output, workers=cfg.workers,
                      threads=cfg.threads, overwrite=cfg.overwrite, progress=cfg.progress,
                      source_roots=list(cfg.source_roots))

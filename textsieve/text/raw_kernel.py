@@ -45,8 +45,8 @@ L_NORM_NUMERIC = 7  # isnumeric() code points of the normalized line
 L_JAVASCRIPT = 8  # normalized tokens equal to "javascript"
 N_LINE_STATS = 9
 
-_JAVASCRIPT = np.array([ord(c) for c in "javascript"], dtype=np.uint8)
-_BULLETS = np.array([0x2022, 0x2023, 0x25B6, 0x25C0, 0x25E6, 0x25A0, 0x25A1, 0x25AA, 0x25AB, 0x2013],
+JAVASCRIPT = np.array([ord(c) for c in "javascript"], dtype=np.uint8)
+BULLETS = np.array([0x2022, 0x2023, 0x25B6, 0x25C0, 0x25E6, 0x25A0, 0x25A1, 0x25AA, 0x25AB, 0x2013],
                     dtype=np.uint32)
 
 

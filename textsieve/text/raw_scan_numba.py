@@ -9,8 +9,7 @@ import numpy as np
 from numba import njit
 
 from textsieve.text.raw_kernel import (
-    _BULLETS,
-    _JAVASCRIPT,
+    BULLETS,
     D_ALPHA_TOKENS,
     D_CURLY,
     D_ELLIPSIS3,
@@ -22,6 +21,7 @@ from textsieve.text.raw_kernel import (
     D_SENTENCES,
     D_STOP_TOKENS,
     D_UPPER_TOKENS,
+    JAVASCRIPT,
     L_BULLET,
     L_END,
     L_JAVASCRIPT,
@@ -190,7 +190,7 @@ def scan_raw(cps, doc_off, doc_lang, flags, norm_len, norm_numeric, norm_ascii,
                 q += 1
             if q < le:
                 c = cps[q]
-                for b in _BULLETS:
+                for b in BULLETS:
                     if c == b:
                         row[L_BULLET] = 1
                         break
@@ -221,7 +221,7 @@ def scan_raw(cps, doc_off, doc_lang, flags, norm_len, norm_numeric, norm_ascii,
                 nlen += norm_len[c]
                 nnum += norm_numeric[c]
                 if js_pos >= 0:
-                    if js_pos < 10 and norm_len[c] == 1 and norm_ascii[c] == _JAVASCRIPT[js_pos]:
+                    if js_pos < 10 and norm_len[c] == 1 and norm_ascii[c] == JAVASCRIPT[js_pos]:
                         js_pos += 1
                     else:
                         js_pos = -1

@@ -1,4 +1,5 @@
-"""Hashed n-gram features for DSIR, compiled: one numba pass over the code points of a batch.
+"""Hashed n-gram features (DSIR's featurizer, also the n-gram view of learned models), compiled: one
+numba pass over the code points of a batch. It sits in `text/` because both `dsir/` and `learned/` use it.
 
 Feature definition (version `FEATURE_VERSION`; every field is recorded in fitted models):
 
