@@ -137,9 +137,9 @@ SLOW_TESTS = {
     "test_select_engine.py::test_c4_materialized_lines_cut_by_spans",
     "test_select_engine.py::test_line_rule_fast_path_over_many_row_groups",
     "test_shared_skips.py::test_skips_print_reason_and_summary_line",
-    "test_limits_16.py::test_dedup_exact_tree_peak_within_memory",
-    "test_limits_16.py::test_huge_document_is_skipped_and_memory_stays_small",
-    "test_limits_16.py::test_dedup_fuzzy_tree_peak_within_memory",
+    "test_resource_limits.py::test_dedup_exact_tree_peak_within_memory",
+    "test_resource_limits.py::test_huge_document_is_skipped_and_memory_stays_small",
+    "test_resource_limits.py::test_dedup_fuzzy_tree_peak_within_memory",
 }
 SLOW_MODULES = {"test_docs_commands.py", "test_ray.py",
                 "test_embed_transformer.py"}  # imports torch, builds a model (~10 s) before any test

@@ -162,7 +162,7 @@ def test_corrupt_gzip_data(tmp_path, paragraphs, mode) -> None:
         return
     docs = list(reader)
     # One gzip member: its CRC cannot vouch for any of its lines, so none is kept (issue 16, item 8;
-    # tests/test_bad_input_16.py has the multi-member case, where the verified members are kept).
+    # tests/test_input_edge_cases.py has the multi-member case, where the verified members are kept).
     [skip] = reader.skipped
     assert docs == [] and skip.location == f"{path}:1"
     assert "corrupt gzip data" in skip.reason and "decoded line(s) from line 1 on are left out" in skip.reason

@@ -105,7 +105,7 @@ def type_hints(cls: type) -> dict[str, Any]:
 
 #: Help text of the `memory` option that several stages share; the numbers are
 #: `exec.budget.PROCESS_ALLOWANCE`, `PANDAS_ALLOWANCE` and `MIN_SHARE` (this module imports nothing of textsieve;
-#: tests/test_limits_16.py checks they agree).
+#: tests/test_resource_limits.py checks they agree).
 MEMORY_HELP = ("working memory of the whole process tree (the main process and its workers, split evenly), e.g. "
                "2GB, 512MB; on top of ~100 MB per process for the interpreter (~150 MB where pandas is installed: "
                "pyarrow loads it); at least 32 MB per process (less is refused); larger key tables are sorted on disk "

@@ -1,4 +1,4 @@
-"""Issue 16, resource items: the memory budget covers the process tree (19), one document's
+"""Resource limits (the audit of issue 16, items 19-22): the memory budget covers the process tree (19), one document's
 memory is bounded by `--max-doc-bytes` (20), killed runs' work folders are cleaned by later runs
 (21) and `--batch-size` does not change Parquet bytes (22). Fixtures are slices of the real
 dev corpus (`web_sample.jsonl.gz`), copied to tmp_path at test time."""

@@ -1,4 +1,4 @@
-"""Issue 16, the input side: items 7 (symbolic links), 8 (per row group / per gzip member skips),
+"""Input edge cases (the audit of issue 16, items 7 (symbolic links), 8 (per row group / per gzip member skips),
 9 (WARC Content-Length), 10 (bookkeeping files are not documents), 12 (lone surrogates in any
 field) and 18 (zip:// chains). Each test reproduces the reported defect on real text (slices of
 the shared dev corpus and real WARC files) and checks the fixed behaviour; the docstrings give

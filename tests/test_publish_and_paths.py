@@ -1,4 +1,4 @@
-"""Issue 16, wrong or stale results and paths: outputs are published as a unit (a manifest that
+"""Wrong or stale results and paths (the audit of issue 16): outputs are published as a unit (a manifest that
 the staging folder switches to), a finished shard is one whose recorded fingerprint covers its
 inputs, outputs never land in their inputs, and no output or source path leaves its folder.
 
