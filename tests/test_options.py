@@ -38,9 +38,9 @@ def _yaml_default(path: str):
 @pytest.mark.parametrize("spec", STAGES, ids=lambda s: s.name)
 def test_cli_default_equals_dataclass_default_equals_yaml_default(spec):
     args = build_parser().parse_args([*CLI_COMMANDS[spec.name], *REQUIRED_ARGS[spec.name]])
-    from_cli = config_kwargs(spec.cls, args)
+    from_cli = config_kwargs(spec.config, args)
     checked = 0
-    for f in fields(spec.cls):
+    for f in fields(spec.config):
         default = default_of(f)
         if default is MISSING:
             continue
@@ -57,11 +57,11 @@ def test_cli_default_equals_dataclass_default_equals_yaml_default(spec):
 def test_every_stage_field_is_declared_with_option(spec):
     """A plain field would miss its CLI option, help text and choices: every field says how it
     is offered (or, with cli=False, why it is not)."""
-    for f in fields(spec.cls):
+    for f in fields(spec.config):
         opt = option_of(f)
-        assert opt is not None, f"{spec.cls.__name__}.{f.name}: declare it with textsieve.options.option(...)"
+        assert opt is not None, f"{spec.config.__name__}.{f.name}: declare it with textsieve.options.option(...)"
         assert opt.help.strip()
-        assert opt.cli or opt.cli_reason, f"{spec.cls.__name__}.{f.name}: cli=False needs a cli_reason"
+        assert opt.cli or opt.cli_reason, f"{spec.config.__name__}.{f.name}: cli=False needs a cli_reason"
 
 
 def test_choices_come_from_the_dataclass():

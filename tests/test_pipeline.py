@@ -78,7 +78,7 @@ def test_every_config_field_is_a_yaml_key(spec):
 
     from textsieve.pipeline.build import build
 
-    for f in fields(spec.cls):
+    for f in fields(spec.config):
         path = yaml_path(spec.name, f.name)
         if path is None:
             assert spec.derived[f.name].strip(), f"{spec.name}.{f.name}: derived without a reason"
@@ -119,7 +119,7 @@ def test_every_cli_option_is_a_config_field(stage):
     listed as CLI-only with a reason; each field with a YAML key has a CLI option unless listed
     in YAML_ONLY."""
     spec = next(s for s in STAGES if s.name == stage)
-    names = {f.name for f in fields(spec.cls)}
+    names = {f.name for f in fields(spec.config)}
     covered = set()
     for action in _stage_parser(stage)._actions:
         if isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)):
@@ -128,11 +128,11 @@ def test_every_cli_option_is_a_config_field(stage):
         if target is None:
             continue
         assert target in names, f"`{' '.join(CLI_COMMANDS[stage])}` option {action.dest!r} maps to no field of " \
-                                f"{spec.cls.__name__}"
+                                f"{spec.config.__name__}"
         covered.add(target)
     for name in names - covered:
         assert name in spec.derived or (stage, name) in YAML_ONLY, \
-            f"{spec.cls.__name__}.{name} has a YAML key but no CLI option"
+            f"{spec.config.__name__}.{name} has a YAML key but no CLI option"
 
 
 def test_unknown_keys_name_the_nearest_valid_key():

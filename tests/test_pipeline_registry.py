@@ -1,29 +1,52 @@
-"""`textsieve run` dispatches stages through a registry, not by name: every stage the pipeline
-file can configure has a runner and a dry-run estimate, and a malformed runner is refused."""
+"""A stage is one module: every registered stage descriptor (`STAGE` in its module, found by
+`stages.registry`) shows up in the CLI, the YAML schema, the API, the dry-run plan and the run
+loop without any other file naming it, and a malformed descriptor is refused."""
 
 from __future__ import annotations
 
+import contextlib
+import io
+
 import pytest
 
-from textsieve.pipeline.config import STAGES
+import textsieve
+from textsieve.cli import main
+from textsieve.pipeline.config import STAGES, schema, section_value
 from textsieve.pipeline.plan import ESTIMATES
-from textsieve.pipeline.run import STAGE_RUNNERS, Outcome, StageRunner, register_stage
+from textsieve.stages.descriptor import Outcome, Stage
+from textsieve.stages.registry import stages
 
 
-def test_every_configurable_stage_is_registered():
-    kinds = {s.name for s in STAGES}
-    assert set(STAGE_RUNNERS) == kinds
-    assert set(ESTIMATES) == kinds
+def test_the_registry_finds_every_stage_module_in_run_order():
+    assert stages() == STAGES
+    assert [s.name for s in STAGES] == ["extract", "annotate", "embed", "dedup_exact", "dedup_fuzzy", "dedup_lines",
+                                        "dedup_semantic", "decontaminate", "pii", "tokens", "learn", "dsir", "select",
+                                        "mix"]
     # extract and annotate resume shard by shard by themselves (each shard's fingerprint covers
     # its input's identity); every other stage is tracked by a state file
-    assert [k for k, r in STAGE_RUNNERS.items() if r.complete is None] == ["extract", "annotate"]
+    assert [s.name for s in STAGES if s.complete is None] == ["extract", "annotate"]
 
 
-def test_a_runner_is_either_state_tracked_or_self_resuming():
+@pytest.mark.parametrize("stage", STAGES, ids=lambda s: s.name)
+def test_every_stage_is_in_the_cli_schema_api_and_plan(stage: Stage):
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.raises(SystemExit) as done:
+        main([*stage.cli.split(), "--help"])
+    assert done.value.code == 0 and "usage: textsieve " + stage.cli in out.getvalue()
+    sch = schema()
+    section = section_value(sch, stage)
+    assert section, f"{stage.name}: no YAML section {stage.section}"
+    assert callable(getattr(textsieve, stage.api_name)), f"textsieve.{stage.api_name}"
+    assert stage.name in ESTIMATES, f"{stage.name}: no dry-run estimate"
+
+
+def test_a_descriptor_is_either_state_tracked_or_self_resuming():
     def run(c: object) -> Outcome:
         return Outcome({})
 
-    for bad in (StageRunner(run), StageRunner(run, complete=lambda cfg, n, c: True, output_key=lambda cfg: "k")):
+    for kw in ({}, {"complete": lambda layout, n, c: True, "output_key": lambda layout: "k"}):
         with pytest.raises(ValueError, match="exactly one of"):
-            register_stage("extra", bad)
-    assert "extra" not in STAGE_RUNNERS
+            Stage("extra", object, "extra", run, order=1, placed=lambda layout: {}, derived={}, **kw)
+    with pytest.raises(ValueError, match="needs a label"):
+        Stage("extra", object, "extra[]", run, order=1, placed=lambda layout: {}, derived={},
+              complete=lambda layout, n, c: True)

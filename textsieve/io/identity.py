@@ -15,6 +15,8 @@ from typing import Any
 
 import fsspec
 
+from textsieve.io.paths import expand_inputs
+
 #: fsspec `info()` keys that change when an object's content changes (by filesystem)
 _CHANGE_KEYS = ("ETag", "etag", "md5Hash", "crc32c", "checksum", "mtime", "LastModified", "last_modified",
                 "updated", "created", "modified")
@@ -44,3 +46,10 @@ def shard_identity(path: str, members: tuple[str, ...] = (), verify: bool = Fals
     """A short fingerprint of an input shard's identity (all member files of a txt shard)."""
     records = [(p, file_identity(p, verify)) for p in (members or (path,))]
     return hashlib.sha256(json.dumps(records, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def input_identities(inputs: list[str], mode: str = "stat") -> list[dict[str, Any]]:
+    """Per input file (globs and folders expanded as every stage reads them): path, size and
+    mtime (`stat`) or a SHA-256 of its bytes (`content`), the identity annotate keys its shards on."""
+    return [{"path": path, **file_identity(path, verify=mode == "content")}
+            for shard in expand_inputs(inputs) for path in (shard.members or (shard.path,))]

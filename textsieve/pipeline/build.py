@@ -15,31 +15,33 @@ import importlib.util
 from dataclasses import fields
 from typing import Any
 
-from textsieve.pipeline.config import STAGES, PipelineConfig, PipelineConfigError, StageSpec, parse_dsir_targets
+from textsieve.pipeline.config import STAGES, PipelineConfig, PipelineConfigError, section_value
+from textsieve.stages.descriptor import Layout, shared_fields
 
-ATTRS = "attrs"
-DOCS = "docs"
-SELECTED = "selected"
-TRAIN = "train"
 SPECS = {s.name: s for s in STAGES}
 
 
+def layout(cfg: PipelineConfig) -> Layout:
+    """The run as its stages' hooks see it: output folders and the resolved file."""
+    return Layout(cfg.output, cfg.data)
+
+
 def attrs_dir(cfg: PipelineConfig) -> str:
-    return f"{cfg.output.rstrip('/')}/{ATTRS}"
+    return layout(cfg).attrs
 
 
 def docs_dir(cfg: PipelineConfig) -> str:
     """Where `extract` writes its documents (annotate's input when the pipeline extracts)."""
-    return f"{cfg.output.rstrip('/')}/{DOCS}"
+    return layout(cfg).docs
 
 
 def selected_dir(cfg: PipelineConfig) -> str:
-    return f"{cfg.output.rstrip('/')}/{SELECTED}"
+    return layout(cfg).selected
 
 
 def train_dir(cfg: PipelineConfig) -> str:
     """Where `mix` writes the training shards and their manifest.json."""
-    return f"{cfg.output.rstrip('/')}/{TRAIN}"
+    return layout(cfg).train
 
 
 def _get(data: dict[str, Any], dotted: str) -> Any:
@@ -49,70 +51,33 @@ def _get(data: dict[str, Any], dotted: str) -> Any:
     return node
 
 
-def _section(data: dict[str, Any], spec: StageSpec, index: int | None) -> dict[str, Any]:
-    if spec.section.endswith("[]"):
-        return data[spec.section[:-2]][index or 0]
-    return _get(data, spec.section)
-
-
-def derived_values(cfg: PipelineConfig, name: str, progress: bool) -> dict[str, Any]:
-    """The fields the output layout fixes, per stage (see `StageSpec.derived`)."""
-    attrs = attrs_dir(cfg)
-    extracts = cfg.data.get("extract") is not None
-    fixed: dict[str, dict[str, Any]] = {"extract": {"output": docs_dir(cfg)},
-                                        "annotate": {"output": attrs} | ({"inputs": [docs_dir(cfg)]} if extracts
-                                                                         else {}),
-                                        "embed": {"directory": attrs},
-                                        "dedup_exact": {"inputs": [attrs], "output": attrs},
-                                        "dedup_fuzzy": {"directory": attrs},
-                                        "dedup_lines": {"directory": attrs},
-                                        "dedup_semantic": {"directory": attrs},
-                                        "decontaminate": {"directory": attrs}, "pii": {"directory": attrs},
-                                        "tokens": {"directory": attrs}, "mix": {"output": train_dir(cfg)},
-                                        "learn": {"directory": attrs},
-                                        "dsir": {"raw": attrs},
-                                        "select": {"directory": attrs, "output": selected_dir(cfg)}}
-    return fixed[name] | {"progress": progress}
-
-
 def build(cfg: PipelineConfig, name: str, *, progress: bool = True, index: int | None = None,
           overwrite: bool | None = None) -> Any:
-    """The stage config dataclass of stage `name` (for `dsir`, the fit number `index`)."""
+    """The stage config dataclass of stage `name` (for a list section, its item `index`): its
+    own section, the keys it shares, the fields the output layout fixes, then its `finish` hook."""
     spec = SPECS[name]
     data = cfg.data
-    own = dict(_section(data, spec, index))
+    own = section_value(data, spec)
+    where = spec.section
+    if spec.label is not None:
+        own, where = own[index or 0], f"{spec.section[:-2]}[{index or 0}]"
+    shared = shared_fields(spec)
     kw: dict[str, Any] = {}
-    for f in fields(spec.cls):
+    for f in fields(spec.config):
         if f.name in spec.derived:
             continue
-        kw[f.name] = _get(data, spec.shared_fields()[f.name]) if f.name in spec.shared_fields() else own[f.name]
-    kw.update(derived_values(cfg, name, progress))
+        kw[f.name] = _get(data, shared[f.name]) if f.name in shared else own[f.name]
+    kw.update(spec.placed(layout(cfg)) | {"progress": progress})
     if "workers" in kw and kw["workers"] is None:
         kw["workers"] = data["workers"]
     if overwrite is not None and "overwrite" in kw:
         kw["overwrite"] = overwrite
-    if name == "annotate":
-        kw["models"] = dict(kw["models"] or {})
-    if name == "dsir" and kw.get("recipe") is not None:
-        kw["recipe"] = _recipe(cfg, kw["recipe"], f"dsir[{index or 0}].recipe")
-    if name == "select":
-        kw["recipe"] = _recipe(cfg, kw["recipe"])
-        if kw["dsir"] is not None:
-            kw["dsir"] = parse_dsir_targets(kw["dsir"], "select.dsir")
-    return spec.cls(**kw)
-
-
-def _recipe(cfg: PipelineConfig, value: Any, where: str = "select.recipe"):
-    from textsieve.recipes.language import Recipe, RecipeError, load_recipe
-
-    if value is None:
-        return None
-    try:
-        if isinstance(value, dict):
-            return Recipe.from_dict(value, name=str(value.get("name", "pipeline")), base=cfg.base)
-        return load_recipe(value)
-    except RecipeError as exc:
-        raise PipelineConfigError(f"{cfg.source}: {where}: {exc}") from None
+    if spec.finish is not None:
+        try:
+            spec.finish(kw, cfg.base, where)
+        except ValueError as exc:
+            raise PipelineConfigError(f"{cfg.source}: {exc}") from None
+    return spec.config(**kw)
 
 
 def executor_support(cfg: PipelineConfig) -> dict[str, bool]:
@@ -132,4 +97,4 @@ def executor_support(cfg: PipelineConfig) -> dict[str, bool]:
     if importlib.util.find_spec("ray") is None:
         raise PipelineConfigError("executor: ray needs Ray, which is not installed: "
                                   "pip install 'textsieve[ray]' (or pip install ray), or use executor: local")
-    return {s.name: "executor" in {f.name for f in fields(s.cls)} for s in STAGES}
+    return {s.name: "executor" in {f.name for f in fields(s.config)} for s in STAGES}

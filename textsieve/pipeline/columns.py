@@ -20,7 +20,8 @@ from typing import Any
 import pyarrow as pa
 
 from textsieve.pipeline.build import attrs_dir, build
-from textsieve.pipeline.config import PipelineConfig, PipelineConfigError, learn_label
+from textsieve.pipeline.config import PipelineConfig, PipelineConfigError
+from textsieve.stages.learn_apply import learn_label
 
 KEYS = [pa.field("id", pa.string()), pa.field("shard", pa.string()), pa.field("row", pa.int64())]
 
@@ -118,7 +119,7 @@ def learn_set(cfg: PipelineConfig, index: int) -> tuple[str, pa.Schema, str]:
     (select applies that one directly from its recipe's `models:`; there is nothing to store), or
     a model over embeddings in a pipeline that makes none."""
     from textsieve.learned.model import load_model
-    from textsieve.pipeline.config import has_embeddings
+    from textsieve.stages.embed import has_embeddings
 
     path = cfg.data["learn"][index]["model"]
     where = f"{cfg.source}: learn[{index}].model"

@@ -37,7 +37,7 @@ from __future__ import annotations
 import difflib
 import types
 import typing
-from dataclasses import MISSING, dataclass, field, fields
+from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -45,24 +45,11 @@ import yaml
 
 from textsieve.options import choices_of, default_of
 from textsieve.stages.annotate import AnnotateConfig
-from textsieve.stages.decontaminate import DecontamConfig
-from textsieve.stages.dedup_exact import ExactConfig
-from textsieve.stages.dedup_fuzzy import FuzzyConfig
-from textsieve.stages.dedup_lines import LinesConfig
-from textsieve.stages.dedup_semantic import SemanticConfig
-from textsieve.stages.dsir_fit import DsirFitConfig
-from textsieve.stages.embed import EmbedConfig
-from textsieve.stages.extract import ExtractConfig
-from textsieve.stages.learn_apply import LearnApplyConfig
-from textsieve.stages.mix import MixConfig
-from textsieve.stages.pii import PiiConfig
-from textsieve.stages.select import SelectConfig
-from textsieve.stages.tokens import TokensConfig
+from textsieve.stages.descriptor import Stage, absolute, shared_fields
+from textsieve.stages.registry import stages as registered_stages
 
 EXECUTORS = ("local", "ray")
-EXECUTOR_FIELDS = ("executor", "address")
 FINGERPRINTS = ("stat", "content")
-PROGRESS_REASON = "set from the command line: --quiet turns progress off"
 OVERWRITE_REASON = "the pipeline-wide `overwrite` key"
 
 
@@ -70,70 +57,9 @@ class PipelineConfigError(ValueError):
     """A pipeline file that does not fit the schema; the message lists every problem."""
 
 
-@dataclass(frozen=True)
-class StageSpec:
-    """How one stage config dataclass maps onto the YAML file.
-
-    `section`: the YAML section holding its own fields; `shared`: fields read from another YAML
-    key (field -> dotted path); `derived`: fields the pipeline fills (field -> why)."""
-
-    name: str
-    cls: type
-    section: str
-    shared: dict[str, str] = field(default_factory=dict)
-    derived: dict[str, str] = field(default_factory=dict)
-    types: dict[str, Any] = field(default_factory=dict)  # YAML-side type where it differs
-
-    def shared_fields(self) -> dict[str, str]:
-        """`shared`, plus the executor choice wherever a stage config has one: it is
-        pipeline-wide (`executor`, `address` at the top of the file)."""
-        names = {f.name for f in fields(self.cls)}
-        return {**{k: k for k in EXECUTOR_FIELDS if k in names}, **self.shared}
-
-
-STAGES: tuple[StageSpec, ...] = (
-    StageSpec("extract", ExtractConfig, "extract",
-              shared={"inputs": "inputs", "on_error": "read.on_error", "overwrite": "overwrite"},
-              derived={"output": "always OUT/docs (annotate then reads OUT/docs instead of the inputs)",
-                       "progress": PROGRESS_REASON}),
-    StageSpec("annotate", AnnotateConfig, "annotate",
-              shared={"inputs": "inputs", "text_field": "read.text_field", "id_field": "read.id_field",
-                      "lang_field": "read.lang_field", "on_error": "read.on_error", "overwrite": "overwrite"},
-              derived={"output": "always OUT/attrs", "progress": PROGRESS_REASON}),
-    StageSpec("embed", EmbedConfig, "embed", shared={"overwrite": "overwrite"},
-              derived={"directory": "always the annotate folder OUT/attrs", "progress": PROGRESS_REASON}),
-    StageSpec("dedup_exact", ExactConfig, "dedup.exact",
-              shared={"text_field": "read.text_field", "id_field": "read.id_field", "overwrite": "overwrite"},
-              derived={"inputs": "always the annotate folder OUT/attrs (texts are re-read from its sources)",
-                       "output": "always OUT/attrs (the set goes to OUT/attrs/_dedup_exact, or "
-                                 "_dedup_exact_rpv2 etc. named by the settings)",
-                       "progress": PROGRESS_REASON}),
-    StageSpec("dedup_fuzzy", FuzzyConfig, "dedup.fuzzy", shared={"overwrite": "overwrite"},
-              derived={"directory": "always the annotate folder OUT/attrs", "progress": PROGRESS_REASON}),
-    StageSpec("dedup_lines", LinesConfig, "dedup.lines", shared={"overwrite": "overwrite"},
-              derived={"directory": "always the annotate folder OUT/attrs", "progress": PROGRESS_REASON}),
-    StageSpec("dedup_semantic", SemanticConfig, "dedup.semantic", shared={"overwrite": "overwrite"},
-              derived={"directory": "always the annotate folder OUT/attrs (its _embed_MODEL set)",
-                       "progress": PROGRESS_REASON}),
-    StageSpec("decontaminate", DecontamConfig, "decontaminate", shared={"overwrite": "overwrite"},
-              derived={"directory": "always the annotate folder OUT/attrs", "progress": PROGRESS_REASON}),
-    StageSpec("pii", PiiConfig, "pii", shared={"overwrite": "overwrite"},
-              derived={"directory": "always the annotate folder OUT/attrs", "progress": PROGRESS_REASON}),
-    StageSpec("tokens", TokensConfig, "tokens", shared={"overwrite": "overwrite"},
-              derived={"directory": "always the annotate folder OUT/attrs", "progress": PROGRESS_REASON}),
-    StageSpec("learn", LearnApplyConfig, "learn[]", shared={"overwrite": "overwrite"},
-              derived={"directory": "always the annotate folder OUT/attrs", "progress": PROGRESS_REASON}),
-    StageSpec("dsir", DsirFitConfig, "dsir[]", shared={"overwrite": "overwrite"},
-              derived={"raw": "always the annotate folder OUT/attrs", "progress": PROGRESS_REASON},
-              types={"recipe": str | dict | None}),
-    StageSpec("select", SelectConfig, "select", shared={"overwrite": "overwrite"},
-              derived={"directory": "always the annotate folder OUT/attrs", "output": "always OUT/selected",
-                       "progress": PROGRESS_REASON},
-              types={"recipe": str | dict | None, "dsir": str | list | dict | None}),
-    StageSpec("mix", MixConfig, "mix", shared={"overwrite": "overwrite"},
-              derived={"output": "always OUT/train (shards and manifest.json)", "progress": PROGRESS_REASON},
-              types={"mix": str | dict}),
-)
+#: Every registered stage (`stages.registry`), in run order: each module's `STAGE` says which
+#: YAML section holds its config's fields, which fields are shared or derived, and how it runs.
+STAGES: tuple[Stage, ...] = registered_stages()
 
 #: Pipeline-wide keys that belong to no single stage: (type, default, choices).
 TOP_KEYS: dict[str, tuple[Any, Any, tuple | None]] = {
@@ -167,13 +93,13 @@ def _hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls, {**vars(recipe_mod), **vars(__import__(cls.__module__, fromlist=["_"]))})
 
 
-def section_keys(spec: StageSpec) -> dict[str, Key]:
+def section_keys(spec: Stage) -> dict[str, Key]:
     """The YAML keys of a stage's own section, from its dataclass (minus shared/derived fields)."""
-    hints = _hints(spec.cls)
-    choices = choices_of(spec.cls)
+    hints = _hints(spec.config)
+    choices = choices_of(spec.config)
     out = {}
-    for f in fields(spec.cls):
-        if f.name in spec.shared_fields() or f.name in spec.derived:
+    for f in fields(spec.config):
+        if f.name in shared_fields(spec) or f.name in spec.derived:
             continue
         out[f.name] = Key(spec.types.get(f.name, hints[f.name]), default_of(f), choices.get(f.name))
     return out
@@ -356,119 +282,47 @@ class PipelineConfig:
         kind, _, label = name.partition(":")
         if not label:
             return None
-        if kind == "dsir":
-            return next(j for j, f in enumerate(self.data["dsir"]) if f["name"] == label)
-        return next(j for j, item in enumerate(self.data[kind]) if learn_label(item) == label)
+        stage = next(s for s in STAGES if s.name == kind)
+        assert stage.label is not None
+        return next(j for j, item in enumerate(self.data[stage.section[:-2]]) if stage.label(item) == label)
 
     def stages(self) -> list[str]:
-        """Stage names in run order."""
-        d = self.data
-        out = (["extract"] if d["extract"] is not None else []) + ["annotate"]
-        if d["embed"] is not None:
-            out.append("embed")
-        if d["dedup"]["exact"] is not None:
-            out.append("dedup_exact")
-        if d["dedup"]["fuzzy"] is not None:
-            out.append("dedup_fuzzy")
-        if d["dedup"]["lines"] is not None:
-            out.append("dedup_lines")
-        if d["dedup"].get("semantic") is not None:
-            out.append("dedup_semantic")
-        out += [name for name in ("decontaminate", "pii", "tokens") if d[name] is not None]
-        out += [f"learn:{learn_label(item)}" for item in d["learn"]]
-        out += [f"dsir:{fit['name']}" for fit in d["dsir"]]
-        if d["select"] is not None:
-            out.append("select")
-        if d["mix"] is not None:
-            out.append("mix")
+        """Stage names in run order: every stage whose section is present (one per item of a
+        list section, `dsir:NAME`), and those that always run."""
+        out = []
+        for stage in STAGES:
+            value = section_value(self.data, stage)
+            if stage.label is not None:
+                out += [f"{stage.name}:{stage.label(item)}" for item in value]
+            elif stage.always or value is not None:
+                out.append(stage.name)
         return out
 
 
-def learn_label(item: dict[str, Any]) -> str:
-    """A `learn:` item's name in the run: its model file's name without the extension."""
-    return Path(str(item.get("model") or "model")).name.removesuffix(".json")
-
-
-def _absolute(value: Any, base: Path) -> Any:
-    if value is None:
-        return None
-    if isinstance(value, list):
-        return [_absolute(v, base) for v in value]
-    s = str(value)
-    if "://" in s or s.startswith("builtin:") or Path(s).is_absolute():
-        return s
-    return str((base / s).resolve())
+def section_value(data: dict[str, Any], stage: Stage) -> Any:
+    """A stage's section of the resolved file: a mapping, a list (`learn[]`) or None (absent)."""
+    node: Any = data
+    for part in stage.section.removesuffix("[]").split("."):
+        node = node.get(part) if isinstance(node, dict) else None
+    return node
 
 
 def _resolve_paths(d: dict[str, Any], base: Path) -> None:
-    d["inputs"] = _absolute([d["inputs"]] if isinstance(d["inputs"], str) else d["inputs"], base)
-    d["output"] = _absolute(d["output"], base)
-    dedup = d["dedup"]
-    emb = d["embed"]
-    if emb and emb.get("model") is not None:  # a builtin model name is not a path
-        from textsieve.embedding.models import BUILTINS
-
-        model = str(emb["model"])
-        if model.removeprefix("builtin:") not in BUILTINS or (base / model).exists():
-            emb["model"] = _absolute(model, base)
-    sections = [d["extract"], d["annotate"], dedup["exact"], dedup["fuzzy"], dedup["lines"],
-                dedup.get("semantic"), d["decontaminate"],
-                d["pii"], d["tokens"], d["select"], *d["dsir"], d["mix"]]
-    for item in d["learn"]:  # a learned model file
-        if item.get("model") is not None:
-            item["model"] = _absolute(item["model"], base)
-    for sec in sections:
-        if not sec:
-            continue
-        for k in PATH_FIELDS & set(sec):
-            if k == "tokenizer" and sec[k] == "words":
-                continue  # mix's estimated counts, not a file
-            sec[k] = _absolute(sec[k], base)
-    if d["decontaminate"]:  # `name=path` keeps its name; the path is the file's
-        d["decontaminate"]["against"] = [_named_path(v, base) for v in d["decontaminate"]["against"]]
-    if d["mix"]:
-        d["mix"]["mix"] = _mix_paths(d["mix"]["mix"], base)
-    ann = d["annotate"]
-    ann["models"] = {name: _absolute(path, base) for name, path in (ann.get("models") or {}).items()}
-    for sec in [d["select"], *d["dsir"]]:  # a recipe file (not a bundled name) is a path
-        if sec and isinstance(sec.get("recipe"), str):
-            r = sec["recipe"]
-            if r.endswith((".yaml", ".yml")) or (base / r).exists():
-                sec["recipe"] = _absolute(r, base)
-
-
-def _named_path(value: str, base: Path) -> str:
-    """A benchmark given as `name=path` or `path`, with the path made absolute."""
-    name, sep, rest = value.partition("=")
-    if sep and name and "/" not in name and "://" not in name:
-        return f"{name}={_absolute(rest, base)}"
-    return str(_absolute(value, base))
-
-
-def _mix_paths(value: Any, base: Path) -> Any:
-    """The mix: a file (made absolute) or a mapping written inline, whose sources' folders,
-    recipe files and tokenizer are made absolute against the pipeline file's folder."""
-    if isinstance(value, str):
-        return _absolute(value, base)
-    if not isinstance(value, dict):
-        return value
-    out = dict(value)
-    if isinstance(out.get("tokenizer"), str) and out["tokenizer"] != "words":
-        out["tokenizer"] = _absolute(out["tokenizer"], base)
-    sources = []
-    for src in out.get("sources") or []:
-        if isinstance(src, dict):
-            src = dict(src)
-            for k in ("attributes", "selection"):
-                if isinstance(src.get(k), str):
-                    src[k] = _absolute(src[k], base)
-            r = src.get("recipe")
-            if isinstance(r, str) and (r.endswith((".yaml", ".yml")) or (base / r).exists()):
-                src["recipe"] = _absolute(r, base)
-        sources.append(src)
-    if "sources" in out:
-        out["sources"] = sources
-    return out
+    """Paths made absolute against the pipeline file's folder: the inputs and output, every
+    section's path fields (`PATH_FIELDS`) and what a stage's `resolve` hook knows of its own."""
+    d["inputs"] = absolute([d["inputs"]] if isinstance(d["inputs"], str) else d["inputs"], base)
+    d["output"] = absolute(d["output"], base)
+    for stage in STAGES:
+        value = section_value(d, stage)
+        for sec in (value if isinstance(value, list) else [value]):
+            if not sec:
+                continue
+            for k in PATH_FIELDS & set(sec):
+                if k == "tokenizer" and sec[k] == "words":
+                    continue  # mix's estimated counts, not a file
+                sec[k] = absolute(sec[k], base)
+            if stage.resolve is not None:
+                stage.resolve(sec, base)
 
 
 def parse_dsir_targets(value: Any, path: str) -> list[tuple[str, float]]:
@@ -483,67 +337,14 @@ def parse_dsir_targets(value: Any, path: str) -> list[tuple[str, float]]:
         raise PipelineConfigError(str(exc)) from None
 
 
-def _signal_items(spec: Any) -> list[str]:
-    if spec is None:
-        return []
-    items = spec.split(",") if isinstance(spec, str) else [str(s) for s in spec]
-    return [s.strip() for s in items]
-
-
-def has_embeddings(d: dict[str, Any]) -> bool:
-    """Does the pipeline make embeddings (an `embed:` section, or `embed` in annotate.signals)?"""
-    return d["embed"] is not None or "embed" in _signal_items((d["annotate"] or {}).get("signals"))
-
-
 def _cross_checks(d: dict[str, Any], errors: list[str]) -> None:
     if d["executor"] != "ray" and d["address"]:
         errors.append("address: only used with executor: ray")
     if isinstance(d["inputs"], list) and not d["inputs"]:
         errors.append("inputs: give at least one file, folder or glob")
-    fz = d["dedup"]["fuzzy"]
-    if fz and isinstance(fz.get("thresholds"), list):
-        for i, t in enumerate(fz["thresholds"]):
-            if isinstance(t, (int, float)) and not isinstance(t, bool) and not 0 < t <= 1:
-                errors.append(f"dedup.fuzzy.thresholds[{i}]: {t} must be in (0, 1]")
-        if not fz["thresholds"]:
-            errors.append("dedup.fuzzy.thresholds: give at least one threshold")
-    sem = d["dedup"].get("semantic")
-    if sem and isinstance(sem.get("eps"), list):
-        for i, e in enumerate(sem["eps"]):
-            if isinstance(e, (int, float)) and not isinstance(e, bool) and not 0 < e < 1:
-                errors.append(f"dedup.semantic.eps[{i}]: {e} must be in (0, 1)")
-    if sem and isinstance(sem.get("keep"), str) and sem["keep"].startswith(("ts_tokens_", "ts_pii", "ts_contam",
-                                                                          "ts_dsir_", "ts_learned_")):
-        errors.append(f"dedup.semantic.keep: {sem['keep']} is written by a stage that runs after dedup; keep by "
-                      "first, longest, none or an annotate signal (or run dedup semantic by hand afterwards)")
-    embeds = has_embeddings(d)
-    needs = (["dedup.semantic"] if sem is not None else []) + [
-        f"dsir[{i}]" for i, fit in enumerate(d["dsir"]) if fit.get("features") in ("embed", "combined")]
-    if needs and not embeds:
-        errors.append(f"{needs[0]}: needs embeddings; add an `embed:` section (or `embed` to annotate.signals)")
-    names = [fit.get("name") for fit in d["dsir"]]
-    for i, n in enumerate(names):
-        if n is not None and names.index(n) != i:
-            errors.append(f"dsir[{i}].name: {n!r} is used twice")
-    labels = [learn_label(item) for item in d["learn"]]
-    for i, item in enumerate(d["learn"]):
-        if not item.get("model"):
-            errors.append(f"learn[{i}].model: give the model file `textsieve learn` wrote")
-        elif labels.index(labels[i]) != i:
-            errors.append(f"learn[{i}].model: another learn item's model file is also named {labels[i]}")
-    dec = d["decontaminate"]
-    if dec is not None and not dec.get("against"):
-        errors.append("decontaminate.against: give at least one benchmark file or folder (name=path or path)")
-    tok = d["tokens"]
-    if tok is not None and not tok.get("tokenizer"):
-        errors.append("tokens.tokenizer: give the tokenizer file (a tokenizer.json or tiktoken file)")
-    sel = d["select"]
-    if sel is not None:
-        if sel.get("recipe") is None and sel.get("dsir") is None:
-            errors.append("select: give 'recipe' (filter), 'dsir' (resample) or both (DSIR then draws from the "
-                          "recipe's survivors)")
-        elif sel.get("dsir") is not None and (sel.get("k") is None) == (sel.get("tokens") is None):
-            errors.append("select: with 'dsir', give exactly one of 'k' (documents) or 'tokens'")
+    for stage in STAGES:
+        if stage.check is not None:
+            stage.check(d, errors)
 
 
 def validate(doc: Any, source: str = "<string>", base: Path | None = None) -> PipelineConfig:

@@ -228,7 +228,7 @@ def _embed_plan(e: _Estimate, index: int | None) -> StagePlan:
 def _learn_plan(e: _Estimate, index: int | None) -> StagePlan:
     """`learn apply`: a worker holds one batch of texts and the model; the set is one float per doc."""
     from textsieve.pipeline.columns import learn_set
-    from textsieve.pipeline.config import learn_label
+    from textsieve.stages.learn_apply import learn_label
 
     set_name = learn_set(e.cfg, index or 0)[0]
     label = learn_label(e.cfg.data["learn"][index or 0])

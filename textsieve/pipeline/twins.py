@@ -4,6 +4,7 @@ pipeline file (`tests/test_pipeline.py` checks every option and every field mech
 from __future__ import annotations
 
 from textsieve.pipeline.config import STAGES
+from textsieve.stages.descriptor import shared_fields
 
 #: The stage commands whose options the pipeline file mirrors: stage -> command path.
 CLI_COMMANDS = {"extract": ("extract",), "annotate": ("annotate",), "dedup_exact": ("dedup", "exact"),
@@ -37,6 +38,6 @@ def yaml_path(stage: str, name: str) -> str | None:
     spec = next(s for s in STAGES if s.name == stage)
     if name in spec.derived:
         return None
-    if name in spec.shared_fields():
-        return spec.shared_fields()[name]
+    if name in shared_fields(spec):
+        return shared_fields(spec)[name]
     return f"{spec.section.replace('[]', '[0]')}.{name}"

@@ -25,6 +25,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import fsspec
@@ -68,6 +69,7 @@ from textsieve.stages.annotate_worker import (
     output_schema,
     warm_up,
 )
+from textsieve.stages.descriptor import PROGRESS_REASON, Outcome, Stage, absolute, key_of
 from textsieve.stages.kernel_timing import timed
 
 if TYPE_CHECKING:  # pyarrow is only named in annotations here; the workers and writers import it
@@ -535,3 +537,32 @@ def planned_schema(cfg: AnnotateConfig) -> pa.Schema:
     finally:
         log.disabled = quiet
     return output_schema(signals, with_minhash, load_models(plan.models)[1], plan.signals)
+
+
+def _pipeline_run(c: AnnotateConfig) -> Outcome:
+    res = run_annotate(c)
+    for rel in res.shards_skipped:
+        log.info("annotate: skipped %s (already annotated)", rel)
+    return Outcome({"documents_this_run": res.documents, "shards_written": len(res.shards_written),
+                    "shards_skipped": len(res.shards_skipped)}, ran=bool(res.shards_written),
+                   summary=f"annotate: {len(res.shards_written)} shard(s) written ({res.documents:,} docs), "
+                           f"{len(res.shards_skipped)} already done")
+
+
+def _resolve(section: dict[str, Any], base: Path) -> None:
+    section["models"] = {name: absolute(path, base) for name, path in (section.get("models") or {}).items()}
+
+
+def _finish(kw: dict[str, Any], base: Path, where: str) -> None:
+    kw["models"] = dict(kw["models"] or {})
+
+
+STAGE = Stage(
+    "annotate", AnnotateConfig, "annotate", _pipeline_run, order=20, always=True,
+    shared={"inputs": "inputs", "text_field": "read.text_field", "id_field": "read.id_field",
+            "lang_field": "read.lang_field", "on_error": "read.on_error", "overwrite": "overwrite"},
+    # after extract, annotate reads extract's documents instead of the inputs
+    placed=lambda layout: {"output": layout.attrs} | ({"inputs": [layout.docs]} if layout.data.get("extract")
+                                                       is not None else {}),
+    derived={"output": "always OUT/attrs", "progress": PROGRESS_REASON},
+    output_key=lambda layout: key_of(layout.folder_key(layout.attrs)), resolve=_resolve, finish=_finish)

@@ -33,14 +33,17 @@ that reads each benchmark file once (its fingerprint) and never parses it or bui
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
 from textsieve.options import option, progress_option
+from textsieve.stages.descriptor import PROGRESS_REASON, Layout, Outcome, Stage, absolute, set_named
 
-STAGE = "decontaminate"
+STAGE_NAME = "decontaminate"
 SET_NAME = "decontam"
 #: result-changing settings known before the index is built (refused before building it)
 SETTING_KEYS = ("ngram", "normalization", "min_words", "bloom_fp")
@@ -111,7 +114,7 @@ def _setup(params: dict[str, Any]) -> Any:
     from textsieve.decontam.match import open_matcher
 
     if params["work"] is None:  # only if `_would_skip` and the scaffold disagreed
-        raise RuntimeError(f"{STAGE}: internal error: a shard is to be computed but the index was not built "
+        raise RuntimeError(f"{STAGE_NAME}: internal error: a shard is to be computed but the index was not built "
                            "(the no-op check disagrees with stages.doc_set); re-run with --overwrite")
     return open_matcher(params["work"], params["lengths"], params["names"])
 
@@ -135,7 +138,7 @@ def _check(cfg: DecontamConfig) -> None:
         raise ValueError(f"--ngram {cfg.ngram}: must be a whole number >= 1 (13: GPT-3's rule)")
     if not cfg.fields or any(not isinstance(f, str) or not f for f in cfg.fields):
         raise ValueError(f"--field {cfg.fields!r}: give at least one non-empty field name")
-    annotate_sources(cfg.directory, STAGE)  # not an annotate folder: say so before reading benchmarks
+    annotate_sources(cfg.directory, STAGE_NAME)  # not an annotate folder: say so before reading benchmarks
 
 
 def identity(cfg: DecontamConfig, benches: list[Any]) -> dict[str, Any]:
@@ -168,7 +171,7 @@ def decontam_job(info: dict[str, Any], work: str | None) -> Any:
     from textsieve.stages.doc_set import DocSetJob
 
     params = {"work": work, "lengths": info["lengths"], "names": list(info["benchmarks"])}
-    return DocSetJob(stage=STAGE, set_name=SET_NAME, setup=_setup, compute=_compute, params=params, info=info,
+    return DocSetJob(stage=STAGE_NAME, set_name=SET_NAME, setup=_setup, compute=_compute, params=params, info=info,
                      result_keys=(*SETTING_KEYS, "mode"), schema=columns_schema(), totals=("ts_contam_count",),
                      batch_docs=1000)
 
@@ -216,7 +219,7 @@ def _would_skip(directory: str, fs: Any, root: str, info: dict[str, Any]) -> boo
     afs, aroot = fsspec.core.url_to_fs(directory)
     aroot = aroot.rstrip("/")
     shard_fp = {s.rel: sha(f"{settings}:{content_key(afs, aroot, [s.rel])}") for s in annotate_sources(directory,
-                                                                                                         STAGE)}
+                                                                                                         STAGE_NAME)}
     key = sha(json.dumps([settings, sorted(shard_fp.items())]))
     if manifest.key != key or manifest.fingerprint_of("summary.json") != key:
         return False
@@ -252,14 +255,14 @@ def run_decontaminate(cfg: DecontamConfig) -> DecontamResult:
             return _result(cfg.directory, res, info)
     diff = [] if cfg.overwrite else settings_diff(fs, root, ident, list(SETTING_KEYS))
     if diff:  # the scaffold's refusal, before the index is built
-        raise DocSetError(f"{STAGE}: {root} holds a result made with other settings: {', '.join(diff)}; re-run with "
-                          "those settings to keep it, or pass --overwrite (overwrite=True) to replace it")
-    work = start_work(STAGE, cfg.directory)
+        raise DocSetError(f"{STAGE_NAME}: {root} holds a result made with other settings: {', '.join(diff)}; "
+                          "re-run with those settings to keep it, or pass --overwrite (overwrite=True) to replace it")
+    work = start_work(STAGE_NAME, cfg.directory)
     try:
         stats = build_index(benches, list(cfg.fields), cfg.ngram, cfg.min_words, cfg.bloom_fp,
                             parse_memory(cfg.memory), work)
         if cfg.progress and stats.mode == "bloom":
-            print(f"{STAGE}: Bloom filters ({stats.size_bytes / 1e6:,.1f} MB): {stats.reason}", file=sys.stderr)
+            print(f"{STAGE_NAME}: Bloom filters ({stats.size_bytes / 1e6:,.1f} MB): {stats.reason}", file=sys.stderr)
         info = {**ident, **derived(stats)}
         res = run_doc_set(cfg.directory, decontam_job(info, work), workers=cfg.workers, progress=cfg.progress,
                           overwrite=cfg.overwrite)
@@ -287,3 +290,38 @@ def _result(directory: str, res: Any, info: dict[str, Any]) -> DecontamResult:
                           matched_ngrams=int(res.summary.get("ts_contam_count", 0)), shards=res.shards,
                           computed=res.computed, skipped=res.skipped, seconds=res.seconds, mode=info["mode"],
                           mode_reason=info["index"]["reason"], benchmarks=benchmarks, summary=res.summary)
+
+
+def _pipeline_run(c: DecontamConfig) -> Outcome:
+    r = run_decontaminate(c)
+    return Outcome({"documents": r.documents, "contaminated": r.contaminated, "matched_ngrams": r.matched_ngrams},
+                   ran=not r.skipped)
+
+
+def _benchmarks(layout: Layout, name: str, c: DecontamConfig, names: list[str], keys: dict[str, str]) -> list[Any]:
+    """The benchmark files' identities (a changed benchmark redoes the stage)."""
+    paths = [v.partition("=")[2] if "=" in v and "/" not in v.partition("=")[0] else v for v in c.against]
+    return [layout.identities(paths)]
+
+
+def _resolve(section: dict[str, Any], base: Path) -> None:
+    """`name=path` keeps its name; the path is the file's."""
+    def one(value: str) -> str:
+        name, sep, rest = value.partition("=")
+        if sep and name and "/" not in name and "://" not in name:
+            return f"{name}={absolute(rest, base)}"
+        return str(absolute(value, base))
+
+    section["against"] = [one(v) for v in section["against"]]
+
+
+def _check_pipeline(data: Mapping[str, Any], errors: list[str]) -> None:
+    dec = data["decontaminate"]
+    if dec is not None and not dec.get("against"):
+        errors.append("decontaminate.against: give at least one benchmark file or folder (name=path or path)")
+
+
+STAGE = Stage("decontaminate", DecontamConfig, "decontaminate", _pipeline_run, order=80,
+              placed=lambda layout: {"directory": layout.attrs},
+              derived={"directory": "always the annotate folder OUT/attrs", "progress": PROGRESS_REASON},
+              complete=set_named(SET_NAME), upstream=_benchmarks, resolve=_resolve, check=_check_pipeline)

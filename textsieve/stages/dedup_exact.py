@@ -59,6 +59,7 @@ from textsieve.io.readers import ReadOptions, ShardReader
 from textsieve.io.source_roots import trusted
 from textsieve.options import MEMORY_HELP, address_option, check_choices, executor_option, option, progress_option
 from textsieve.stages.dedup_exact_out import bloom_tables, member_records, out_table, with_empty, write_tables
+from textsieve.stages.descriptor import PROGRESS_REASON, Layout, Outcome, Stage
 
 EXACT_SET = "dedup_exact"
 BATCH = 4096
@@ -535,4 +536,21 @@ def _finish_exact(cfg, sources, work, writer, max_rows, set_root, fs, info, n_do
     return removed
 
 
+def _pipeline_run(c: ExactConfig) -> Outcome:
+    r = run_exact(c)
+    return Outcome({"documents": r.documents, "duplicates": r.removed})
 
+
+def _complete(layout: Layout, name: str, c: ExactConfig) -> bool:
+    return layout.set_complete(exact_names(c.normalize, c.bloom_fp is not None)[0])  # named by its settings
+
+
+STAGE = Stage(
+    "dedup_exact", ExactConfig, "dedup.exact", _pipeline_run, order=40,
+    shared={"text_field": "read.text_field", "id_field": "read.id_field", "overwrite": "overwrite"},
+    placed=lambda layout: {"inputs": [layout.attrs], "output": layout.attrs},
+    derived={"inputs": "always the annotate folder OUT/attrs (texts are re-read from its sources)",
+             "output": "always OUT/attrs (the set goes to OUT/attrs/_dedup_exact, or _dedup_exact_rpv2 etc. named "
+                       "by the settings)",
+             "progress": PROGRESS_REASON},
+    complete=_complete)

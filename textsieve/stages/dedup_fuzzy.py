@@ -21,8 +21,9 @@ import hashlib
 import json
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import fsspec
 import numpy as np
@@ -45,6 +46,7 @@ from textsieve.io.leftovers import finish_work, remove_stale_temps, start_work, 
 from textsieve.io.locations import pool_workers, source_locations
 from textsieve.io.publish import Publication
 from textsieve.options import MEMORY_HELP, address_option, check_choices, executor_option, option, progress_option
+from textsieve.stages.descriptor import PROGRESS_REASON, Outcome, Stage, set_named
 
 FUZZY_SET = "dedup_fuzzy"
 SUMMARY = "summary.json"
@@ -461,3 +463,24 @@ def _summary(cfg, table, ts, nodes, tops, members, with_bands, stats, fingerprin
     return {"stage": FUZZY_SET, "version": __version__, "n_docs": table.n_docs,
             "n_shards": len(table.paths), "bands": cfg.bands, "verify": cfg.verify, "keep": cfg.keep,
             "thresholds": per}
+
+
+def _pipeline_run(c: FuzzyConfig) -> Outcome:
+    r = run_fuzzy(c)
+    return Outcome({f"t{t}": s["n_removed"] for t, s in r.summary["thresholds"].items()} | {"resumed": r.skipped})
+
+
+def _check_pipeline(data: Mapping[str, Any], errors: list[str]) -> None:
+    fz = data["dedup"]["fuzzy"]
+    if fz and isinstance(fz.get("thresholds"), list):
+        for i, t in enumerate(fz["thresholds"]):
+            if isinstance(t, (int, float)) and not isinstance(t, bool) and not 0 < t <= 1:
+                errors.append(f"dedup.fuzzy.thresholds[{i}]: {t} must be in (0, 1]")
+        if not fz["thresholds"]:
+            errors.append("dedup.fuzzy.thresholds: give at least one threshold")
+
+
+STAGE = Stage("dedup_fuzzy", FuzzyConfig, "dedup.fuzzy", _pipeline_run, order=50,
+              placed=lambda layout: {"directory": layout.attrs},
+              derived={"directory": "always the annotate folder OUT/attrs", "progress": PROGRESS_REASON},
+              complete=set_named("dedup_fuzzy"), check=_check_pipeline)

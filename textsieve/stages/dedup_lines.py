@@ -68,6 +68,7 @@ from textsieve.options import MEMORY_HELP, check_choices, option, progress_optio
 from textsieve.signals.spans import span_type
 from textsieve.stages.dedup_exact import DocSource
 from textsieve.stages.dedup_exact_out import write_tables
+from textsieve.stages.descriptor import PROGRESS_REASON, Outcome, Stage, set_named
 from textsieve.stages.doc_set import annotate_sources
 
 LINES_SET = "dedup_lines"
@@ -442,3 +443,15 @@ def _compute(cfg: LinesConfig, sources: list[DocSource], groups: list[list[int]]
     pub.add("summary.json", pub.key)
     pub.commit()
     result.summary = summary
+
+
+def _pipeline_run(c: LinesConfig) -> Outcome:
+    r = run_lines(c)
+    return Outcome({"documents": r.documents, "lines": r.lines, "duplicate_lines": r.duplicate_lines,
+                    "groups": r.groups})
+
+
+STAGE = Stage("dedup_lines", LinesConfig, "dedup.lines", _pipeline_run, order=60,
+              placed=lambda layout: {"directory": layout.attrs},
+              derived={"directory": "always the annotate folder OUT/attrs", "progress": PROGRESS_REASON},
+              complete=set_named("dedup_lines"))

@@ -48,8 +48,10 @@ import hashlib
 import json
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import Any
 
 import fsspec
 import numpy as np
@@ -70,6 +72,8 @@ from textsieve.io.attributes import META_KEY, attribute_set_dir
 from textsieve.io.leftovers import finish_work, remove_stale_temps, start_work
 from textsieve.io.publish import Publication
 from textsieve.options import MEMORY_HELP, check_choices, option, progress_option
+from textsieve.stages.descriptor import PROGRESS_REASON, Layout, Outcome, Stage, set_named
+from textsieve.stages.embed import has_embeddings
 
 SEMANTIC_SET = "dedup_semantic"
 SUMMARY = "summary.json"
@@ -350,3 +354,45 @@ def _summary(cfg: SemanticConfig, table: ShardTable, vs: VectorSet, eps: list[fl
     return {"stage": SEMANTIC_SET, "version": __version__, "n_docs": table.n_docs, "n_shards": len(table.paths),
             "model": vs.model, "model_fingerprint": vs.fingerprint, "dim": vs.dim, "keep": cfg.keep,
             "seed": int(cfg.seed), "kmeans": kmeans, "eps": per}
+
+
+def _pipeline_run(c: SemanticConfig) -> Outcome:
+    r = run_semantic(c)
+    per = r.summary.get("eps", {})
+    return Outcome({f"e{e}": s.get("n_removed") for e, s in per.items()} | {"resumed": r.skipped}
+                   if isinstance(per, dict) else {"resumed": r.skipped}, ran=not r.skipped)
+
+
+#: sets written by pipeline stages that run after dedup (and semantic dedup's own): never its input
+_AFTER_DEDUP = ("dedup_semantic", "dsir_", "tokens_", "pii", "decontam", "learned_")
+
+
+def _sets_read(layout: Layout, name: str, c: SemanticConfig, names: list[str], keys: dict[str, str]) -> list[Any]:
+    """Semantic dedup reads the embeddings (made by `embed:` or by `annotate.signals: [embed]`)
+    and, with `keep: COLUMN`, a column of any other set: their current contents."""
+    if c.keep in ("first", "longest", "none"):
+        return layout.sets_now(prefix="embed_")
+    return layout.sets_now(skip=_AFTER_DEDUP)
+
+
+def _check_pipeline(data: Mapping[str, Any], errors: list[str]) -> None:
+    sem = data["dedup"].get("semantic")
+    if sem is None:
+        return
+    if isinstance(sem.get("eps"), list):
+        for i, e in enumerate(sem["eps"]):
+            if isinstance(e, (int, float)) and not isinstance(e, bool) and not 0 < e < 1:
+                errors.append(f"dedup.semantic.eps[{i}]: {e} must be in (0, 1)")
+    if isinstance(sem.get("keep"), str) and sem["keep"].startswith(("ts_tokens_", "ts_pii", "ts_contam", "ts_dsir_",
+                                                                   "ts_learned_")):
+        errors.append(f"dedup.semantic.keep: {sem['keep']} is written by a stage that runs after dedup; keep by "
+                      "first, longest, none or an annotate signal (or run dedup semantic by hand afterwards)")
+    if not has_embeddings(data):
+        errors.append("dedup.semantic: needs embeddings; add an `embed:` section (or `embed` to annotate.signals)")
+
+
+STAGE = Stage("dedup_semantic", SemanticConfig, "dedup.semantic", _pipeline_run, order=70,
+              placed=lambda layout: {"directory": layout.attrs},
+              derived={"directory": "always the annotate folder OUT/attrs (its _embed_MODEL set)",
+                       "progress": PROGRESS_REASON},
+              complete=set_named("dedup_semantic"), upstream=_sets_read, check=_check_pipeline)

@@ -35,7 +35,9 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import fsspec
@@ -52,6 +54,7 @@ from textsieve.io.publish import Publication, content_key, contents
 from textsieve.io.texts import input_texts, shard_texts
 from textsieve.options import option, progress_option
 from textsieve.recipes.language import Recipe
+from textsieve.stages.descriptor import PROGRESS_REASON, Layout, Outcome, Stage, recipe_path, recipe_value
 
 if TYPE_CHECKING:  # the numba feature code loads on first use, not when the CLI builds its parser
     from textsieve.dsir.model import DsirModel
@@ -313,3 +316,52 @@ def run_fit(cfg: DsirFitConfig) -> DsirFitResult:
     res.weight_range = (lo, hi) if res.shards_written else (0.0, 0.0)
     res.seconds = time.perf_counter() - t0
     return res
+
+
+def _pipeline_run(c: DsirFitConfig) -> Outcome:
+    r = run_fit(c)
+    return Outcome({"documents": r.documents, "shards_written": len(r.shards_written),
+                    "shards_skipped": len(r.shards_skipped)})
+
+
+def _upstream(layout: Layout, name: str, c: DsirFitConfig, names: list[str], keys: dict[str, str]) -> list[Any]:
+    """The target files; with a recipe, also the stages before it (its survivors depend on the
+    dedup stages and earlier fits)."""
+    out: list[Any] = [layout.identities(c.targets)]
+    if getattr(c, "features", "ngram") != "ngram":  # embedding DSIR reads the pool's embeddings
+        out += layout.sets_now(prefix="embed_")
+    if c.recipe is not None:
+        out += [keys[n] for n in names[:names.index(name)] if n != "annotate"]
+    return out
+
+
+def _complete(layout: Layout, name: str, c: DsirFitConfig) -> bool:
+    return layout.set_complete(name.replace(":", "_"), summary=False)
+
+
+def _resolve(section: dict[str, Any], base: Path) -> None:
+    section["recipe"] = recipe_path(section.get("recipe"), base)
+
+
+def _check_pipeline(data: Mapping[str, Any], errors: list[str]) -> None:
+    from textsieve.stages.embed import has_embeddings
+
+    for i, fit in enumerate(data["dsir"]):
+        if fit.get("features") in ("embed", "combined") and not has_embeddings(data):
+            errors.append(f"dsir[{i}]: needs embeddings; add an `embed:` section (or `embed` to annotate.signals)")
+    names = [fit.get("name") for fit in data["dsir"]]
+    for i, n in enumerate(names):
+        if n is not None and names.index(n) != i:
+            errors.append(f"dsir[{i}].name: {n!r} is used twice")
+
+
+def _finish(kw: dict[str, Any], base: Path, where: str) -> None:
+    kw["recipe"] = recipe_value(kw["recipe"], base, f"{where}.recipe")
+
+
+STAGE = Stage("dsir", DsirFitConfig, "dsir[]", _pipeline_run, command="dsir fit", api="dsir_fit", order=120,
+              label=lambda item: str(item["name"]),
+              placed=lambda layout: {"raw": layout.attrs},
+              derived={"raw": "always the annotate folder OUT/attrs", "progress": PROGRESS_REASON},
+              types={"recipe": str | dict | None}, complete=_complete, upstream=_upstream, resolve=_resolve,
+              check=_check_pipeline, finish=_finish)

@@ -12,19 +12,22 @@ unchanged shards, a set made with another model under the same name refused unle
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from textsieve.embedding.store import column_name, embedding_type, set_name, to_arrow
 from textsieve.options import address_option, executor_option, option, progress_option
+from textsieve.stages.descriptor import PROGRESS_REASON, Layout, Outcome, Stage, absolute
 
 if TYPE_CHECKING:
     from textsieve.embedding.models import Embedder
     from textsieve.stages.doc_set import DocSetJob
 
-STAGE = "embed"
+STAGE_NAME = "embed"
 #: the model `embed_job` loaded, reused by `_setup` when the work runs in this process (workers=1)
 _LOADED: dict[tuple[str, str, str], Embedder] = {}
 
@@ -128,7 +131,7 @@ def embed_job(cfg: EmbedConfig) -> tuple[DocSetJob, Embedder]:
     from textsieve.stages.doc_set import DocSetJob, annotate_sources
 
     emb = load_embedder(cfg.model, cfg.name)
-    annotate_sources(cfg.directory, STAGE)  # not an annotate folder: say so before anything else
+    annotate_sources(cfg.directory, STAGE_NAME)  # not an annotate folder: say so before anything else
     col = column_name(emb.name)
     spec = _spec(cfg.model)
     params: dict[str, Any] = {"model": spec, "name": emb.name, "fingerprint": emb.fingerprint,
@@ -136,7 +139,7 @@ def embed_job(cfg: EmbedConfig) -> tuple[DocSetJob, Embedder]:
     _LOADED.clear()
     _LOADED[(spec, emb.name, emb.fingerprint)] = emb
     info = {**emb.info(), "column": col}
-    return DocSetJob(stage=STAGE, set_name=set_name(emb.name), setup=_setup, compute=_Compute(col),
+    return DocSetJob(stage=STAGE_NAME, set_name=set_name(emb.name), setup=_setup, compute=_Compute(col),
                      params=params, info=info, result_keys=("model_path", "model_fingerprint"),
                      schema=pa.schema([(col, embedding_type(emb.dim))]), totals=(), batch_docs=1000,
                      refuse_if_all_differ=True, shard_key_ignores=("model_path",)), emb
@@ -158,3 +161,45 @@ def run_embed(cfg: EmbedConfig) -> EmbedResult:
                        computed_documents=res.computed_documents, skipped=res.skipped,
                        seconds=res.seconds, model=emb.info(), compile_seconds=compile_seconds,
                        kernels_compiled=compiled)
+
+
+def has_embeddings(data: Mapping[str, Any]) -> bool:
+    """Does a pipeline make embeddings (an `embed:` section, or `embed` in annotate.signals)?"""
+    signals = (data.get("annotate") or {}).get("signals")
+    items = [] if signals is None else signals.split(",") if isinstance(signals, str) else [str(s) for s in signals]
+    return data.get("embed") is not None or "embed" in [s.strip() for s in items]
+
+
+def _pipeline_run(c: EmbedConfig) -> Outcome:
+    r = run_embed(c)
+    return Outcome({"documents": r.documents, "column": r.column, "model": r.model["model"],
+                    "model_fingerprint": r.model["model_fingerprint"]}, ran=not r.skipped)
+
+
+def _complete(layout: Layout, name: str, c: EmbedConfig) -> bool:
+    from textsieve.embedding.models import load_embedder
+
+    return layout.set_complete(set_name(load_embedder(c.model, c.name).name))
+
+
+def _model(layout: Layout, name: str, c: EmbedConfig, names: list[str], keys: dict[str, str]) -> list[Any]:
+    """The model's identity (its files' fingerprint): a changed model re-embeds."""
+    from textsieve.embedding.models import load_embedder
+
+    return [load_embedder(c.model, c.name).fingerprint]
+
+
+def _resolve(section: dict[str, Any], base: Path) -> None:
+    """A builtin model's name is not a path; a model folder is."""
+    from textsieve.embedding.models import BUILTINS
+
+    if section.get("model") is not None:
+        model = str(section["model"])
+        if model.removeprefix("builtin:") not in BUILTINS or (base / model).exists():
+            section["model"] = absolute(model, base)
+
+
+STAGE = Stage("embed", EmbedConfig, "embed", _pipeline_run, order=30,
+              placed=lambda layout: {"directory": layout.attrs},
+              derived={"directory": "always the annotate folder OUT/attrs", "progress": PROGRESS_REASON},
+              complete=_complete, upstream=_model, resolve=_resolve)

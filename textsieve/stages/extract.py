@@ -47,6 +47,7 @@ from textsieve.io.paths import SUFFIX_FORMATS, Shard, expand_inputs
 from textsieve.io.publish import Publication
 from textsieve.io.safe_paths import safe_rel
 from textsieve.options import address_option, check_choices, executor_option, option, progress_option
+from textsieve.stages.descriptor import PROGRESS_REASON, Outcome, Stage, key_of
 from textsieve.stages.extract_worker import REASONS, ExtractTask, extract_shard, read_done
 
 log = logging.getLogger("textsieve.extract")
@@ -326,3 +327,22 @@ def _write_summary(fs: fsspec.AbstractFileSystem, pub: Publication, cfg: Extract
     with atomic_open(fs, pub.staged(SUMMARY), "wb") as fh:
         fh.write(json.dumps(summary, indent=2, ensure_ascii=False).encode())
     pub.add(SUMMARY)
+
+
+def _pipeline_run(c: ExtractConfig) -> Outcome:
+    res = run_extract(c)
+    left = ", ".join(f"{n:,} {r}" for r, n in res.skipped.items()) or "none left out"
+    return Outcome({"pages": res.pages, "documents": res.documents, "skipped": res.skipped,
+                    "bad_records": res.bad_records, "shards_written": len(res.shards_written),
+                    "shards_skipped": len(res.shards_skipped)}, ran=bool(res.shards_written),
+                   summary=f"extract: {res.documents:,} of {res.pages:,} pages kept ({left}); "
+                           f"{len(res.shards_written)} shard(s) written, {len(res.shards_skipped)} already done")
+
+
+STAGE = Stage(
+    "extract", ExtractConfig, "extract", _pipeline_run, order=10,
+    shared={"inputs": "inputs", "on_error": "read.on_error", "overwrite": "overwrite"},
+    placed=lambda layout: {"output": layout.docs},
+    derived={"output": "always OUT/docs (annotate then reads OUT/docs instead of the inputs)",
+             "progress": PROGRESS_REASON},
+    output_key=lambda layout: key_of(layout.folder_key(layout.docs)))  # resumes shard by shard by itself

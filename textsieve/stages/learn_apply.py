@@ -11,15 +11,18 @@ thresholds stay column-only, and the set gets what every per-document stage has
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from textsieve.options import address_option, executor_option, option, progress_option
+from textsieve.stages.descriptor import PROGRESS_REASON, Layout, Outcome, Stage, absolute
 
-STAGE = "learn apply"
+STAGE_NAME = "learn apply"
 
 
 @dataclass
@@ -67,7 +70,7 @@ def _setup(params: dict[str, Any]) -> Any:
 
     model = load_model(params["model"])
     if model.fingerprint != params["fingerprint"]:
-        raise ValueError(f"{STAGE}: {params['model']} changed while the run was applying it; run it again")
+        raise ValueError(f"{STAGE_NAME}: {params['model']} changed while the run was applying it; run it again")
     _SHARD.clear()
     return (model, params["directory"])
 
@@ -124,7 +127,7 @@ def _check_embeddings(model: Any, directory: str) -> None:
     embed_rows(directory, model.embed["model"], [])  # the set exists, else a clear error
     have = embedding_info(directory, model.embed["model"])
     if have["fingerprint"] != model.embed.get("fingerprint"):
-        raise FeatureSetError(f"{STAGE}: {directory}: the embeddings are of {have['model']} (fingerprint "
+        raise FeatureSetError(f"{STAGE_NAME}: {directory}: the embeddings are of {have['model']} (fingerprint "
                               f"{have['fingerprint']}), the model was trained on fingerprint "
                               f"{model.embed.get('fingerprint')}; embed with that model first")
 
@@ -141,9 +144,9 @@ def run_learn_apply(cfg: LearnApplyConfig) -> LearnApplyResult:
 
     model = load_model(cfg.model)
     if getattr(model, "sql_compilable", True):
-        raise LearnedSetError(f"{STAGE}: {cfg.model} is a logistic model over signals; select applies it as SQL "
+        raise LearnedSetError(f"{STAGE_NAME}: {cfg.model} is a logistic model over signals; select applies it as SQL "
                               "directly (no prediction set needed)")
-    annotate_sources(cfg.directory, STAGE)
+    annotate_sources(cfg.directory, STAGE_NAME)
     _check_embeddings(model, cfg.directory)
     col = column_name(model.name)
     path = cfg.model if "://" in cfg.model else os.path.abspath(cfg.model)
@@ -151,7 +154,7 @@ def run_learn_apply(cfg: LearnApplyConfig) -> LearnApplyResult:
     params = {"model": path, "fingerprint": model.fingerprint, "directory": directory}
     info = {"model_name": model.name, "model_path": path, "model_fingerprint": model.fingerprint,
             "feature_sets": model.views, "model_kind": model.describe(), "column": col}
-    job = DocSetJob(stage=STAGE, set_name=model.set_name, setup=_setup, compute=_Compute(col), params=params,
+    job = DocSetJob(stage=STAGE_NAME, set_name=model.set_name, setup=_setup, compute=_Compute(col), params=params,
                     info=info, result_keys=("model_path", "model_fingerprint"),
                     schema=pa.schema([(col, pa.float64())]), positions=True, refuse_if_all_differ=True,
                     shard_key_ignores=("model_path",))
@@ -171,3 +174,53 @@ def run_learn_apply(cfg: LearnApplyConfig) -> LearnApplyResult:
     return LearnApplyResult(output=res.output, set_name=model.set_name, column=col, documents=res.documents,
                             shards=res.shards, computed=res.computed, skipped=res.skipped, seconds=res.seconds,
                             mean_probability=mean, model=info)
+
+
+def learn_label(item: Mapping[str, Any]) -> str:
+    """A `learn:` item's name in the run: its model file's name without the extension."""
+    return Path(str(item.get("model") or "model")).name.removesuffix(".json")
+
+
+def _pipeline_run(c: LearnApplyConfig) -> Outcome:
+    r = run_learn_apply(c)
+    return Outcome({"documents": r.documents, "computed": r.computed, "mean_probability": r.mean_probability},
+                   ran=not r.skipped)
+
+
+def _upstream(layout: Layout, name: str, c: LearnApplyConfig, names: list[str], keys: dict[str, str]) -> list[Any]:
+    """The model file, and the sets a model may read beside the annotate shards (embeddings,
+    whoever wrote them)."""
+    return [layout.identities([c.model]), layout.sets_now(prefix="embed_")]
+
+
+def _complete(layout: Layout, name: str, c: LearnApplyConfig) -> bool:
+    """The set is whole and was made by this model file's parameters (not another of its name)."""
+    from textsieve.learned.model import load_model
+
+    try:
+        model = load_model(c.model)
+        made_by = layout.set_summary(model.set_name).get("model_fingerprint")
+    except (OSError, ValueError):
+        return False
+    return made_by == model.fingerprint and layout.set_complete(model.set_name)
+
+
+def _resolve(section: dict[str, Any], base: Path) -> None:
+    if section.get("model") is not None:  # a learned model file
+        section["model"] = absolute(section["model"], base)
+
+
+def _check_pipeline(data: Mapping[str, Any], errors: list[str]) -> None:
+    labels = [learn_label(item) for item in data["learn"]]
+    for i, item in enumerate(data["learn"]):
+        if not item.get("model"):
+            errors.append(f"learn[{i}].model: give the model file `textsieve learn` wrote")
+        elif labels.index(labels[i]) != i:
+            errors.append(f"learn[{i}].model: another learn item's model file is also named {labels[i]}")
+
+
+STAGE = Stage("learn", LearnApplyConfig, "learn[]", _pipeline_run, command="learn apply", api="learn_apply", order=110,
+              label=learn_label,
+              placed=lambda layout: {"directory": layout.attrs},
+              derived={"directory": "always the annotate folder OUT/attrs", "progress": PROGRESS_REASON},
+              complete=_complete, upstream=_upstream, resolve=_resolve, check=_check_pipeline)

@@ -30,11 +30,13 @@ import os
 import shutil
 import time
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import fsspec
 import numpy as np
 
+from textsieve.io.publish import read_manifest
 from textsieve.mixing.plan import Plan, draw_counts, make_plan
 from textsieve.mixing.spec import (
     FORMATS,
@@ -47,10 +49,19 @@ from textsieve.mixing.spec import (
     parse_shard_size,
 )
 from textsieve.options import check_choices, option, progress_option
+from textsieve.stages.descriptor import (
+    PROGRESS_REASON,
+    Layout,
+    Outcome,
+    Stage,
+    absolute,
+    every_stage_before,
+    recipe_path,
+)
 from textsieve.stages.mix_sources import SourcePool, column_counts, resolve_pool
 from textsieve.units import parse_size
 
-STAGE = "mix"
+STAGE_NAME = "mix"
 
 
 class MixInfeasibleError(MixError):
@@ -148,7 +159,7 @@ def _count_missing(pools: list[SourcePool], spec: MixSpec, cfg: MixConfig) -> No
     if not tasks:
         return
     held = [p.spec.attributes or p.spec.selection or "" for p in pools]
-    workers = pool_workers(STAGE, cfg.workers, max(1, min(cfg.workers or default_workers(), len(tasks))), held)
+    workers = pool_workers(STAGE_NAME, cfg.workers, max(1, min(cfg.workers or default_workers(), len(tasks))), held)
     for task, counts in ordered_map(count_task, tasks, workers=workers):
         task.pool.tokens = counts  # the task yielded back is this process's own object
 
@@ -229,7 +240,7 @@ def check_mix_apart(spec: MixSpec, output: str) -> None:
         inputs.append(str(spec.tokenizer))
     if spec.path:
         inputs.append(spec.path)
-    check_apart(STAGE, output, inputs)
+    check_apart(STAGE_NAME, output, inputs)
 
 
 def _languages(pools: list[SourcePool], draws: list[list[np.ndarray]]) -> dict[str, dict[str, int]]:
@@ -285,7 +296,7 @@ def publish_mix(cfg: MixConfig, spec: MixSpec, pools: list[SourcePool], plan: Pl
     fs, out_root = fsspec.core.url_to_fs(cfg.output)
     out_root = out_root.rstrip("/")
     fs.makedirs(out_root, exist_ok=True)
-    pub = Publication(fs, out_root, STAGE, key, info={"settings": sfp}, protect=True, overwrite=cfg.overwrite)
+    pub = Publication(fs, out_root, STAGE_NAME, key, info={"settings": sfp}, protect=True, overwrite=cfg.overwrite)
     old = pub.previous
     if old is not None and not cfg.overwrite:
         if old.key == key and all(pub.unchanged(rel, key) for rel in old.files):
@@ -358,5 +369,56 @@ def remove_work(folder: str) -> None:
     shutil.rmtree(folder, ignore_errors=True)
 
 
-__all__ = ["MixConfig", "MixError", "MixInfeasibleError", "MixResult", "check_output", "output_schema", "plan_mix",
-           "plan_pools", "publish_mix", "resolve_mix", "run_mix"]
+
+def _pipeline_run(c: MixConfig) -> Outcome:
+    r = run_mix(c)
+    return Outcome({"documents": r.documents, "tokens": r.tokens, "shards": len(r.shards)}, ran=not r.skipped)
+
+
+def _complete(layout: Layout, name: str, c: MixConfig) -> bool:
+    fs, root = fsspec.core.url_to_fs(layout.train)
+    return read_manifest(fs, root.rstrip("/")) is not None
+
+
+def _upstream(layout: Layout, name: str, c: MixConfig, names: list[str], keys: dict[str, str]) -> list[Any]:
+    """Every earlier stage (a source may use any set, or the selection), the mix file and a
+    tokenizer file given in the section."""
+    files = [p for p in (c.mix if isinstance(c.mix, str) else None, c.tokenizer) if p and p != WORDS]
+    return every_stage_before(layout, name, c, names, keys) + [layout.identities(files)]
+
+
+def _resolve(section: dict[str, Any], base: Path) -> None:
+    """The mix: a file (made absolute) or a mapping written inline, whose sources' folders,
+    recipe files and tokenizer are made absolute against the pipeline file's folder."""
+    value = section["mix"]
+    if isinstance(value, str):
+        section["mix"] = absolute(value, base)
+        return
+    if not isinstance(value, dict):
+        return
+    out = dict(value)
+    if isinstance(out.get("tokenizer"), str) and out["tokenizer"] != WORDS:
+        out["tokenizer"] = absolute(out["tokenizer"], base)
+    sources = []
+    for src in out.get("sources") or []:
+        if isinstance(src, dict):
+            src = dict(src)
+            for k in ("attributes", "selection"):
+                if isinstance(src.get(k), str):
+                    src[k] = absolute(src[k], base)
+            if "recipe" in src:
+                src["recipe"] = recipe_path(src["recipe"], base)
+        sources.append(src)
+    if "sources" in out:
+        out["sources"] = sources
+    section["mix"] = out
+
+
+STAGE = Stage("mix", MixConfig, "mix", _pipeline_run, order=140,
+              placed=lambda layout: {"output": layout.train},
+              derived={"output": "always OUT/train (shards and manifest.json)", "progress": PROGRESS_REASON},
+              types={"mix": str | dict}, complete=_complete, upstream=_upstream, resolve=_resolve)
+
+
+__all__ = ["STAGE", "MixConfig", "MixError", "MixInfeasibleError", "MixResult", "check_output", "output_schema",
+           "plan_mix", "plan_pools", "publish_mix", "resolve_mix", "run_mix"]

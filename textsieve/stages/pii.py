@@ -23,6 +23,7 @@ import pyarrow as pa
 from textsieve.options import check_choices, option, progress_option
 from textsieve.personal_data.detect import DETECTOR_VERSION, LENIENCIES, PII_TYPES, PiiSettings, detect
 from textsieve.signals.spans import free_spans, span_type
+from textsieve.stages.descriptor import PROGRESS_REASON, Outcome, Stage, set_named
 from textsieve.stages.doc_set import DocSetError, DocSetJob, DocSetResult, run_doc_set
 from textsieve.stages.doc_set import output_schema as _doc_set_schema
 
@@ -134,4 +135,17 @@ def run_pii(cfg: PiiConfig) -> DocSetResult:
                        overwrite=cfg.overwrite)
 
 
-__all__ = ["COUNT", "PREFIX", "SET_NAME", "PiiConfig", "PiiError", "columns", "output_schema", "pii_job", "run_pii"]
+
+def _pipeline_run(c: PiiConfig) -> Outcome:
+    r = run_pii(c)
+    return Outcome({"documents": r.documents, "spans": int(r.summary.get("ts_pii_count", 0))}, ran=not r.skipped)
+
+
+STAGE = Stage("pii", PiiConfig, "pii", _pipeline_run, order=90,
+              placed=lambda layout: {"directory": layout.attrs},
+              derived={"directory": "always the annotate folder OUT/attrs", "progress": PROGRESS_REASON},
+              complete=set_named(SET_NAME))
+
+
+__all__ = ["STAGE", "COUNT", "PREFIX", "SET_NAME", "PiiConfig", "PiiError", "columns", "output_schema", "pii_job",
+           "run_pii"]

@@ -27,19 +27,21 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import fsspec
 import numpy as np
 
 from textsieve.dsir.defaults import DEFAULT_MIN_TOKENS, DEFAULT_PRIOR_NGRAMS, DEFAULT_TEMPERATURE, WEIGHTS
+from textsieve.dsir.targets import parse_dsir_targets
 from textsieve.io.atomic import atomic_open
 from textsieve.io.attributes import attribute_shards, read_shard_meta
 from textsieve.io.leftovers import remove_stale_temps
 from textsieve.io.locations import pool_workers
-from textsieve.io.publish import Publication
+from textsieve.io.publish import Publication, read_manifest
 from textsieve.io.runstate import holds_output
 from textsieve.mixing.spec import FORMATS as SHARD_FORMATS
 from textsieve.mixing.spec import MixSpec
@@ -47,6 +49,15 @@ from textsieve.options import address_option, check_choices, executor_option, op
 from textsieve.recipes.language import Recipe
 from textsieve.recipes.sql import lit
 from textsieve.recipes.survivors import selection_sql
+from textsieve.stages.descriptor import (
+    PROGRESS_REASON,
+    Layout,
+    Outcome,
+    Stage,
+    every_stage_before,
+    recipe_path,
+    recipe_value,
+)
 
 if TYPE_CHECKING:
     from textsieve.dsir.resample import Resample
@@ -470,4 +481,51 @@ def check_selection_apart(cfg: SelectConfig, metas: dict[str, tuple[str, dict]])
     check_apart("select", str(cfg.output), [cfg.directory, *source_locations(cfg.directory), *sources])
 
 
-__all__ = ["FORMATS", "SelectConfig", "SelectError", "SelectResult", "run_select", "selection_sql", "lit"]
+
+def _pipeline_run(c: SelectConfig) -> Outcome:
+    r = run_select(c)
+    return Outcome({"selected": r.documents, "pool": r.pool, "shards_written": len(r.shards_written),
+                    "shards_skipped": len(r.shards_skipped)})
+
+
+def _complete(layout: Layout, name: str, c: SelectConfig) -> bool:
+    fs, rels = layout.annotated_rels()
+    manifest = read_manifest(fs, fsspec.core.url_to_fs(layout.selected)[1].rstrip("/"))
+    if manifest is None or "selection.json" not in manifest.files:
+        return False
+    if c.shards is not None:  # training shards: published as one unit with selection.json beside them
+        return True
+    fmt = layout.data["select"]["format"]
+    return all(f"{r[:-len('.parquet')]}.{fmt}" in manifest.files for r in rels)
+
+
+def _resolve(section: dict[str, Any], base: Path) -> None:
+    section["recipe"] = recipe_path(section.get("recipe"), base)
+
+
+def _check_pipeline(data: Mapping[str, Any], errors: list[str]) -> None:
+    sel = data["select"]
+    if sel is None:
+        return
+    if sel.get("recipe") is None and sel.get("dsir") is None:
+        errors.append("select: give 'recipe' (filter), 'dsir' (resample) or both (DSIR then draws from the "
+                      "recipe's survivors)")
+    elif sel.get("dsir") is not None and (sel.get("k") is None) == (sel.get("tokens") is None):
+        errors.append("select: with 'dsir', give exactly one of 'k' (documents) or 'tokens'")
+
+
+def _finish(kw: dict[str, Any], base: Path, where: str) -> None:
+    kw["recipe"] = recipe_value(kw["recipe"], base, f"{where}.recipe")
+    if kw["dsir"] is not None:
+        kw["dsir"] = parse_dsir_targets(kw["dsir"], f"{where}.dsir")
+
+
+STAGE = Stage("select", SelectConfig, "select", _pipeline_run, order=130,
+              placed=lambda layout: {"directory": layout.attrs, "output": layout.selected},
+              derived={"directory": "always the annotate folder OUT/attrs", "output": "always OUT/selected",
+                       "progress": PROGRESS_REASON},
+              types={"recipe": str | dict | None, "dsir": str | list | dict | None},
+              complete=_complete, upstream=every_stage_before, resolve=_resolve, check=_check_pipeline, finish=_finish)
+
+
+__all__ = ["STAGE", "FORMATS", "SelectConfig", "SelectError", "SelectResult", "run_select", "selection_sql", "lit"]

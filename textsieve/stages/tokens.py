@@ -16,19 +16,21 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from textsieve.options import option, progress_option
+from textsieve.stages.descriptor import PROGRESS_REASON, Layout, Outcome, Stage
 from textsieve.tokenization.columns import COLUMN_PREFIX, SET_PREFIX
 
 if TYPE_CHECKING:
     from textsieve.stages.doc_set import DocSetJob
     from textsieve.tokenization.tokenizer import Tokenizer
 
-STAGE = "tokens"
+STAGE_NAME = "tokens"
 
 
 @dataclass
@@ -130,14 +132,14 @@ def tokens_job(cfg: TokensConfig) -> tuple[DocSetJob, Tokenizer]:
     from textsieve.tokenization.tokenizer import load_tokenizer
 
     tok = load_tokenizer(cfg.tokenizer, cfg.name, pattern=cfg.tiktoken_pattern)
-    n_shards = len(annotate_sources(cfg.directory, STAGE))
+    n_shards = len(annotate_sources(cfg.directory, STAGE_NAME))
     col = column_name(tok.name)
     params = {"path": _abs(cfg.tokenizer), "name": tok.name, "pattern": cfg.tiktoken_pattern,
               "fingerprint": tok.fingerprint, "threads": _threads(cfg, n_shards)}
     info = {"tokenizer": _abs(tok.path), "tokenizer_kind": tok.kind, "tokenizer_fingerprint": tok.fingerprint,
             "tokenizer_vocab_size": tok.vocab_size, "tokenizer_eos_id": tok.eos_id,
             "tiktoken_pattern": tok.pattern, "column": col}
-    return DocSetJob(stage=STAGE, set_name=set_name(tok.name), setup=_setup, compute=_Compute(col),
+    return DocSetJob(stage=STAGE_NAME, set_name=set_name(tok.name), setup=_setup, compute=_Compute(col),
                      params=params, info=info, result_keys=("tokenizer", "tiktoken_pattern"),
                      schema=pa.schema([(col, pa.int64())]), totals=(col,), batch_docs=1000), tok
 
@@ -152,3 +154,30 @@ def run_tokens(cfg: TokensConfig) -> TokensResult:
     return TokensResult(output=res.output, set_name=job.set_name, column=col, documents=res.documents,
                         tokens=int(res.summary.get(col, 0)), shards=res.shards, computed=res.computed,
                         skipped=res.skipped, seconds=res.seconds, tokenizer=tok.info())
+
+
+def _pipeline_run(c: TokensConfig) -> Outcome:
+    r = run_tokens(c)
+    return Outcome({"documents": r.documents, "tokens": r.tokens, "column": r.column}, ran=not r.skipped)
+
+
+def _complete(layout: Layout, name: str, c: TokensConfig) -> bool:
+    from textsieve.tokenization.tokenizer import load_tokenizer
+
+    return layout.set_complete(set_name(load_tokenizer(c.tokenizer, c.name, pattern=c.tiktoken_pattern).name))
+
+
+def _tokenizer_file(layout: Layout, name: str, c: TokensConfig, names: list[str], keys: dict[str, str]) -> list[Any]:
+    return [layout.identities([c.tokenizer])]
+
+
+def _check_pipeline(data: Mapping[str, Any], errors: list[str]) -> None:
+    tok = data["tokens"]
+    if tok is not None and not tok.get("tokenizer"):
+        errors.append("tokens.tokenizer: give the tokenizer file (a tokenizer.json or tiktoken file)")
+
+
+STAGE = Stage("tokens", TokensConfig, "tokens", _pipeline_run, order=100,
+              placed=lambda layout: {"directory": layout.attrs},
+              derived={"directory": "always the annotate folder OUT/attrs", "progress": PROGRESS_REASON},
+              complete=_complete, upstream=_tokenizer_file, check=_check_pipeline)
