@@ -117,6 +117,7 @@ def test_select_dsir_draws_from_embed_weights_and_mixes_with_ngram(pool, embed_f
     assert set(r.ess_per_target) == {"wiki_e", "wiki_n"}
 
 
+@pytest.mark.slow  # > 2 s: outside the quick suite
 def test_deterministic_and_resumed(pool, embed_fit):
     again = _fit(pool, "wiki_e")  # same inputs: the model and the shard are kept
     assert again.model_reused and again.shards_skipped == ["pool.parquet"] and not again.shards_written

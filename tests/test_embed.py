@@ -134,6 +134,7 @@ def test_sentence_transformer_chunk_and_pool_rule():
     np.testing.assert_allclose(out[0], np.array([3, 1]) / np.linalg.norm([3, 1]), rtol=1e-6)
 
 
+@pytest.mark.slow  # > 2 s: outside the quick suite
 def test_embed_stage_writes_float16_vectors_in_annotate_order_and_resumes(attrs, docs, tmp_path):
     res = run_embed(EmbedConfig(directory=str(attrs), workers=1, progress=False))
     assert (res.documents, res.shards, res.computed, res.column) == (N_DOCS, 2, 2, "ts_embed_wordllama")

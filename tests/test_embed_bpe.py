@@ -52,6 +52,7 @@ def texts(dev_dir) -> list[str]:
     return [d["text"] for d in web_docs(dev_dir, 1500)]
 
 
+@pytest.mark.slow  # > 2 s: outside the quick suite
 def test_compiled_bpe_gives_the_librarys_ids_for_every_word_of_real_text(wordllama, texts):
     model, tables = wordllama
     words = list(dict.fromkeys(w for t in texts for w in t.split())) + EDGE_WORDS + [""]
@@ -126,6 +127,7 @@ def test_words_are_str_split_words():
         assert got == text.split(), text
 
 
+@pytest.mark.slow  # > 2 s: outside the quick suite
 def test_document_vectors_equal_the_library_path_whatever_the_batch_or_cache(wordllama, texts, monkeypatch):
     tok_path, weights = wordllama_files()
     library = load_static(tok_path, weights)

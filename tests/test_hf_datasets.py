@@ -73,6 +73,7 @@ def test_saved_dataset_annotated_in_place_and_joined_back(saved: Path, tmp_path:
     assert res2.documents == N
 
 
+@pytest.mark.slow  # > 2 s: outside the quick suite
 def test_in_memory_view_written_once_and_joined(shared_dir: Path, tmp_path: Path):
     ds = datasets.Dataset.from_list(_records(shared_dir)).shuffle(seed=3).select(range(50))
     assert arrow_files(ds) is None  # an indices view: not backed by files one-to-one

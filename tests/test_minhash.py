@@ -158,6 +158,7 @@ def _check_digests(msgs: list[bytes]) -> None:
             assert got[i].tobytes() == want[i], (multilane, len(m))
 
 
+@pytest.mark.slow  # > 2 s: outside the quick suite
 def test_sha1_random_lengths():
     rng = np.random.default_rng(1)
     lengths = list(range(301)) * 2 + [55, 56, 63, 64, 65, 119, 120, 127, 128, 183, 184, 1000, 4097]

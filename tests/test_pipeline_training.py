@@ -51,6 +51,7 @@ def test_dry_run_plans_every_stage(folder: Path, capsys) -> None:
         assert stage in out, stage
 
 
+@pytest.mark.slow  # > 2 s: outside the quick suite
 def test_pipeline_runs_to_training_shards_and_reruns_as_a_noop(folder: Path, capsys) -> None:
     assert main(["run", str(folder / "pipe.yaml"), "-q"]) == 0
     out = folder / "out"

@@ -75,6 +75,7 @@ def _keeps_one_per_cluster(folder: Path, stem: str) -> tuple[int, int]:
     return sum(1 for v in kept.values() if v == 0), sum(1 for v in kept.values() if v > 1)
 
 
+@pytest.mark.slow  # > 2 s: outside the quick suite
 def test_fuzzy_killed_with_other_settings_never_publishes_a_mix(web, tmp_path):
     """Item 1. Before: `--keep longest` killed after some shards were rewritten in place, and the
     first command re-run was skipped (its state file still matched), leaving clusters with no
@@ -137,6 +138,7 @@ def test_fuzzy_killed_while_switching_is_finished_by_the_next_reader(web, tmp_pa
     assert _keeps_one_per_cluster(attrs / "_dedup_fuzzy", "dup_fuzzy_t70") == (0, 0)
 
 
+@pytest.mark.slow  # > 2 s: outside the quick suite
 def test_select_recomputes_when_an_attribute_set_changes(web, tmp_path):
     """Item 2. Before: after `dedup fuzzy --keep none`, the same `select` printed "0 shard(s)
     written, N already done" and returned the old selection. After: the selection's key covers
@@ -158,6 +160,7 @@ def test_select_recomputes_when_an_attribute_set_changes(web, tmp_path):
     assert ts.select(str(attrs), recipe=str(recipe), dry_run=True).kept == second  # what the funnel says
 
 
+@pytest.mark.slow  # > 2 s: outside the quick suite
 def test_select_after_a_changed_annotate_shard_is_redone(web, tmp_path):
     """Item 2, the attribute shards themselves: a re-annotated shard changes the selection key."""
     docs = tmp_path / "docs"
@@ -375,6 +378,7 @@ def _published_shards(folder: Path) -> dict[str, bytes]:
     return files
 
 
+@pytest.mark.slow  # > 2 s: outside the quick suite
 @pytest.mark.parametrize("stage", ["annotate", "dedup_exact", "dsir_fit", "select"])
 def test_a_killed_run_of_other_settings_leaves_the_published_result_current(web, tmp_path, stage):
     """Item 1's scenario for every stage: publish settings A, kill a run of settings B after it

@@ -177,6 +177,7 @@ def test_funnel_per_source_and_per_language(run_dir: Path) -> None:
     assert lang.rows[0].value == "en" and lang.rows[0].documents > d.documents // 2
 
 
+@pytest.mark.slow  # > 2 s: outside the quick suite
 def test_by_field_choices(run_dir: Path, tmp_path: Path, capsys) -> None:
     """--by: a dotted record field, an attribute column of another set, or a clear error."""
     from textsieve.report.breakdown import BreakdownError
@@ -237,6 +238,7 @@ def test_language_from_the_lang_field_and_parquet_sources(shared_dir: Path, tmp_
         collect(str(ann), by="source")
 
 
+@pytest.mark.slow  # > 2 s: outside the quick suite
 def test_log_axis_for_heavy_tails(run_dir: Path, shared_dir: Path, tmp_path: Path) -> None:
     """Heavy-tailed signals (word and sentence counts here, perplexity always) get log10 bins;
     bounded fractions stay linear; every value is still counted somewhere."""
@@ -317,6 +319,7 @@ def test_views_render_in_chromium(run_dir: Path, tmp_path: Path) -> None:
         shutil.copy(shot, cache / "report-views.png")
 
 
+@pytest.mark.slow  # > 2 s: outside the quick suite
 def test_exact_set_without_duplicates_and_record_fields(tmp_path: Path) -> None:
     """A `_dedup_exact` set with no duplicate (its size histogram is over no rows) beside a
     breakdown read from the source records: the report crashed with DuckDB's "connection has an

@@ -29,6 +29,7 @@ def web2000(dev_dir: Path, tmp_path: Path) -> Path:
 
 # --- item 22: --batch-size and Parquet bytes -------------------------------------------------
 
+@pytest.mark.slow  # > 2 s: outside the quick suite
 def test_batch_size_does_not_change_annotate_bytes(web2000: Path, tmp_path: Path, resources_dir: Path):
     """Before: `annotate --batch-size 500` and `--batch-size 137` wrote the same rows but other
     bytes (the MinHash band columns' pages were cut at the producer's batch boundaries)."""
@@ -81,6 +82,7 @@ def near_dup_attrs(dev_dir: Path, tmp_path: Path, resources_dir: Path) -> Path:
     return out
 
 
+@pytest.mark.slow  # > 2 s: outside the quick suite
 def test_killed_verify_work_dir_is_removed_by_the_next_run(near_dup_attrs: Path, tmp_path: Path):
     """Before: `dedup fuzzy --verify exact` made `textsieve-verify-RAND` (no writer tag), which no
     later run removed: after a kill and a complete re-run it was still there."""
@@ -205,6 +207,7 @@ def test_huge_document_is_skipped_and_memory_stays_small(huge_doc, tmp_path: Pat
     assert ts.dedup_exact([str(out)], workers=1, progress=False).documents == 40
 
 
+@pytest.mark.slow  # > 2 s: outside the quick suite
 def test_huge_document_fails_with_its_location_and_size(huge_doc, tmp_path: Path, resources_dir: Path):
     """Before: accepted (and annotated at ~30x its size). Now: one located line, rc 2."""
     import os
@@ -428,6 +431,7 @@ def test_locate_finds_candidates_with_their_values(near_dup_attrs: Path):
     assert sig is not None and np.array_equal(sig, all_sig[pick][order])
 
 
+@pytest.mark.slow  # > 2 s: outside the quick suite
 def test_max_doc_bytes_holds_for_warc_records_too(tmp_path: Path):
     """Item 20 for archives: a WARC/WET record larger than --max-doc-bytes is a located bad record
     (before, the limit was checked for JSON Lines, Parquet and .txt only: a WARC record of any size
