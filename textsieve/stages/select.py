@@ -311,7 +311,6 @@ def resolve_select_config(cfg: SelectConfig) -> SelectConfig:
     and its dry-run both start from, whoever filled the config (CLI, YAML, API)."""
     from dataclasses import replace
 
-    from textsieve.dsir.targets import parse_dsir_targets
     from textsieve.recipes.language import load_recipe
 
     check_choices(cfg)
