@@ -49,6 +49,29 @@ def resources_dir(shared_dir: Path) -> Path:
     return shared_dir / "golden" / "rpv2_resources"
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _sample_sources_walked_once():
+    """`build_sample` walks the standard library and /usr/share/doc (~1.4 s) on every call, and a
+    dozen test modules build the sample; the machine's files do not change during a test process,
+    so the default sources are walked once per process. (Explicit `SampleSources`, which tests
+    point at temporary folders, are walked every time.)"""
+    from textsieve import sample
+
+    walk = sample._collect_candidates
+    walked: dict[str, dict] = {}
+
+    def once(sources=None):
+        if sources is not None:
+            return walk(sources)
+        if "default" not in walked:
+            walked["default"] = walk(None)
+        return {name: list(found) for name, found in walked["default"].items()}
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sample, "_collect_candidates", once)
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _isolated_user_cache(tmp_path_factory, monkeypatch) -> None:
     """Tests never read or fill the real per-user resources cache."""
@@ -140,9 +163,27 @@ SLOW_TESTS = {
     "test_resource_limits.py::test_dedup_exact_tree_peak_within_memory",
     "test_resource_limits.py::test_huge_document_is_skipped_and_memory_stays_small",
     "test_resource_limits.py::test_dedup_fuzzy_tree_peak_within_memory",
+    "test_report.py::test_language_from_the_lang_field_and_parquet_sources",  # annotates + reports twice
+    "test_hf_datasets.py::test_cli_reads_a_saved_folder_by_its_state",
+    "test_disk_full.py::test_disk_full_is_one_line_and_leaves_no_partial_file[annotate]",
+    "test_disk_full.py::test_disk_full_is_one_line_and_leaves_no_partial_file[dsir fit]",
+    "test_extensions.py::test_registered_model_kind_adds_its_signal_in_workers",  # a 2-worker pool
+    "test_learned_embed.py::test_pipeline_learn_section_applies_the_model_for_select_and_reruns_when_it_changes",
 }
 SLOW_MODULES = {"test_docs_commands.py", "test_ray.py",
                 "test_embed_transformer.py"}  # imports torch, builds a model (~10 s) before any test
+#: Module or session fixtures that cost 3 s or more to build (they annotate, extract, fit or train
+#: before the first test): every test that uses one is slow, so the quick suite does not pay for
+#: the build. The tests of those areas that do not need the fixture stay in the quick suite.
+SLOW_FIXTURES = {
+    "test_report.py": "run_dir",  # annotate + two dedups + DSIR + select on the dev pool
+    "test_extract.py": "extracted",  # extracts the sample crawl
+    "test_tokens.py": "env",  # annotates 200 docs and trains a tokenizer
+    "test_dsir.py": "fitted",  # annotates a pool slice and fits DSIR on target_wiki
+    "test_pipeline_training.py": "folder",  # trains a BPE for a training-stage pipeline
+    "test_models_classifier.py": "linear_model",  # trains the linear classifier on the dev corpora
+    "test_dsir_embed.py": "pool",  # annotates and embeds a pool
+}
 KILL_MODULES = {"test_resume.py", "test_resume_parts.py"}
 BROWSER_TESTS = {"test_report.py::test_report_renders_in_chromium", "test_report.py::test_views_render_in_chromium"}
 
@@ -157,14 +198,15 @@ def pytest_collection_modifyitems(config, items):
             if key in SLOW_TESTS:
                 seen.add(key)
                 item.add_marker(pytest.mark.slow)
-        if module in SLOW_MODULES:
+        if module in SLOW_MODULES or SLOW_FIXTURES.get(module) in set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
         if module == "test_ray.py":
             item.add_marker(pytest.mark.ray)
         if module in KILL_MODULES or "killed" in item.name:
             item.add_marker(pytest.mark.kill)
-        if name in BROWSER_TESTS:
+        if name in BROWSER_TESTS:  # starts Chromium (~3 s each)
             item.add_marker(pytest.mark.browser)
+            item.add_marker(pytest.mark.slow)
         if {"shared_dir", "resources_dir"} & set(getattr(item, "fixturenames", ())) \
                 or getattr(item.module, "SHARED", None) is not None:
             item.add_marker(pytest.mark.shared)
