@@ -314,7 +314,7 @@ def test_pipeline_learn_items_are_checked_before_anything_runs(dclm_embedded, tm
                                                "rules": {"good": "quality.predict > 0.5"}}}},
             r"select.recipe: .*learn: item writes _learned_quality with another model")
     refused("twice", {"learn": [{"model": "a/quality.json"}, {"model": "b/other.json"}]},
-            r"learn\[1\]\.model: writes _learned_quality, as learn\[0\] does")
+            r"learn\[1\]: writes _learned_quality, as learn\[0\] does")
     refused("noembed", {"embed": None}, r"learn\[0\]\.model: .* reads embeddings \(wordllama\); add an `embed:`")
     refused("semkeep", {"dedup": {"semantic": {"keep": "ts_learned_quality"}}},
             r"dedup.semantic.keep: ts_learned_quality is written by a stage that runs after dedup")

@@ -152,7 +152,8 @@ def test_planned_columns_are_the_columns_a_real_run_writes(corpus, tmp_path, sha
     p.write_text(p.read_text().replace("select:\n", "select:\n  dsir: wiki\n  k: 15\n  temperature: 1.0\n"))
     assert main(["run", str(p), "-q"]) == 0
     attrs = tmp_path / "out" / "attrs"
-    for stage, name, want in planned_sets(load(p)):
+    for stage, planned in planned_sets(load(p)):
+        name, want = planned.name, planned.schema
         got = pq.read_schema(sorted((attrs / f"_{name}" if name else attrs).glob("*.parquet"))[0])
         assert [(f.name, f.type) for f in got] == [(f.name, f.type) for f in want], stage
     selected = []

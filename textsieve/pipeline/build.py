@@ -51,6 +51,17 @@ def _get(data: dict[str, Any], dotted: str) -> Any:
     return node
 
 
+def where_of(kind: str, index: int | None = None) -> str:
+    """Where a stage's section is in the pipeline file: `dedup.exact`, `dsir[1]`."""
+    spec = SPECS[kind]
+    return spec.section if spec.label is None else f"{spec.section[:-2]}[{index or 0}]"
+
+
+def build_named(cfg: PipelineConfig, name: str) -> Any:
+    """The config of the run's stage `name` (`dsir:web` is the `dsir` item named web), progress off."""
+    return build(cfg, name.partition(":")[0], progress=False, index=cfg.section_index(name))
+
+
 def build(cfg: PipelineConfig, name: str, *, progress: bool = True, index: int | None = None,
           overwrite: bool | None = None) -> Any:
     """The stage config dataclass of stage `name` (for a list section, its item `index`): its
@@ -58,9 +69,9 @@ def build(cfg: PipelineConfig, name: str, *, progress: bool = True, index: int |
     spec = SPECS[name]
     data = cfg.data
     own = section_value(data, spec)
-    where = spec.section
+    where = where_of(name, index)
     if spec.label is not None:
-        own, where = own[index or 0], f"{spec.section[:-2]}[{index or 0}]"
+        own = own[index or 0]
     shared = shared_fields(spec)
     kw: dict[str, Any] = {}
     for f in fields(spec.config):

@@ -44,7 +44,6 @@ from typing import Any
 import yaml
 
 from textsieve.options import choices_of, default_of
-from textsieve.stages.annotate import AnnotateConfig
 from textsieve.stages.descriptor import Stage, absolute, shared_fields
 from textsieve.stages.registry import stages as registered_stages
 
@@ -60,6 +59,13 @@ class PipelineConfigError(ValueError):
 #: Every registered stage (`stages.registry`), in run order: each module's `STAGE` says which
 #: YAML section holds its config's fields, which fields are shared or derived, and how it runs.
 STAGES: tuple[Stage, ...] = registered_stages()
+
+#: The section of reading options that every stage reading documents shares.
+READ = "read"
+#: Sections filled with their defaults when the file leaves them out: `read:`, the always-running
+#: stage's own (annotate), and the groups of dotted sections (`dedup:`).
+FILLED_WHEN_ABSENT = frozenset({READ} | {s.section for s in STAGES if s.always}
+                               | {s.section.split(".")[0] for s in STAGES if "." in s.section})
 
 #: Pipeline-wide keys that belong to no single stage: (type, default, choices).
 TOP_KEYS: dict[str, tuple[Any, Any, tuple | None]] = {
@@ -105,14 +111,23 @@ def section_keys(spec: Stage) -> dict[str, Key]:
     return out
 
 
+def read_keys() -> dict[str, Key]:
+    """The `read:` section: the reading fields stages share (`read.text_field`, ...), typed and
+    defaulted by the first stage that reads them, the always-running one (annotate) first."""
+    keys: dict[str, Key] = {}
+    for spec in sorted(STAGES, key=lambda s: not s.always):
+        hints, choices = _hints(spec.config), choices_of(spec.config)
+        by_name = {f.name: f for f in fields(spec.config)}
+        for name, path in shared_fields(spec).items():
+            if path.startswith(f"{READ}."):
+                keys.setdefault(path[len(READ) + 1:], Key(hints[name], default_of(by_name[name]), choices.get(name)))
+    return keys
+
+
 def schema() -> dict[str, Any]:
     """The whole YAML schema: {key: Key | {sub-schema} | [sub-schema]} (a list = a list of sections)."""
     top: dict[str, Any] = {k: Key(t, d, c) for k, (t, d, c) in TOP_KEYS.items()}
-    ann_hints = _hints(AnnotateConfig)
-    ann_defaults = {f.name: default_of(f) for f in fields(AnnotateConfig)}
-    ann_choices = choices_of(AnnotateConfig)
-    top["read"] = {name: Key(ann_hints[name], ann_defaults[name], ann_choices.get(name))
-                   for name in ("text_field", "id_field", "lang_field", "on_error")}
+    top[READ] = read_keys()
     for spec in STAGES:
         keys = section_keys(spec)
         if spec.section.endswith("[]"):
@@ -257,7 +272,7 @@ def _walk(doc: Any, sch: dict[str, Any], path: str, errors: list[str], optional_
             out[k] = [_walk(item, spec[0], f"{sub}[{i}]", errors) for i, item in enumerate(items)]
         else:  # a nested section: absent or false = stage off (None)
             if not present or value is None or value is False:
-                out[k] = None if k not in ("read", "annotate", "dedup") else _walk({}, spec, sub, errors)
+                out[k] = None if k not in FILLED_WHEN_ABSENT else _walk({}, spec, sub, errors)
                 continue
             out[k] = _walk(value, spec, sub, errors)
     return out

@@ -34,7 +34,7 @@ from textsieve._version import __version__
 from textsieve.io.atomic import atomic_open
 from textsieve.io.identity import input_identities
 from textsieve.pipeline.build import SPECS, build, executor_support, layout
-from textsieve.pipeline.config import PipelineConfig, PipelineConfigError
+from textsieve.pipeline.config import STAGES, PipelineConfig, PipelineConfigError, section_value
 from textsieve.stages.descriptor import Outcome, key_of
 
 log = logging.getLogger("textsieve.pipeline")
@@ -71,12 +71,10 @@ def input_fingerprints(inputs: list[str], mode: str = "stat") -> list[dict[str, 
 def resolved_document(cfg: PipelineConfig) -> dict[str, Any]:
     """The config with defaults filled, absolute paths, input fingerprints and the version."""
     data = json.loads(json.dumps(cfg.data, default=str))
-    ann = data["annotate"]
-    if ann.get("resources") is None:  # record the word lists actually found, for an exact repeat
-        from textsieve.signals.resources import resolve_resources_dir
-
-        found = resolve_resources_dir(None)
-        ann["resources"] = str(found) if found else None
+    for stage in STAGES:  # what each stage actually used, for an exact repeat (annotate: the word lists found)
+        section = section_value(data, stage)
+        if stage.record is not None and section is not None:
+            stage.record(section)
     source = cfg.source if cfg.source.startswith("<") else str(Path(cfg.source).resolve())
     data["provenance"] = {"textsieve_version": __version__, "pipeline_file": source,
                           "fingerprint_mode": cfg.data["fingerprint"],
@@ -185,7 +183,8 @@ def run_pipeline(cfg: PipelineConfig, *, quiet: bool = False) -> PipelineResult:
             _say(quiet, _summary(name, outcome))
             continue
         probe = build(cfg, kind, progress=progress, index=index)
-        key = _key(name, _content(probe), [keys["annotate"], *runner.upstream(layout(cfg), name, probe, names, keys)])
+        always = [keys[s.name] for s in STAGES if s.always]  # everything reads the annotate shards
+        key = _key(name, _content(probe), [*always, *runner.upstream(layout(cfg), name, probe, names, keys)])
         keys[name] = key
         old = states.read(name)
         if old.get("key") == key and old.get("status") == "done" and runner.complete is not None \

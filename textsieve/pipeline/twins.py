@@ -7,11 +7,7 @@ from textsieve.pipeline.config import STAGES
 from textsieve.stages.descriptor import shared_fields
 
 #: The stage commands whose options the pipeline file mirrors: stage -> command path.
-CLI_COMMANDS = {"extract": ("extract",), "annotate": ("annotate",), "dedup_exact": ("dedup", "exact"),
-                "dedup_fuzzy": ("dedup", "fuzzy"), "dedup_lines": ("dedup", "lines"), "dsir": ("dsir", "fit"),
-                "decontaminate": ("decontaminate",), "pii": ("pii",), "tokens": ("tokens",), "select": ("select",),
-                "mix": ("mix",), "embed": ("embed",), "dedup_semantic": ("dedup", "semantic"),
-                "learn": ("learn", "apply")}
+CLI_COMMANDS = {s.name: tuple(s.cli.split()) for s in STAGES}
 #: CLI option (argparse dest) -> config field, where the names differ (the generated options of
 #: `textsieve.commands.options` use the field name as dest, so only the shared -q is left).
 CLI_RENAMES: dict[str, dict[str, str]] = {"*": {"quiet": "progress"}}

@@ -42,6 +42,7 @@ import pyarrow as pa
 
 from textsieve.options import option, progress_option
 from textsieve.stages.descriptor import PROGRESS_REASON, Layout, Outcome, Stage, absolute, set_named
+from textsieve.stages.planning import PlannedSet, doc_set_plan
 
 STAGE_NAME = "decontaminate"
 SET_NAME = "decontam"
@@ -324,4 +325,7 @@ def _check_pipeline(data: Mapping[str, Any], errors: list[str]) -> None:
 STAGE = Stage("decontaminate", DecontamConfig, "decontaminate", _pipeline_run, order=80,
               placed=lambda layout: {"directory": layout.attrs},
               derived={"directory": "always the annotate folder OUT/attrs", "progress": PROGRESS_REASON},
-              complete=set_named(SET_NAME), upstream=_benchmarks, resolve=_resolve, check=_check_pipeline)
+              complete=set_named(SET_NAME), upstream=_benchmarks, resolve=_resolve, check=_check_pipeline,
+              output_sets=lambda c, layout, where: [PlannedSet(SET_NAME, output_schema())],
+              estimate=lambda c, e: doc_set_plan("decontaminate", "n-gram overlap with the benchmarks -> _decontam",
+                                                 e.docs, 0.1, e.mean_chars))

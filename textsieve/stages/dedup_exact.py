@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -60,6 +61,7 @@ from textsieve.io.source_roots import trusted
 from textsieve.options import MEMORY_HELP, address_option, check_choices, executor_option, option, progress_option
 from textsieve.stages.dedup_exact_out import bloom_tables, member_records, out_table, with_empty, write_tables
 from textsieve.stages.descriptor import PROGRESS_REASON, Layout, Outcome, Stage
+from textsieve.stages.planning import SET_BYTES_PER_DOC, Corpus, PlannedSet, StagePlan, human, set_schema
 
 EXACT_SET = "dedup_exact"
 BATCH = 4096
@@ -545,6 +547,26 @@ def _complete(layout: Layout, name: str, c: ExactConfig) -> bool:
     return layout.set_complete(exact_names(c.normalize, c.bloom_fp is not None)[0])  # named by its settings
 
 
+def _estimate(c: ExactConfig, e: Corpus) -> StagePlan:
+    from textsieve.dedup.partitions import ROW, WORK_BYTES_PER_ROW
+
+    if c.bloom_fp:
+        cap = c.bloom_capacity or e.docs
+        bits = int(-cap * math.log(c.bloom_fp) / (math.log(2) ** 2))
+        return StagePlan("dedup exact", "Bloom filter, one pass", bits // 8, e.docs * SET_BYTES_PER_DOC,
+                         f"fp rate {c.bloom_fp}")
+    budget = parse_memory(c.memory)
+    return StagePlan("dedup exact", f"normalize={c.normalize}: content keys, on-disk groups",
+                     min(budget, e.docs * WORK_BYTES_PER_ROW), e.docs * (ROW.itemsize + 2 * SET_BYTES_PER_DOC),
+                     f"memory budget {human(budget)}; key partitions are temporary")
+
+
+def _output_sets(c: ExactConfig, layout: Layout, where: str) -> list[PlannedSet]:
+    """One set named by the settings (`_dedup_exact_rpv2`, ...): group, size and keep columns."""
+    name, prefix = exact_names(c.normalize, c.bloom_fp is not None)
+    return [PlannedSet(name, set_schema([(f"{prefix}_group", pa.uint64()), (f"{prefix}_size", pa.int64()),
+                                         (f"{prefix}_keep", pa.bool_())]))]
+
 STAGE = Stage(
     "dedup_exact", ExactConfig, "dedup.exact", _pipeline_run, order=40,
     shared={"text_field": "read.text_field", "id_field": "read.id_field", "overwrite": "overwrite"},
@@ -553,4 +575,5 @@ STAGE = Stage(
              "output": "always OUT/attrs (the set goes to OUT/attrs/_dedup_exact, or _dedup_exact_rpv2 etc. named "
                        "by the settings)",
              "progress": PROGRESS_REASON},
-    complete=_complete)
+    complete=_complete,
+              estimate=_estimate, output_sets=_output_sets)

@@ -38,7 +38,7 @@ from textsieve.dedup.lsh import BAND_PREFIXES, band_column, band_rows, band_valu
 from textsieve.dedup.partitions import ROW, Grouper, PartitionWriter, partition_bits, rows_per_pass
 from textsieve.dedup.verify import ID_ROW_BYTES, estimated_edges, exact_edges, locate, shard_batches
 from textsieve.exec.arrow_memory import lean_arrow_memory
-from textsieve.exec.budget import memory_plan
+from textsieve.exec.budget import memory_plan, parse_memory
 from textsieve.exec.progress import Progress
 from textsieve.io.atomic import AtomicParquetWriter, atomic_open
 from textsieve.io.attributes import LENGTH_COLUMN, META_KEY, attribute_set_dir
@@ -46,7 +46,8 @@ from textsieve.io.leftovers import finish_work, remove_stale_temps, start_work, 
 from textsieve.io.locations import pool_workers, source_locations
 from textsieve.io.publish import Publication
 from textsieve.options import MEMORY_HELP, address_option, check_choices, executor_option, option, progress_option
-from textsieve.stages.descriptor import PROGRESS_REASON, Outcome, Stage, set_named
+from textsieve.stages.descriptor import PROGRESS_REASON, Layout, Outcome, Stage, set_named
+from textsieve.stages.planning import SET_BYTES_PER_DOC, Corpus, PlannedSet, StagePlan, set_schema
 
 FUZZY_SET = "dedup_fuzzy"
 SUMMARY = "summary.json"
@@ -480,7 +481,29 @@ def _check_pipeline(data: Mapping[str, Any], errors: list[str]) -> None:
             errors.append("dedup.fuzzy.thresholds: give at least one threshold")
 
 
+#: MinHash bands per document of each RPv2 threshold (spec §8: optimal_param).
+BANDS = {1.0: 1, 0.9: 5, 0.8: 9, 0.7: 14}
+
+
+def _estimate(c: FuzzyConfig, e: Corpus) -> StagePlan:
+    from textsieve.dedup.partitions import ROW, WORK_BYTES_PER_ROW
+
+    budget = parse_memory(c.memory)
+    rows = e.docs * sum(BANDS.get(round(float(t), 1), 9) for t in c.thresholds)
+    return StagePlan("dedup fuzzy", f"MinHash-LSH at {', '.join(map(str, c.thresholds))}",
+                     min(budget, rows * WORK_BYTES_PER_ROW) + 16 * e.docs,
+                     rows * ROW.itemsize + e.docs * SET_BYTES_PER_DOC, f"{rows:,} band rows, partitions are temporary")
+
+
+def _output_sets(c: FuzzyConfig, layout: Layout, where: str) -> list[PlannedSet]:
+    """Three columns per threshold: cluster, size, keep."""
+    cols: list[tuple[str, pa.DataType]] = []
+    for t in c.thresholds:
+        cols += [(f"{tkey(t)}_cluster", pa.uint64()), (f"{tkey(t)}_size", pa.int64()), (f"{tkey(t)}_keep", pa.bool_())]
+    return [PlannedSet(FUZZY_SET, set_schema(cols))]
+
 STAGE = Stage("dedup_fuzzy", FuzzyConfig, "dedup.fuzzy", _pipeline_run, order=50,
               placed=lambda layout: {"directory": layout.attrs},
               derived={"directory": "always the annotate folder OUT/attrs", "progress": PROGRESS_REASON},
-              complete=set_named("dedup_fuzzy"), check=_check_pipeline)
+              complete=set_named("dedup_fuzzy"), check=_check_pipeline,
+              estimate=_estimate, output_sets=_output_sets)

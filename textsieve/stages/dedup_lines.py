@@ -55,7 +55,7 @@ from textsieve.dedup.lines import LINE_ROW, check_normalize, doc_rows, line_ends
 from textsieve.dedup.lines_group import BloomGroup, ExactGroup, GroupFlags
 from textsieve.dedup.partitions import as_bytes, rows_per_pass
 from textsieve.errors import TextsieveError
-from textsieve.exec.budget import MemoryPlan, memory_plan
+from textsieve.exec.budget import MemoryPlan, memory_plan, parse_memory
 from textsieve.exec.progress import Progress
 from textsieve.io.atomic import atomic_open
 from textsieve.io.attributes import attribute_set_dir
@@ -70,6 +70,7 @@ from textsieve.stages.dedup_exact import DocSource
 from textsieve.stages.dedup_exact_out import write_tables
 from textsieve.stages.descriptor import PROGRESS_REASON, Outcome, Stage, set_named
 from textsieve.stages.doc_set import annotate_sources
+from textsieve.stages.planning import SET_BYTES_PER_DOC, Corpus, PlannedSet, StagePlan
 
 LINES_SET = "dedup_lines"
 SEEN = "dup_lines_seen"
@@ -451,7 +452,22 @@ def _pipeline_run(c: LinesConfig) -> Outcome:
                     "groups": r.groups})
 
 
+#: Characters per line of web text (dev corpus), and bytes per line key.
+LINE_CHARS = 80
+LINE_KEY_BYTES = 24
+
+
+def _estimate(c: LinesConfig, e: Corpus) -> StagePlan:
+    budget = parse_memory(c.memory)
+    lines = e.docs * max(e.mean_chars // LINE_CHARS, 1)
+    group = f"groups of {c.group_shards} shard(s)" if c.group_shards else "one group"
+    return StagePlan("dedup lines", f"CCNet line hashes ({c.normalize}), {group}",
+                     min(budget, lines * LINE_KEY_BYTES) + 100_000_000,
+                     e.docs * SET_BYTES_PER_DOC + lines * (LINE_KEY_BYTES + 24),
+                     f"~{lines:,} lines; key partitions are temporary")
+
 STAGE = Stage("dedup_lines", LinesConfig, "dedup.lines", _pipeline_run, order=60,
               placed=lambda layout: {"directory": layout.attrs},
               derived={"directory": "always the annotate folder OUT/attrs", "progress": PROGRESS_REASON},
-              complete=set_named("dedup_lines"))
+              complete=set_named("dedup_lines"),
+              estimate=_estimate, output_sets=lambda c, layout, where: [PlannedSet(LINES_SET, output_schema())])

@@ -65,7 +65,7 @@ from textsieve.dedup.semantic_pairs import EpsResult, PairStats, Spill, partitio
 from textsieve.dedup.semantic_vectors import VectorSet
 from textsieve.dedup.verify import shard_batches
 from textsieve.errors import TextsieveError
-from textsieve.exec.budget import memory_plan
+from textsieve.exec.budget import memory_plan, parse_memory
 from textsieve.exec.progress import Progress
 from textsieve.io.atomic import AtomicParquetWriter, atomic_open
 from textsieve.io.attributes import META_KEY, attribute_set_dir
@@ -74,6 +74,7 @@ from textsieve.io.publish import Publication
 from textsieve.options import MEMORY_HELP, check_choices, option, progress_option
 from textsieve.stages.descriptor import PROGRESS_REASON, Layout, Outcome, Stage, set_named
 from textsieve.stages.embed import has_embeddings
+from textsieve.stages.planning import SET_BYTES_PER_DOC, Corpus, PlannedSet, StagePlan
 
 SEMANTIC_SET = "dedup_semantic"
 SUMMARY = "summary.json"
@@ -391,8 +392,19 @@ def _check_pipeline(data: Mapping[str, Any], errors: list[str]) -> None:
         errors.append("dedup.semantic: needs embeddings; add an `embed:` section (or `embed` to annotate.signals)")
 
 
+def _estimate(c: SemanticConfig, e: Corpus) -> StagePlan:
+    """Each document's float16 vector (512 B at 256-d) plus its ids spill into per-cluster
+    partitions; memory is the --memory budget at most (union-find: ~16 B per doc)."""
+    budget = parse_memory(c.memory)
+    spill = e.docs * (2 * 256 + 24)
+    return StagePlan("dedup semantic", f"SemDeDup at eps {', '.join(map(str, c.eps))}",
+                     min(budget, spill) + 16 * e.docs, spill + e.docs * SET_BYTES_PER_DOC,
+                     "per-cluster partitions are temporary")
+
 STAGE = Stage("dedup_semantic", SemanticConfig, "dedup.semantic", _pipeline_run, order=70,
               placed=lambda layout: {"directory": layout.attrs},
               derived={"directory": "always the annotate folder OUT/attrs (its _embed_MODEL set)",
                        "progress": PROGRESS_REASON},
-              complete=set_named("dedup_semantic"), upstream=_sets_read, check=_check_pipeline)
+              complete=set_named("dedup_semantic"), upstream=_sets_read, check=_check_pipeline,
+              estimate=_estimate,
+              output_sets=lambda c, layout, where: [PlannedSet(SEMANTIC_SET, output_schema(list(c.eps)))])

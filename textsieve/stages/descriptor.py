@@ -15,7 +15,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import fsspec
 
@@ -23,6 +23,9 @@ from textsieve.io.attributes import attribute_set_dir, attribute_sets, attribute
 from textsieve.io.identity import input_identities
 from textsieve.io.publish import content_key, read_manifest
 from textsieve.recipes.language import Recipe, RecipeError, load_recipe
+
+if TYPE_CHECKING:
+    from textsieve.stages.planning import Corpus, PlannedSet, StagePlan
 
 PROGRESS_REASON = "set from the command line: --quiet turns progress off"
 #: where a pipeline keeps each kind of output, below its `output:` folder
@@ -172,7 +175,15 @@ class Stage:
     `resolve(section, base)`: make the section's paths absolute beyond the common path fields;
     `check(data, errors)`: cross-checks of the whole resolved file that concern this stage;
     `finish(kwargs, base, where)`: turn YAML values into what the config takes (a recipe
-    mapping into a `Recipe`), raising ValueError naming `where`."""
+    mapping into a `Recipe`), raising ValueError naming `where`; `record(section)`: fill the
+    resolved file's section with what a run actually uses where the file left it to a default
+    found at run time (annotate's word lists), so the resolved file repeats the run exactly.
+
+    For `--dry-run`: `estimate(config, corpus)` is the stage's row of the plan (peak memory, disk
+    written; `stages.planning`); `output_sets(config, layout, where)` lists the attribute sets it
+    will write with their columns, so recipe rules are checked against them before anything runs
+    (`planning.PlanError` naming `where` for a config that cannot work). A config with a
+    `recipe` has it compiled against the sets of the stages before it."""
 
     name: str
     config: type
@@ -191,6 +202,9 @@ class Stage:
     resolve: Callable[[dict[str, Any], Path], None] | None = None
     check: Callable[[Mapping[str, Any], list[str]], None] | None = None
     finish: Callable[[dict[str, Any], Path, str], None] | None = None
+    record: Callable[[dict[str, Any]], None] | None = None
+    estimate: Callable[[Any, Corpus], StagePlan] | None = None
+    output_sets: Callable[[Any, Layout, str], list[PlannedSet]] | None = None
     command: str = ""  # its `textsieve` command, when not the name with spaces (`learn apply`)
     api: str = ""  # its `textsieve.api` function, when not the name (`learn_apply`)
 

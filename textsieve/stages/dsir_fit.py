@@ -55,6 +55,7 @@ from textsieve.io.texts import input_texts, shard_texts
 from textsieve.options import option, progress_option
 from textsieve.recipes.language import Recipe
 from textsieve.stages.descriptor import PROGRESS_REASON, Layout, Outcome, Stage, recipe_path, recipe_value
+from textsieve.stages.planning import SET_BYTES_PER_DOC, Corpus, PlannedSet, StagePlan, set_schema
 
 if TYPE_CHECKING:  # the numba feature code loads on first use, not when the CLI builds its parser
     from textsieve.dsir.model import DsirModel
@@ -359,9 +360,24 @@ def _finish(kw: dict[str, Any], base: Path, where: str) -> None:
     kw["recipe"] = recipe_value(kw["recipe"], base, f"{where}.recipe")
 
 
+def _estimate(c: DsirFitConfig, e: Corpus) -> StagePlan:
+    ids = e.docs * max(e.mean_chars // 5, 1) * 2 * 4  # ~1 token per 5 chars, n-gram ids, int32 each
+    on = f", raw side on recipe {c.recipe.name}'s survivors" if isinstance(c.recipe, Recipe) else ""
+    return StagePlan(f"dsir:{c.name}", f"fit toward {len(c.targets)} target input(s){on}",
+                     min(c.memory_mb * 2**20, ids) + 2 * 8 * c.buckets, e.docs * SET_BYTES_PER_DOC)
+
+
+def _output_sets(c: DsirFitConfig, layout: Layout, where: str) -> list[PlannedSet]:
+    """`_dsir_NAME`: the raw and normalised importance weights and the token count."""
+    from textsieve.dsir.names import column_names, set_name
+
+    raw, norm, tokens = column_names(c.name)
+    return [PlannedSet(set_name(c.name), set_schema([(raw, pa.float64()), (norm, pa.float64()), (tokens, pa.int64())]))]
+
 STAGE = Stage("dsir", DsirFitConfig, "dsir[]", _pipeline_run, command="dsir fit", api="dsir_fit", order=120,
               label=lambda item: str(item["name"]),
               placed=lambda layout: {"raw": layout.attrs},
               derived={"raw": "always the annotate folder OUT/attrs", "progress": PROGRESS_REASON},
               types={"recipe": str | dict | None}, complete=_complete, upstream=_upstream, resolve=_resolve,
-              check=_check_pipeline, finish=_finish)
+              check=_check_pipeline, finish=_finish,
+              estimate=_estimate, output_sets=_output_sets)

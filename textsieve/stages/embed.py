@@ -22,6 +22,7 @@ import pyarrow as pa
 from textsieve.embedding.store import column_name, embedding_type, set_name, to_arrow
 from textsieve.options import address_option, executor_option, option, progress_option
 from textsieve.stages.descriptor import PROGRESS_REASON, Layout, Outcome, Stage, absolute
+from textsieve.stages.planning import SET_BYTES_PER_DOC, Corpus, PlannedSet, StagePlan
 
 if TYPE_CHECKING:
     from textsieve.embedding.models import Embedder
@@ -199,7 +200,22 @@ def _resolve(section: dict[str, Any], base: Path) -> None:
             section["model"] = absolute(model, base)
 
 
+def _estimate(c: EmbedConfig, e: Corpus) -> StagePlan:
+    """A worker holds the model (~130 MB as float32) and its word cache; a 256-d float16 vector is 512 B."""
+    return StagePlan("embed", "one embedding per document -> _embed_MODEL", 400_000_000,
+                     int(e.docs * (SET_BYTES_PER_DOC + 2 * 256)))
+
+
+def _output_sets(c: EmbedConfig, layout: Layout, where: str) -> list[PlannedSet]:
+    """Named by the model, which is loaded now: a missing model fails the dry run, not the run
+    after annotate."""
+    from textsieve.embedding.models import load_embedder
+
+    emb = load_embedder(c.model, c.name)
+    return [PlannedSet(set_name(emb.name), output_schema(emb.name, emb.dim))]
+
 STAGE = Stage("embed", EmbedConfig, "embed", _pipeline_run, order=30,
               placed=lambda layout: {"directory": layout.attrs},
               derived={"directory": "always the annotate folder OUT/attrs", "progress": PROGRESS_REASON},
-              complete=_complete, upstream=_model, resolve=_resolve)
+              complete=_complete, upstream=_model, resolve=_resolve,
+              estimate=_estimate, output_sets=_output_sets)

@@ -21,6 +21,8 @@ import pyarrow as pa
 
 from textsieve.options import address_option, executor_option, option, progress_option
 from textsieve.stages.descriptor import PROGRESS_REASON, Layout, Outcome, Stage, absolute
+from textsieve.stages.embed import has_embeddings
+from textsieve.stages.planning import SET_BYTES_PER_DOC, Corpus, PlanError, PlannedSet, StagePlan, set_schema
 
 STAGE_NAME = "learn apply"
 
@@ -219,8 +221,43 @@ def _check_pipeline(data: Mapping[str, Any], errors: list[str]) -> None:
             errors.append(f"learn[{i}].model: another learn item's model file is also named {labels[i]}")
 
 
+def _output_sets(c: LearnApplyConfig, layout: Layout, where: str) -> list[PlannedSet]:
+    """The model's prediction set, with the model's fingerprint; PlanError for a file that is
+    no model, a model that compiles to SQL (select applies that one directly from its recipe's
+    `models:`; there is nothing to store), or a model over embeddings in a pipeline that makes none."""
+    from textsieve.io.attributes import attribute_sets
+    from textsieve.learned.model import load_model
+
+    try:
+        model = load_model(c.model)
+    except (OSError, ValueError) as exc:
+        raise PlanError(f"{where}.model: {exc}") from None
+    if getattr(model, "sql_compilable", True):
+        raise PlanError(f"{where}.model: {c.model} is a logistic model over signals, which select applies as SQL "
+                        "directly: name it under the recipe's `models:` and drop this learn item")
+    if "embed" in model.views and not has_embeddings(layout.data):
+        emb = (model.embed or {}).get("model")
+        try:
+            on_disk = attribute_sets(layout.attrs)
+        except (FileNotFoundError, NotADirectoryError):
+            on_disk = []
+        if f"embed_{emb}" not in on_disk:
+            raise PlanError(f"{where}.model: {c.model} reads embeddings ({emb}); add an `embed:` section (or "
+                            "`embed` to annotate.signals)")
+    return [PlannedSet(model.set_name, set_schema([(model.prediction_column, pa.float64())]), model.fingerprint)]
+
+
+def _estimate(c: LearnApplyConfig, e: Corpus) -> StagePlan:
+    """A worker holds one batch of texts and the model; the set is one float per document."""
+    from textsieve.learned.model import load_model
+
+    return StagePlan(f"learn:{learn_label({'model': c.model})}",
+                     f"the model's probability per document -> _{load_model(c.model).set_name}", 200_000_000,
+                     e.docs * SET_BYTES_PER_DOC)
+
 STAGE = Stage("learn", LearnApplyConfig, "learn[]", _pipeline_run, command="learn apply", api="learn_apply", order=110,
               label=learn_label,
               placed=lambda layout: {"directory": layout.attrs},
               derived={"directory": "always the annotate folder OUT/attrs", "progress": PROGRESS_REASON},
-              complete=_complete, upstream=_upstream, resolve=_resolve, check=_check_pipeline)
+              complete=_complete, upstream=_upstream, resolve=_resolve, check=_check_pipeline,
+              estimate=_estimate, output_sets=_output_sets)

@@ -59,6 +59,7 @@ from textsieve.stages.descriptor import (
     recipe_path,
 )
 from textsieve.stages.mix_sources import SourcePool, column_counts, resolve_pool
+from textsieve.stages.planning import Corpus, StagePlan
 from textsieve.units import parse_size
 
 STAGE_NAME = "mix"
@@ -414,10 +415,18 @@ def _resolve(section: dict[str, Any], base: Path) -> None:
     section["mix"] = out
 
 
+def _estimate(c: MixConfig, e: Corpus) -> StagePlan:
+    from textsieve.exec.budget import parse_memory
+
+    return StagePlan("mix", f"mix -> {e.layout.train} (shuffled shards + manifest.json)",
+                     parse_memory(c.memory) + 100_000_000, 2 * e.docs * e.mean_chars,
+                     "disk: the selected text once in shards, once in temporary buckets")
+
 STAGE = Stage("mix", MixConfig, "mix", _pipeline_run, order=140,
               placed=lambda layout: {"output": layout.train},
               derived={"output": "always OUT/train (shards and manifest.json)", "progress": PROGRESS_REASON},
-              types={"mix": str | dict}, complete=_complete, upstream=_upstream, resolve=_resolve)
+              types={"mix": str | dict}, complete=_complete, upstream=_upstream, resolve=_resolve,
+              estimate=_estimate)
 
 
 __all__ = ["STAGE", "MixConfig", "MixError", "MixInfeasibleError", "MixResult", "check_output", "output_schema",

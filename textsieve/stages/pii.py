@@ -26,6 +26,7 @@ from textsieve.signals.spans import free_spans, span_type
 from textsieve.stages.descriptor import PROGRESS_REASON, Outcome, Stage, set_named
 from textsieve.stages.doc_set import DocSetError, DocSetJob, DocSetResult, run_doc_set
 from textsieve.stages.doc_set import output_schema as _doc_set_schema
+from textsieve.stages.planning import PlannedSet, doc_set_plan
 
 SET_NAME = "pii"
 PREFIX = "ts_pii_"
@@ -144,7 +145,9 @@ def _pipeline_run(c: PiiConfig) -> Outcome:
 STAGE = Stage("pii", PiiConfig, "pii", _pipeline_run, order=90,
               placed=lambda layout: {"directory": layout.attrs},
               derived={"directory": "always the annotate folder OUT/attrs", "progress": PROGRESS_REASON},
-              complete=set_named(SET_NAME))
+              complete=set_named(SET_NAME),
+              output_sets=lambda c, layout, where: [PlannedSet(SET_NAME, output_schema(c))],
+              estimate=lambda c, e: doc_set_plan("pii", "personal data spans -> _pii", e.docs))
 
 
 __all__ = ["STAGE", "COUNT", "PREFIX", "SET_NAME", "PiiConfig", "PiiError", "columns", "output_schema", "pii_job",

@@ -58,6 +58,7 @@ from textsieve.stages.descriptor import (
     recipe_path,
     recipe_value,
 )
+from textsieve.stages.planning import Corpus, StagePlan
 
 if TYPE_CHECKING:
     from textsieve.dsir.resample import Resample
@@ -519,12 +520,22 @@ def _finish(kw: dict[str, Any], base: Path, where: str) -> None:
         kw["dsir"] = parse_dsir_targets(kw["dsir"], f"{where}.dsir")
 
 
+def _estimate(c: SelectConfig, e: Corpus) -> StagePlan:
+    recipe = c.recipe if isinstance(c.recipe, Recipe) else None
+    parts = [f"recipe {recipe.name} ({len(recipe.rules)} rules)"] if recipe else []
+    if isinstance(c.dsir, list) and c.dsir:  # (name, weight) pairs: the pipeline's `finish` resolved them
+        parts.append(f"DSIR resample toward {', '.join(n for n, _ in c.dsir)}"
+                     + (" over its survivors" if recipe else ""))
+    return StagePlan("select", f"{', then '.join(parts)} -> {e.layout.selected}", 100 * e.docs + 200_000_000,
+                     e.docs * e.mean_chars, "disk: at most every document's text once")
+
 STAGE = Stage("select", SelectConfig, "select", _pipeline_run, order=130,
               placed=lambda layout: {"directory": layout.attrs, "output": layout.selected},
               derived={"directory": "always the annotate folder OUT/attrs", "output": "always OUT/selected",
                        "progress": PROGRESS_REASON},
               types={"recipe": str | dict | None, "dsir": str | list | dict | None},
-              complete=_complete, upstream=every_stage_before, resolve=_resolve, check=_check_pipeline, finish=_finish)
+              complete=_complete, upstream=every_stage_before, resolve=_resolve, check=_check_pipeline, finish=_finish,
+              estimate=_estimate)
 
 
 __all__ = ["STAGE", "FORMATS", "SelectConfig", "SelectError", "SelectResult", "run_select", "selection_sql", "lit"]

@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from textsieve.options import option, progress_option
 from textsieve.stages.descriptor import PROGRESS_REASON, Layout, Outcome, Stage
+from textsieve.stages.planning import PlannedSet, doc_set_plan
 from textsieve.tokenization.columns import COLUMN_PREFIX, SET_PREFIX
 
 if TYPE_CHECKING:
@@ -177,7 +178,17 @@ def _check_pipeline(data: Mapping[str, Any], errors: list[str]) -> None:
         errors.append("tokens.tokenizer: give the tokenizer file (a tokenizer.json or tiktoken file)")
 
 
+def _output_sets(c: TokensConfig, layout: Layout, where: str) -> list[PlannedSet]:
+    """Named by the tokenizer, which is read now: a missing or unreadable tokenizer fails the
+    dry run, not the run after annotate."""
+    from textsieve.tokenization.tokenizer import load_tokenizer
+
+    name = load_tokenizer(c.tokenizer, c.name, pattern=c.tiktoken_pattern).name
+    return [PlannedSet(set_name(name), output_schema(name))]
+
 STAGE = Stage("tokens", TokensConfig, "tokens", _pipeline_run, order=100,
               placed=lambda layout: {"directory": layout.attrs},
               derived={"directory": "always the annotate folder OUT/attrs", "progress": PROGRESS_REASON},
-              complete=_complete, upstream=_tokenizer_file, check=_check_pipeline)
+              complete=_complete, upstream=_tokenizer_file, check=_check_pipeline,
+              output_sets=_output_sets,
+              estimate=lambda c, e: doc_set_plan("tokens", "real token counts -> _tokens_NAME", e.docs))
