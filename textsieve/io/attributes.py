@@ -26,7 +26,8 @@ import fsspec
 import pyarrow.parquet as pq
 
 from textsieve.document import Document
-from textsieve.io.publish import Manifest, PublishError, check_file, content_key, read_manifest
+from textsieve.io.leftovers import remove_stale_temps
+from textsieve.io.publish import Manifest, Publication, PublishError, check_file, content_key, read_manifest
 
 log = logging.getLogger("textsieve.attributes")
 
@@ -83,6 +84,31 @@ def _stale(fs: fsspec.AbstractFileSystem, root: str, manifest: Manifest) -> bool
 def attribute_set_dir(directory: str, name: str) -> str:
     """Where a stage writes its attribute set `name` inside an annotate output folder."""
     return f"{directory.rstrip('/')}/{SET_PREFIX}{name}"
+
+
+def set_place(directory: str, name: str) -> tuple[str, fsspec.AbstractFileSystem, str]:
+    """(folder, file system, root) of attribute set `name` of annotate folder `directory`, with
+    what killed writers left there removed (never a live run's files): the first step of every
+    stage that writes a set."""
+    set_dir = attribute_set_dir(directory, name)
+    fs, root = fsspec.core.url_to_fs(set_dir)
+    root = root.rstrip("/")
+    remove_stale_temps(fs, root)
+    return set_dir, fs, root
+
+
+def open_set(fs: fsspec.AbstractFileSystem, root: str, name: str, key: str, directory: str | None = None,
+             built_from: str | None = None) -> Publication:
+    """A new generation of attribute set `name` (at `root`, see `set_place`) for the run key
+    `key`, recording which generation of the annotate folder `directory` it belongs to (or
+    `built_from`, when the stage has that key at hand): a set built from other annotate shards
+    is stale (`_stale`)."""
+    if built_from is None:
+        if directory is None:
+            raise ValueError("open_set: give the annotate folder or its content key")
+        afs, aroot = fsspec.core.url_to_fs(directory)
+        built_from = content_key(afs, aroot.rstrip("/"))
+    return Publication(fs, root, name, key, info={"built_from": built_from})
 
 
 def attribute_sets(directory: str) -> list[str]:

@@ -28,6 +28,7 @@ import json
 import logging
 import posixpath
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +43,7 @@ from textsieve.io.safe_paths import join_inside
 log = logging.getLogger("textsieve.publish")
 
 MANIFEST = "manifest.json"
+SUMMARY = "summary.json"  # a published generation's summary: what a re-run that changes nothing returns
 JOURNAL = ".publish.json"
 STAGING_PREFIX = ".staging-"
 _WRITER_MARK = ".writer-"  # `STAGING/.writer-PID@HOST`: who stages there, for removing dead runs' folders
@@ -220,14 +222,38 @@ def content_key(fs: fsspec.AbstractFileSystem, root: str, rels: list[str] | None
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
 
 
+@dataclass(frozen=True)
+class SummaryStyle:
+    """How a summary file's JSON is laid out. Kept per kind of output so that summaries stay
+    byte-identical across releases (their hashes are in manifests that later stages key on)."""
+
+    indent: int = 1
+    ensure_ascii: bool = False
+    newline: bool = True
+    default: Callable[[Any], Any] | None = None  # for values JSON lacks (`str` for paths, dates)
+
+    def dumps(self, summary: Mapping[str, Any]) -> bytes:
+        text = json.dumps(summary, indent=self.indent, ensure_ascii=self.ensure_ascii, default=self.default)
+        return (text + ("\n" if self.newline else "")).encode("utf-8")
+
+
+#: an attribute set's summary.json (`_dedup_fuzzy`, `_pii`, ...): one-space indent, UTF-8, a final newline
+SET_SUMMARY = SummaryStyle()
+#: an output folder's summary.json (annotate, the imports): two-space indent, ASCII, no final newline
+FOLDER_SUMMARY = SummaryStyle(indent=2, ensure_ascii=True, newline=False)
+
+
 class Publication:
     """One run's new generation of outputs under `root` (see the module doc).
 
-    Usage: `pub = Publication(fs, root, "dedup_fuzzy", key)`; write each file to
-    `pub.staged(rel)`, then `pub.add(rel, fingerprint)`; carry over unchanged published files
-    with `pub.keep(rel)`; finally `pub.commit()`. `pub.previous` is the published manifest (or
-    None) for skip and refusal decisions; `pub.adoptable(rel)` says whether a killed run with the
-    same key left `rel` finished in staging."""
+    The lifecycle every stage follows: `pub = Publication(fs, root, stage, key)` opens a
+    generation for the run's fingerprint (`io.attributes.open_set` for an attribute set);
+    `pub.up_to_date(fingerprints)` returns the published summary when nothing changed (the run is
+    then a no-op); otherwise write each file to `pub.staged(rel)` and `pub.add(rel, fingerprint)`
+    it, carry unchanged published files over with `pub.keep(rel)`, and finish with
+    `pub.commit_summary(summary)` (or `pub.commit()` for a set without a summary). `pub.previous`
+    is the published manifest (or None) for skip and refusal decisions; `pub.adoptable(rel)`
+    says whether a killed run with the same key left `rel` finished in staging."""
 
     def __init__(self, fs: fsspec.AbstractFileSystem, root: str, stage: str, key: str,
                  info: dict[str, Any] | None = None, protect: bool = False, overwrite: bool = False):
@@ -340,16 +366,41 @@ class Publication:
         self.previous = manifest
         return manifest
 
-    def unchanged_summary(self, rels: list[str], summary: str = "summary.json") -> dict | None:
-        """The published `summary` when this generation's key and every file in `rels` (and the
-        summary) are unchanged - the whole set is up to date: the publication is abandoned and
-        the caller returns it. None when something must be recomputed."""
+    def up_to_date(self, fingerprints: Mapping[str, str | None], summary: str = SUMMARY,
+                   summary_fingerprint: str | None = None) -> dict | None:
+        """The published summary when the generation under `root` has this run's key and holds
+        every file of `fingerprints` (rel -> what it was made from) and the summary (made from
+        `summary_fingerprint`, by default the key) intact: the whole output is up to date, the
+        publication is abandoned and the caller returns that summary. None when something must
+        be computed."""
+        wanted = {**fingerprints, summary: self.key if summary_fingerprint is None else summary_fingerprint}
         if self.previous is None or self.previous.key != self.key or not all(
-                self.unchanged(r, self.key) for r in [*rels, summary]):
+                self.unchanged(r, fp) for r, fp in wanted.items()):
             return None
         self.abandon()
-        with self.fs.open(f"{self.root}/{summary}", "r") as fh:
-            return json.load(fh)
+        with self.fs.open(f"{self.root}/{summary}", "rb") as fh:
+            return json.loads(fh.read())
+
+    def unchanged_summary(self, rels: list[str], summary: str = SUMMARY) -> dict | None:
+        """`up_to_date` for outputs whose files are all made from the run's key."""
+        return self.up_to_date({r: self.key for r in rels}, summary)
+
+    def add_file(self, rel: str, data: bytes, fingerprint: str | None = None) -> None:
+        """Stage file `rel` with contents `data` (written atomically) and add it."""
+        with atomic_open(self.fs, self.staged(rel), "wb") as fh:
+            fh.write(data)
+        self.add(rel, fingerprint)
+
+    def add_summary(self, summary: Mapping[str, Any], fingerprint: str | None = None, *, name: str = SUMMARY,
+                    style: SummaryStyle = SET_SUMMARY) -> None:
+        """Stage `summary` as the generation's summary file and add it."""
+        self.add_file(name, style.dumps(summary), fingerprint)
+
+    def commit_summary(self, summary: Mapping[str, Any], fingerprint: str | None = None, *, name: str = SUMMARY,
+                       style: SummaryStyle = SET_SUMMARY) -> Manifest:
+        """Stage and add the summary, then commit the generation (the last step of a run)."""
+        self.add_summary(summary, fingerprint, name=name, style=style)
+        return self.commit()
 
     def abandon(self) -> None:
         """Give up before writing anything: remove the staging folder if it holds no work."""

@@ -34,14 +34,13 @@ from textsieve._version import __version__
 from textsieve.exec.arrow_memory import lean_arrow_memory
 from textsieve.exec.local import default_workers, ordered_map
 from textsieve.exec.progress import Progress
-from textsieve.io.atomic import atomic_open
 from textsieve.io.attributes import META_KEY
 from textsieve.io.ids import UniqueIdReader, effective_mode
 from textsieve.io.leftovers import remove_stale_temps
 from textsieve.io.limits import DEFAULT_MAX_DOC_BYTES, MAX_DOC_BYTES_HELP, parse_max_doc_bytes
 from textsieve.io.overlap import check_apart
 from textsieve.io.paths import Shard, expand_inputs
-from textsieve.io.publish import Publication
+from textsieve.io.publish import FOLDER_SUMMARY, Publication
 from textsieve.io.readers import ReadOptions, ShardReader
 from textsieve.io.safe_paths import safe_rel
 from textsieve.options import address_option, check_choices, executor_option, option, progress_option
@@ -518,9 +517,7 @@ def _write_summary(fs: fsspec.AbstractFileSystem, pub: Publication, cfg: Annotat
         roots += [r for r in _earlier_roots(fs, pub) if r not in roots]
     summary = {"stage": "annotate", "version": __version__, "fingerprint": fingerprint,
                "config": asdict(cfg), "input_roots": roots, "result": asdict(result)}
-    with atomic_open(fs, pub.staged(SUMMARY), "wb") as fh:
-        fh.write(json.dumps(summary, indent=2).encode())
-    pub.add(SUMMARY)
+    pub.add_summary(summary, name=SUMMARY, style=FOLDER_SUMMARY)
 
 
 def planned_schema(cfg: AnnotateConfig) -> pa.Schema:

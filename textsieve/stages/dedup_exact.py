@@ -49,9 +49,8 @@ from textsieve.dedup.id_table import SourceIds, check_unique_ids
 from textsieve.dedup.partitions import ROW, Grouper, PartitionWriter, rows_per_pass
 from textsieve.exec.budget import MemoryPlan, memory_plan, parse_memory
 from textsieve.exec.progress import Progress
-from textsieve.io.atomic import atomic_open
-from textsieve.io.attributes import attribute_set_dir, attribute_shards, read_shard_meta, source_documents
-from textsieve.io.leftovers import finish_work, remove_stale_temps, start_work, work_parent
+from textsieve.io.attributes import attribute_shards, read_shard_meta, set_place, source_documents
+from textsieve.io.leftovers import finish_work, start_work, work_parent
 from textsieve.io.limits import DEFAULT_MAX_DOC_BYTES, parse_max_doc_bytes
 from textsieve.io.locations import pool_workers, source_locations
 from textsieve.io.paths import Shard, expand_inputs
@@ -374,10 +373,7 @@ def run_exact(cfg: ExactConfig) -> ExactResult:
     cfg = _in_process(cfg, sources, counted)
     cfg, plan = _memory_plan(cfg, len(sources))  # --memory covers the process tree (exec.budget)
     set_name, prefix = exact_names(cfg.normalize, cfg.bloom_fp is not None)
-    set_dir = attribute_set_dir(out, set_name)
-    fs, set_root = fsspec.core.url_to_fs(set_dir)
-    set_root = set_root.rstrip("/")
-    remove_stale_temps(fs, set_root)  # what a killed run was writing (never a live run's files)
+    set_dir, fs, set_root = set_place(out, set_name)  # stale temps of killed writers removed
     n_known = sum(s.size for s in sources) if counted else None
     info: dict[str, Any] = {"stage": EXACT_SET, "version": __version__, "normalize": cfg.normalize,
                             "mode": "bloom" if cfg.bloom_fp is not None else "exact", "set": set_name,
@@ -459,11 +455,7 @@ def run_exact(cfg: ExactConfig) -> ExactResult:
     finally:
         progress.close()
         finish_work(work)
-    with atomic_open(fs, pub.staged("summary.json"), "w") as fh:
-        json.dump(summary, fh, indent=1, ensure_ascii=False)
-        fh.write("\n")
-    pub.add("summary.json", pub.key)
-    pub.commit()
+    pub.commit_summary(summary, pub.key)
     result.documents, result.removed, result.summary = ordinal, removed, summary
     result.seconds = time.perf_counter() - start
     return result

@@ -25,7 +25,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-import fsspec
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -40,11 +39,10 @@ from textsieve.dedup.verify import ID_ROW_BYTES, estimated_edges, exact_edges, l
 from textsieve.exec.arrow_memory import lean_arrow_memory
 from textsieve.exec.budget import memory_plan, parse_memory
 from textsieve.exec.progress import Progress
-from textsieve.io.atomic import AtomicParquetWriter, atomic_open
-from textsieve.io.attributes import LENGTH_COLUMN, META_KEY, attribute_set_dir
-from textsieve.io.leftovers import finish_work, remove_stale_temps, start_work, work_parent
+from textsieve.io.atomic import AtomicParquetWriter
+from textsieve.io.attributes import LENGTH_COLUMN, META_KEY, open_set, set_place
+from textsieve.io.leftovers import finish_work, start_work, work_parent
 from textsieve.io.locations import pool_workers, source_locations
-from textsieve.io.publish import Publication
 from textsieve.options import MEMORY_HELP, address_option, check_choices, executor_option, option, progress_option
 from textsieve.stages.descriptor import PROGRESS_REASON, Layout, Outcome, Stage, set_named
 from textsieve.stages.planning import SET_BYTES_PER_DOC, Corpus, PlannedSet, StagePlan, set_schema
@@ -331,15 +329,12 @@ def run_fuzzy(cfg: FuzzyConfig) -> FuzzyResult:
             hint = ("annotate with --signals minhash" if cfg.bands == "rpv2"
                     else "compute fast signatures first, or use --bands rpv2")
             raise ValueError(f"{table.paths[i]}: no column(s) {', '.join(missing)}; {hint}")
-    out_dir = attribute_set_dir(cfg.directory, FUZZY_SET)
-    fs, out_root = fsspec.core.url_to_fs(out_dir)
-    out_root = out_root.rstrip("/")
-    remove_stale_temps(fs, out_root)  # what a killed run was writing (never a live run's files)
+    out_dir, fs, out_root = set_place(cfg.directory, FUZZY_SET)  # stale temps of killed writers removed
     fingerprint = _fingerprint(cfg, ts, table)
     result = FuzzyResult(output=out_dir)
     # the resume key lives in the manifest (`io.publish`), kept out of summary.json, which must not
     # depend on shard names; the set is published as one unit, so a killed run never leaves a mix
-    pub = Publication(fs, out_root, FUZZY_SET, fingerprint, info={"built_from": table.content_key()})
+    pub = open_set(fs, out_root, FUZZY_SET, fingerprint, built_from=table.content_key())
     done = None if cfg.overwrite else pub.unchanged_summary(table.rels, SUMMARY)
     if done is not None:
         result.skipped, result.summary = True, done
@@ -427,11 +422,7 @@ def run_fuzzy(cfg: FuzzyConfig) -> FuzzyResult:
     progress.close()
     release()
     summary = _summary(cfg, table, ts, nodes, tops, members, with_bands, stats, fingerprint)
-    with atomic_open(fs, pub.staged(SUMMARY), "w") as fh:
-        json.dump(summary, fh, indent=1, ensure_ascii=False, sort_keys=False)
-        fh.write("\n")
-    pub.add(SUMMARY, fingerprint)
-    pub.commit()
+    pub.commit_summary(summary, fingerprint, name=SUMMARY)
     result.summary, result.stats = summary, stats
     result.seconds = time.perf_counter() - start
     return result

@@ -57,10 +57,9 @@ from textsieve.dedup.partitions import as_bytes, rows_per_pass
 from textsieve.errors import TextsieveError
 from textsieve.exec.budget import MemoryPlan, memory_plan, parse_memory
 from textsieve.exec.progress import Progress
-from textsieve.io.atomic import atomic_open
-from textsieve.io.attributes import attribute_set_dir
+from textsieve.io.attributes import open_set, set_place
 from textsieve.io.diskfull import disk_full_as_error
-from textsieve.io.leftovers import finish_work, remove_stale_temps, start_work
+from textsieve.io.leftovers import finish_work, start_work
 from textsieve.io.locations import pool_workers, source_locations
 from textsieve.io.parquet_read import read_table
 from textsieve.io.publish import Publication, content_key, settings_diff
@@ -368,24 +367,18 @@ def run_lines(cfg: LinesConfig) -> LinesResult:
     _check(cfg)
     sources = _sources(cfg.directory)
     groups = _groups(len(sources), cfg.group_shards)
-    set_dir = attribute_set_dir(cfg.directory, LINES_SET)
-    fs, set_root = fsspec.core.url_to_fs(set_dir)
-    set_root = set_root.rstrip("/")
-    remove_stale_temps(fs, set_root)  # what a killed run was writing (never a live run's files)
+    set_dir, fs, set_root = set_place(cfg.directory, LINES_SET)  # stale temps of killed writers removed
     info: dict[str, Any] = {"stage": LINES_SET, "version": __version__, "normalize": cfg.normalize,
                             "group_shards": cfg.group_shards, "mode": "bloom" if cfg.bloom_fp is not None else "exact",
                             "bloom_fp": cfg.bloom_fp, "set": LINES_SET, "columns": COLUMNS}
     _check_existing(fs, set_root, info, cfg)
     key = _run_key(cfg, info, sources)
-    afs, aroot = fsspec.core.url_to_fs(cfg.directory)
-    pub = Publication(fs, set_root, LINES_SET, key, info={"built_from": content_key(afs, aroot)})
+    pub = open_set(fs, set_root, LINES_SET, key, cfg.directory)
     rels = [s.rel for s in sources]
     result = LinesResult(output=set_dir, groups=len(groups))
-    if not cfg.overwrite and pub.previous is not None and pub.previous.key == key \
-            and all(pub.unchanged(r, key) for r in [*rels, "summary.json"]):
-        pub.discard()  # published with these settings from these inputs: nothing to do
-        result.summary = json.loads(fs.cat_file(f"{set_root}/summary.json"))
-        result.skipped = True
+    done = None if cfg.overwrite else pub.unchanged_summary(rels)  # these settings, these inputs: nothing to do
+    if done is not None:
+        result.summary, result.skipped = done, True
     else:
         _compute(cfg, sources, groups, pub, info, result)
     s = result.summary
@@ -438,11 +431,7 @@ def _compute(cfg: LinesConfig, sources: list[DocSource], groups: list[list[int]]
                                "dup_line_fraction": totals["n_dup_lines"] / max(1, totals["n_lines"]),
                                "dup_char_fraction": totals["n_dup_chars"] / max(1, totals["n_chars"]),
                                "blank_lines": "never duplicates", "groups": per_group}
-    with atomic_open(pub.fs, pub.staged("summary.json"), "w") as fh:
-        json.dump(summary, fh, indent=1, ensure_ascii=False)
-        fh.write("\n")
-    pub.add("summary.json", pub.key)
-    pub.commit()
+    pub.commit_summary(summary, pub.key)
     result.summary = summary
 
 

@@ -53,7 +53,6 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-import fsspec
 import numpy as np
 import pyarrow as pa
 
@@ -67,10 +66,9 @@ from textsieve.dedup.verify import shard_batches
 from textsieve.errors import TextsieveError
 from textsieve.exec.budget import memory_plan, parse_memory
 from textsieve.exec.progress import Progress
-from textsieve.io.atomic import AtomicParquetWriter, atomic_open
-from textsieve.io.attributes import META_KEY, attribute_set_dir
-from textsieve.io.leftovers import finish_work, remove_stale_temps, start_work
-from textsieve.io.publish import Publication
+from textsieve.io.atomic import AtomicParquetWriter
+from textsieve.io.attributes import META_KEY, open_set, set_place
+from textsieve.io.leftovers import finish_work, start_work
 from textsieve.options import MEMORY_HELP, check_choices, option, progress_option
 from textsieve.stages.descriptor import PROGRESS_REASON, Layout, Outcome, Stage, set_named
 from textsieve.stages.embed import has_embeddings
@@ -250,13 +248,10 @@ def run_semantic(cfg: SemanticConfig) -> SemanticResult:
     table = ShardTable.open(cfg.directory)
     vs = VectorSet.open(table, cfg.embed_model)  # no embeddings: says to run `textsieve embed`
     keep_from = keep_source(table, cfg.keep)
-    out_dir = attribute_set_dir(cfg.directory, SEMANTIC_SET)
-    fs, out_root = fsspec.core.url_to_fs(out_dir)
-    out_root = out_root.rstrip("/")
-    remove_stale_temps(fs, out_root)
+    out_dir, fs, out_root = set_place(cfg.directory, SEMANTIC_SET)  # stale temps of killed writers removed
     fingerprint = _fingerprint(cfg, eps, table, vs, keep_from)
     result = SemanticResult(output=out_dir)
-    pub = Publication(fs, out_root, SEMANTIC_SET, fingerprint, info={"built_from": table.content_key()})
+    pub = open_set(fs, out_root, SEMANTIC_SET, fingerprint, built_from=table.content_key())
     done = None if cfg.overwrite else pub.unchanged_summary(table.rels, SUMMARY)
     if done is not None:
         result.skipped, result.summary = True, done
@@ -286,11 +281,7 @@ def run_semantic(cfg: SemanticConfig) -> SemanticResult:
         bar.advance(int(table.n_rows[i]), int(table.n_rows[i]))
     bar.close()
     summary = _summary(cfg, table, vs, eps, res, stats)
-    with atomic_open(fs, pub.staged(SUMMARY), "w") as fh:
-        json.dump(summary, fh, indent=1, ensure_ascii=False)
-        fh.write("\n")
-    pub.add(SUMMARY, fingerprint)
-    pub.commit()
+    pub.commit_summary(summary, fingerprint, name=SUMMARY)
     result.summary, result.stats = summary, stats
     result.seconds = time.perf_counter() - start
     return result

@@ -34,9 +34,7 @@ import pyarrow.parquet as pq
 from textsieve._version import __version__
 from textsieve.errors import TextsieveError
 from textsieve.exec.progress import Progress
-from textsieve.io.atomic import atomic_open
-from textsieve.io.attributes import attribute_set_dir, attribute_shards
-from textsieve.io.leftovers import remove_stale_temps
+from textsieve.io.attributes import attribute_shards, open_set, set_place
 from textsieve.io.locations import pool_workers, source_locations
 from textsieve.io.parquet_read import read_table
 from textsieve.io.publish import Publication, content_key, read_manifest, settings_diff
@@ -189,10 +187,7 @@ def run_doc_set(directory: str, job: DocSetJob, *, workers: int | None = None, p
     """Compute (or keep) the set's shard of every annotate shard and publish the set."""
     start = time.perf_counter()
     sources = annotate_sources(directory, job.stage)
-    set_dir = attribute_set_dir(directory, job.set_name)
-    fs, set_root = fsspec.core.url_to_fs(set_dir)
-    set_root = set_root.rstrip("/")
-    remove_stale_temps(fs, set_root)  # what a killed run was writing (never a live run's files)
+    set_dir, fs, set_root = set_place(directory, job.set_name)
     info: dict[str, Any] = {"stage": job.stage, "version": __version__, **job.info, "set": job.set_name,
                             "columns": [f.name for f in job.schema]}
     diff = [] if overwrite else settings_diff(fs, set_root, info, list(job.result_keys))
@@ -209,13 +204,11 @@ def run_doc_set(directory: str, job: DocSetJob, *, workers: int | None = None, p
     shard_fp = {r: hashlib.sha256(f"{shard_settings}:{content_key(afs, aroot, [r])}".encode()).hexdigest()[:16]
                 for r in rels}
     key = hashlib.sha256(json.dumps([settings, sorted(shard_fp.items())]).encode()).hexdigest()[:16]
-    pub = Publication(fs, set_root, job.set_name, key, info={"built_from": content_key(afs, aroot)})
+    pub = open_set(fs, set_root, job.set_name, key, built_from=content_key(afs, aroot))
     result = DocSetResult(output=set_dir, shards=len(sources))
-    if not overwrite and pub.previous is not None and pub.previous.key == key \
-            and all(pub.unchanged(r, shard_fp[r]) for r in [*rels]) and pub.unchanged("summary.json", key):
-        pub.discard()
-        result.summary = json.loads(fs.cat_file(f"{set_root}/summary.json"))
-        result.skipped = True
+    done = None if overwrite else pub.up_to_date(shard_fp)
+    if done is not None:
+        result.summary, result.skipped = done, True
     else:
         _compute(job, settings, sources, shard_fp, pub, info, overwrite, workers, progress, directory, result,
                  executor, address)
@@ -274,9 +267,5 @@ def _compute(job: DocSetJob, settings: str, sources: list[DocSource], shard_fp: 
         for k, v in counts.items():
             totals[k] += v
     summary: dict[str, Any] = {**info, "n_shards": len(sources), **totals}
-    with atomic_open(pub.fs, pub.staged("summary.json"), "w") as fh:
-        json.dump(summary, fh, indent=1, ensure_ascii=False)
-        fh.write("\n")
-    pub.add("summary.json", pub.key)
-    pub.commit()
+    pub.commit_summary(summary, pub.key)
     result.summary = summary

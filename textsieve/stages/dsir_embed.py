@@ -36,10 +36,10 @@ from textsieve.dsir import embed_model as em
 from textsieve.dsir.names import check_name, column_names, set_name
 from textsieve.exec.progress import Progress
 from textsieve.io.atomic import write_parquet_with_metadata
-from textsieve.io.attributes import META_KEY, attribute_set_dir, attribute_shards, read_shard_meta
-from textsieve.io.leftovers import remove_stale_siblings, remove_stale_temps
+from textsieve.io.attributes import META_KEY, attribute_set_dir, attribute_shards, open_set, read_shard_meta, set_place
+from textsieve.io.leftovers import remove_stale_siblings
 from textsieve.io.parquet_read import read_table
-from textsieve.io.publish import Publication, content_key, contents
+from textsieve.io.publish import content_key, contents
 from textsieve.io.texts import input_texts, shard_texts
 
 if TYPE_CHECKING:
@@ -220,10 +220,8 @@ def run_fit_embed(cfg: DsirFitConfig) -> DsirFitResult:
     model_name, emb, _ = _embedder(cfg.raw, cfg.embed_model)
     pool = _Pool(cfg, model_name)
     fs, root = pool.fs, pool.root
-    set_dir = attribute_set_dir(cfg.raw, set_name(cfg.name))
-    set_root = fs._strip_protocol(set_dir)
+    set_dir, _, set_root = set_place(cfg.raw, set_name(cfg.name))  # a killed fit's temporary files removed
     cols = column_names(cfg.name)
-    remove_stale_temps(fs, set_root)
     if cfg.model_path:
         remove_stale_siblings(*fsspec.core.url_to_fs(cfg.model_path))
     target_texts = list(input_texts(cfg.targets, cfg.text_field))
@@ -235,7 +233,7 @@ def run_fit_embed(cfg: DsirFitConfig) -> DsirFitResult:
     total = sum(n for _, n, _ in raw_shards)
     target_fp = em.texts_fingerprint(target_texts)
     identity = _identity(cfg, emb, pool, target_fp, raw_shards, params)
-    pub = Publication(fs, set_root, set_name(cfg.name), identity, info={"built_from": content_key(fs, root)})
+    pub = open_set(fs, set_root, set_name(cfg.name), identity, built_from=content_key(fs, root))
     in_set = cfg.model_path is None
     if in_set and not cfg.overwrite and pub.unchanged(em.MODEL_FILE, identity):
         pub.keep(em.MODEL_FILE)

@@ -48,9 +48,9 @@ import pyarrow.parquet as pq
 from textsieve.dsir.names import check_name, column_names, set_name
 from textsieve.exec.progress import Progress
 from textsieve.io.atomic import write_parquet_with_metadata
-from textsieve.io.attributes import META_KEY, attribute_set_dir, attribute_shards, read_shard_meta
-from textsieve.io.leftovers import remove_stale_siblings, remove_stale_temps
-from textsieve.io.publish import Publication, content_key, contents
+from textsieve.io.attributes import META_KEY, attribute_shards, open_set, read_shard_meta, set_place
+from textsieve.io.leftovers import remove_stale_siblings
+from textsieve.io.publish import content_key, contents
 from textsieve.io.texts import input_texts, shard_texts
 from textsieve.options import option, progress_option
 from textsieve.recipes.language import Recipe
@@ -195,11 +195,9 @@ def run_fit(cfg: DsirFitConfig) -> DsirFitResult:
     params = HashedNgramParams(cfg.buckets, cfg.ngrams, cfg.hash_seed)
     fs, shards = attribute_shards(cfg.raw)
     root = fs._strip_protocol(cfg.raw).rstrip("/")
-    set_dir = attribute_set_dir(cfg.raw, set_name(cfg.name))
-    set_root = fs._strip_protocol(set_dir)
+    set_dir, _, set_root = set_place(cfg.raw, set_name(cfg.name))  # a killed fit's temporary files removed
     model_path = cfg.model_path or f"{set_dir}/{MODEL_FILE}"
     cols = column_names(cfg.name)
-    remove_stale_temps(fs, set_root)  # what a killed fit was writing (never a live run's files)
     if cfg.model_path:  # a --model PATH elsewhere: its killed writes are beside it
         remove_stale_siblings(*fsspec.core.url_to_fs(cfg.model_path))
 
@@ -222,8 +220,8 @@ def run_fit(cfg: DsirFitConfig) -> DsirFitResult:
 
         survivors_fp = survivors_fingerprint(within)
 
-    pub = Publication(fs, set_root, set_name(cfg.name), _run_key(cfg, params, raw_shards, survivors_fp),
-                      info={"built_from": content_key(fs, root)})
+    pub = open_set(fs, set_root, set_name(cfg.name), _run_key(cfg, params, raw_shards, survivors_fp),
+                   built_from=content_key(fs, root))
     in_set = cfg.model_path is None  # the default model file is published with the weights
     if in_set and not cfg.overwrite and not pub.adoptable(MODEL_FILE) and pub.unchanged(MODEL_FILE, "model"):
         pub.keep(MODEL_FILE)

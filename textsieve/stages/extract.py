@@ -35,7 +35,6 @@ from textsieve.errors import TextsieveError
 from textsieve.exec.local import default_workers, ordered_map
 from textsieve.exec.progress import Progress
 from textsieve.extraction.engines import DEFAULT_ENGINE, ENGINE_NAMES
-from textsieve.io.atomic import atomic_open
 from textsieve.io.doc_shards import DOC_FORMATS, doc_suffix
 from textsieve.io.identity import shard_identity
 from textsieve.io.ids import effective_mode
@@ -44,7 +43,7 @@ from textsieve.io.limits import DEFAULT_MAX_DOC_BYTES, parse_max_doc_bytes
 from textsieve.io.locations import pool_workers
 from textsieve.io.overlap import check_apart
 from textsieve.io.paths import SUFFIX_FORMATS, Shard, expand_inputs
-from textsieve.io.publish import Publication
+from textsieve.io.publish import Publication, SummaryStyle
 from textsieve.io.safe_paths import safe_rel
 from textsieve.options import address_option, check_choices, executor_option, option, progress_option
 from textsieve.stages.descriptor import PROGRESS_REASON, Outcome, Stage, key_of
@@ -325,9 +324,7 @@ def _write_summary(fs: fsspec.AbstractFileSystem, pub: Publication, cfg: Extract
     summary = {"stage": "extract", "version": __version__, "fingerprint": fingerprint, "settings": what,
                "config": asdict(cfg), "result": asdict(result),
                "shards": {rel: _lean(c) for rel, c in sorted(counts.items())}, "samples": samples}
-    with atomic_open(fs, pub.staged(SUMMARY), "wb") as fh:
-        fh.write(json.dumps(summary, indent=2, ensure_ascii=False).encode())
-    pub.add(SUMMARY)
+    pub.add_summary(summary, name=SUMMARY, style=SummaryStyle(indent=2, newline=False))
 
 
 def _pipeline_run(c: ExtractConfig) -> Outcome:

@@ -26,10 +26,11 @@ import pyarrow.compute as pc
 from textsieve._version import __version__
 from textsieve.exec.progress import Progress
 from textsieve.interop import dolma as dolma_
-from textsieve.io.atomic import AtomicParquetWriter, atomic_open
+from textsieve.io.atomic import AtomicParquetWriter
 from textsieve.io.attributes import META_KEY, SCORE_SUFFIX
 from textsieve.io.overlap import check_apart
 from textsieve.io.paths import expand_inputs
+from textsieve.io.publish import FOLDER_SUMMARY
 from textsieve.io.readers import ReadOptions, ShardReader
 from textsieve.io.source_roots import absolute_root
 from textsieve.options import option, progress_option
@@ -176,10 +177,7 @@ def run_import_dolma(cfg: ImportDolmaConfig) -> ImportDolmaResult:
     result.seconds = time.perf_counter() - start
     summary = {"stage": "import_dolma", "version": __version__, "fingerprint": settings, "config": asdict(cfg),
                "input_roots": [absolute_root(docs_dir)], "result": asdict(result)}
-    with atomic_open(ofs, pub.staged(SUMMARY), "wb") as fh:
-        fh.write(json.dumps(summary, indent=2).encode())
-    pub.add(SUMMARY)
-    pub.commit()
+    pub.commit_summary(summary, name=SUMMARY, style=FOLDER_SUMMARY)
     return result
 
 

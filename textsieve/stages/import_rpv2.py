@@ -33,11 +33,11 @@ from textsieve.errors import TextsieveError
 from textsieve.exec.local import default_workers, ordered_map
 from textsieve.exec.progress import Progress
 from textsieve.interop import rpv2_release as rel_
-from textsieve.io.atomic import AtomicParquetWriter, atomic_open
+from textsieve.io.atomic import AtomicParquetWriter
 from textsieve.io.attributes import META_KEY, SCORE_SUFFIX, attribute_set_dir
 from textsieve.io.overlap import check_apart
 from textsieve.io.paths import Shard
-from textsieve.io.publish import Publication, content_key
+from textsieve.io.publish import FOLDER_SUMMARY, Publication, SummaryStyle, content_key
 from textsieve.io.readers import ReadOptions
 from textsieve.io.source_roots import absolute_root
 from textsieve.options import option, progress_option
@@ -337,16 +337,11 @@ def run_import_rpv2(cfg: ImportRpv2Config) -> ImportRpv2Result:
     result.seconds = time.perf_counter() - start
     summary = {"stage": "import_rpv2", "version": __version__, "fingerprint": settings, "config": asdict(cfg),
                "input_roots": [absolute_root(f"{cfg.root.rstrip('/')}/documents")], "result": asdict(result)}
-    with atomic_open(ofs, pub.staged(SUMMARY), "wb") as fh:
-        fh.write(json.dumps(summary, indent=2).encode())
-    pub.add(SUMMARY)
-    pub.commit()
+    pub.commit_summary(summary, name=SUMMARY, style=FOLDER_SUMMARY)
     epub.info["built_from"] = content_key(ofs, out)  # the set belongs to this generation of the shards
-    with atomic_open(efs, epub.staged("summary.json"), "w") as fh:
-        json.dump({"stage": EXACT_SET, "version": __version__, "mode": "rpv2-release", "set": EXACT_SET,
-                   "columns": list(EXACT_COLUMNS), "n_docs": result.documents, "n_removed": result.duplicates,
-                   "n_shards": len(shards)}, fh, indent=1)
-    epub.add("summary.json", key)
+    epub.add_summary({"stage": EXACT_SET, "version": __version__, "mode": "rpv2-release", "set": EXACT_SET,
+                      "columns": list(EXACT_COLUMNS), "n_docs": result.documents, "n_removed": result.duplicates,
+                      "n_shards": len(shards)}, key, style=SummaryStyle(newline=False))
     epub.commit()
     return result
 

@@ -347,12 +347,8 @@ def publish_mix(cfg: MixConfig, spec: MixSpec, pools: list[SourcePool], plan: Pl
         "plan": plan.to_dict(), "sources": per_source, "languages": _languages(pools, draws),
         "documents": documents, "tokens": tokens, "shards": shards}
     pub.info.update(extra_info or {})
-    from textsieve.io.atomic import atomic_open
-
     for rel, data in (files or {}).items():
-        with atomic_open(fs, pub.staged(rel), "wb") as fh:
-            fh.write(data)
-        pub.add(rel, key)
+        pub.add_file(rel, data, key)
     manifest = pub.commit()
     return MixResult(cfg.output, plan, documents, tokens, shards, False, time.perf_counter() - t0,
                      stats["max_loaded"], stats["splits"], manifest.to_json(), stats["tasks"], stats["resumed"])

@@ -37,11 +37,10 @@ import numpy as np
 
 from textsieve.dsir.defaults import DEFAULT_MIN_TOKENS, DEFAULT_PRIOR_NGRAMS, DEFAULT_TEMPERATURE, WEIGHTS
 from textsieve.dsir.targets import parse_dsir_targets
-from textsieve.io.atomic import atomic_open
 from textsieve.io.attributes import attribute_shards, read_shard_meta
 from textsieve.io.leftovers import remove_stale_temps
 from textsieve.io.locations import pool_workers
-from textsieve.io.publish import Publication, read_manifest
+from textsieve.io.publish import Publication, SummaryStyle, read_manifest
 from textsieve.io.runstate import holds_output
 from textsieve.mixing.spec import FORMATS as SHARD_FORMATS
 from textsieve.mixing.spec import MixSpec
@@ -228,9 +227,8 @@ def selection_fingerprint(cfg: SelectConfig, inputs: list[dict]) -> str:
     return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def _write_summary(fs, path: str, doc: dict) -> None:
-    with atomic_open(fs, path, "wb") as fh:
-        fh.write(json.dumps(doc, indent=2, default=str).encode("utf-8"))
+#: selection.json: two-space indent, ASCII, paths and other values JSON lacks as strings
+SELECTION_SUMMARY = SummaryStyle(indent=2, ensure_ascii=True, newline=False, default=str)
 
 
 def selected_rows(cfg: SelectConfig) -> tuple[dict[str, dict], dict | None, list[str]]:
@@ -379,10 +377,8 @@ def run_select(cfg: SelectConfig) -> SelectResult:
     pub = Publication(fs, out_root, "select", fp, info={"settings": settings}, protect=True, overwrite=cfg.overwrite)
     old = pub.previous
     if old is not None and not cfg.overwrite:
-        if old.key == fp and all(pub.unchanged(_out_rel(rel, cfg.format), fp) for rel, _ in metas.values()) \
-                and pub.unchanged(SUMMARY, fp):
-            pub.abandon()
-            done = json.loads(fs.cat_file(f"{out_root}/{SUMMARY}"))
+        done = pub.up_to_date({_out_rel(rel, cfg.format): fp for rel, _ in metas.values()}, SUMMARY)
+        if done is not None:
             c = done["counts"]  # everything is already written: nothing to query
             return SelectResult(cfg.output, c["selected"], 0, c["pool"], [], sorted(
                 f"{out_root}/{_out_rel(rel, cfg.format)}" for rel, _ in metas.values()), 0.0, done.get("dsir"))
@@ -447,14 +443,13 @@ def run_select(cfg: SelectConfig) -> SelectResult:
     total_selected = sum(int(d["counts"].sum()) for d in selected.values())
     result = SelectResult(cfg.output, total_selected, chars, pool, written, skipped, time.perf_counter() - t0,
                           dsir_summary, redacted)
-    _write_summary(fs, pub.staged(SUMMARY), head | {
+    pub.commit_summary(head | {
         "status": "done", "attribute_sets": used, "dsir": dsir_summary,
         "counts": {"pool": pool, "selected": total_selected,
                    "distinct": sum(len(d["rows"]) for d in selected.values()),
                    "characters_written_this_run": chars, "shards": len(metas), "shards_skipped": len(skipped),
-                   **({"redacted_this_run": redacted} if redact.names else {})}})
-    pub.add(SUMMARY, fp)
-    pub.commit()
+                   **({"redacted_this_run": redacted} if redact.names else {})}},
+        fp, name=SUMMARY, style=SELECTION_SUMMARY)
     return result
 
 
