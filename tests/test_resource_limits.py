@@ -453,3 +453,24 @@ def test_max_doc_bytes_holds_for_warc_records_too(tmp_path: Path):
     reader = ShardReader(shard, ReadOptions(on_error="skip", max_doc_bytes=limit))
     kept = list(reader)
     assert len(kept) == len(sizes) - big and len(reader.skipped) == big > 0
+
+
+def test_every_stage_defaults_memory_alike_and_reads_it_through_memory_plan():
+    """One memory budget: every stage with a `memory` field defaults to `options.DEFAULT_MEMORY`
+    (select's None means "not given": `select --shards` then takes mix's, the same) and no stage
+    module parses the setting itself; `exec.budget.memory_plan` does, for all of them."""
+    import dataclasses
+    import re
+
+    import textsieve.stages
+    from textsieve.options import DEFAULT_MEMORY, default_of
+    from textsieve.stages.registry import stages
+
+    defaults = {s.name: default_of(f) for s in stages() for f in dataclasses.fields(s.config) if f.name == "memory"}
+    assert set(defaults) == {"dedup_exact", "dedup_fuzzy", "dedup_lines", "dedup_semantic", "decontaminate", "mix",
+                             "select"}
+    assert defaults.pop("select") is None
+    assert set(defaults.values()) == {DEFAULT_MEMORY}
+    for path in sorted(Path(textsieve.stages.__file__).parent.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        assert not re.search(r"parse_memory\(|parse_size\([^)]*memory", text), f"{path.name} parses --memory itself"

@@ -108,8 +108,16 @@ def type_hints(cls: type) -> dict[str, Any]:
 #: tests/test_resource_limits.py checks they agree).
 MEMORY_HELP = ("working memory of the whole process tree (the main process and its workers, split evenly), e.g. "
                "2GB, 512MB; on top of ~100 MB per process for the interpreter (~150 MB where pandas is installed: "
-               "pyarrow loads it); at least 32 MB per process (less is refused); larger key tables are sorted on disk "
-               "in several passes")
+               "pyarrow loads it); at least 32 MB per process (less is refused)")
+#: The one default of every stage's `memory` (`--memory`): a laptop's share. Every stage reads
+#: it through `exec.budget.memory_plan`, which parses, checks and splits it; no stage's output
+#: depends on it except decontaminate's choice of an exact index or Bloom filters.
+DEFAULT_MEMORY = "1GB"
+
+
+def memory_option(spent_on: str) -> Any:
+    """The `memory` field of a stage: `DEFAULT_MEMORY`, the shared help and what this stage spends it on."""
+    return option(DEFAULT_MEMORY, help=f"{MEMORY_HELP}; {spent_on}", metavar="SIZE")
 
 EXECUTORS = ("local", "ray")
 

@@ -89,16 +89,18 @@ class MemoryPlan:
         return f"memory budget {_mb(self.total)}{split} (+ ~{process_allowance() // 10**6} MB interpreter each)"
 
 
-def memory_plan(stage: str, memory: str | int, workers: int, asked: bool = True) -> MemoryPlan:
-    """Split `memory` over the main process and `workers` worker processes (0 or 1 with no pool:
-    pass 0). When the share would fall below `MIN_SHARE`: with `asked` False (the worker count
-    was a default, not the user's), fewer workers are planned; otherwise `MemoryBudgetError`
-    names the minimum."""
+def memory_plan(stage: str, memory: str | int, workers: int, asked: bool = True, floor: int = MIN_SHARE) -> MemoryPlan:
+    """The one place a stage's `--memory` is read: parsed (`options.DEFAULT_MEMORY` is every
+    stage's default), checked and split over the main process and `workers` worker processes
+    (0 or 1 with no pool: pass 0). When the share would fall below `floor` (`MIN_SHARE`; a stage
+    whose buffers shrink to any size, such as mix, passes 1): with `asked` False (the worker
+    count was a default, not the user's), fewer workers are planned; otherwise
+    `MemoryBudgetError` names the minimum."""
     total = parse_memory(memory)
     workers = max(0, int(workers))
     if not asked:
-        workers = min(workers, max(0, total // MIN_SHARE - 1))
-    minimum = MIN_SHARE * (1 + workers)
+        workers = min(workers, max(0, total // floor - 1))
+    minimum = floor * (1 + workers)
     if total < minimum:
         who = f"the main process and {workers} worker process(es)" if workers else "one process"
         fewer = " or fewer --workers" if workers else ""

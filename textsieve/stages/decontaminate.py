@@ -40,7 +40,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from textsieve.options import option, progress_option
+from textsieve.options import memory_option, option, progress_option
 from textsieve.stages.descriptor import PROGRESS_REASON, Layout, Outcome, Stage, absolute, set_named
 from textsieve.stages.planning import PlannedSet, doc_set_plan
 
@@ -76,10 +76,9 @@ class DecontamConfig:
                                                "1,000-word one is falsely flagged with ~1000 x lengths x benchmarks "
                                                "x RATE (the run prints it); also used, at 1e-6, when the exact set "
                                                "exceeds --memory", metavar="RATE")
-    memory: int | str = option("1GB", help="memory for the benchmark index (memory-mapped, so shared by all "
-                                           "workers), e.g. 1GB, 512MB; building the exact index takes 24 bytes per "
-                                           "benchmark n-gram, else Bloom filters are used (reading the benchmarks "
-                                           "adds a fixed working set of ~10-25 MB)", metavar="SIZE")
+    memory: int | str = memory_option("here the benchmark index (memory-mapped, so shared by all workers): the exact "
+                                      "index takes 24 bytes per benchmark n-gram, else Bloom filters are used "
+                                      "(reading the benchmarks adds a fixed working set of ~10-25 MB)")
     workers: int | None = option(None, help="processes, one annotate shard each (default: all cores)")
     progress: bool = progress_option()
     overwrite: bool = option(False, help="replace a set made with another --ngram, --min-words, mode or Bloom rate "
@@ -149,11 +148,11 @@ def identity(cfg: DecontamConfig, benches: list[Any]) -> dict[str, Any]:
 
     from textsieve.decontam.bench import fingerprint
     from textsieve.decontam.ngrams import NORMALIZATION
-    from textsieve.exec.budget import parse_memory
+    from textsieve.exec.budget import memory_plan
 
     prints = fingerprint(benches, list(cfg.fields))
     return {"ngram": cfg.ngram, "normalization": NORMALIZATION, "min_words": cfg.min_words, "bloom_fp": cfg.bloom_fp,
-            "fields": list(cfg.fields), "memory": parse_memory(cfg.memory),
+            "fields": list(cfg.fields), "memory": memory_plan(STAGE_NAME, cfg.memory, 0, floor=1).total,
             "unidata_version": unicodedata.unidata_version,
             "benchmarks": {b.name: {"files": len(b.files), "fingerprint": prints[b.name]} for b in benches}}
 
@@ -240,7 +239,7 @@ def run_decontaminate(cfg: DecontamConfig) -> DecontamResult:
 
     from textsieve.decontam.bench import parse_benchmarks
     from textsieve.decontam.index import build_index
-    from textsieve.exec.budget import parse_memory
+    from textsieve.exec.budget import memory_plan
     from textsieve.io.leftovers import finish_work, start_work
     from textsieve.io.publish import settings_diff
     from textsieve.stages.doc_set import DocSetError, run_doc_set
@@ -261,7 +260,7 @@ def run_decontaminate(cfg: DecontamConfig) -> DecontamResult:
     work = start_work(STAGE_NAME, cfg.directory)
     try:
         stats = build_index(benches, list(cfg.fields), cfg.ngram, cfg.min_words, cfg.bloom_fp,
-                            parse_memory(cfg.memory), work)
+                            memory_plan(STAGE_NAME, cfg.memory, 0, floor=1).total, work)
         if cfg.progress and stats.mode == "bloom":
             print(f"{STAGE_NAME}: Bloom filters ({stats.size_bytes / 1e6:,.1f} MB): {stats.reason}", file=sys.stderr)
         info = {**ident, **derived(stats)}

@@ -47,7 +47,7 @@ from textsieve.dedup.exact import check_normalize, content_keys
 from textsieve.dedup.hashed import HashedShard, HashedWriter, hashed_batch
 from textsieve.dedup.id_table import SourceIds, check_unique_ids
 from textsieve.dedup.partitions import ROW, Grouper, PartitionWriter, rows_per_pass
-from textsieve.exec.budget import MemoryPlan, memory_plan, parse_memory
+from textsieve.exec.budget import MemoryPlan, memory_plan
 from textsieve.exec.progress import Progress
 from textsieve.io.attributes import attribute_shards, read_shard_meta, set_place, source_documents
 from textsieve.io.leftovers import finish_work, start_work, work_parent
@@ -57,7 +57,7 @@ from textsieve.io.paths import Shard, expand_inputs
 from textsieve.io.publish import Publication
 from textsieve.io.readers import ReadOptions, ShardReader
 from textsieve.io.source_roots import trusted
-from textsieve.options import MEMORY_HELP, address_option, check_choices, executor_option, option, progress_option
+from textsieve.options import address_option, check_choices, executor_option, memory_option, option, progress_option
 from textsieve.stages.dedup_exact_out import bloom_tables, member_records, out_table, with_empty, write_tables
 from textsieve.stages.descriptor import PROGRESS_REASON, Layout, Outcome, Stage
 from textsieve.stages.planning import SET_BYTES_PER_DOC, Corpus, PlannedSet, StagePlan, human, set_schema
@@ -81,7 +81,7 @@ class ExactConfig:
                                                "instead of exact grouping", metavar="RATE")
     bloom_capacity: int | None = option(None, help="documents the Bloom filter is sized for (default: the "
                                                    "corpus size, when known)", metavar="N")
-    memory: int | str = option("2GB", help=MEMORY_HELP, metavar="SIZE")
+    memory: int | str = memory_option("larger key tables are sorted on disk in several passes (same output)")
     text_field: str = option("text", help="record field holding the text", metavar="FIELD")
     id_field: str = option("id", help="record field holding the id", metavar="FIELD")
     tmp_dir: str | None = option(None, help="local folder for work files (key partitions, id table, shingle files); "
@@ -368,7 +368,7 @@ def run_exact(cfg: ExactConfig) -> ExactResult:
     start = time.perf_counter()
     check_choices(cfg)
     check_normalize(cfg.normalize)
-    budget = parse_memory(cfg.memory)
+    budget = memory_plan("dedup exact", cfg.memory, 0).total
     sources, out, counted = _sources(cfg)
     cfg = _in_process(cfg, sources, counted)
     cfg, plan = _memory_plan(cfg, len(sources))  # --memory covers the process tree (exec.budget)
@@ -547,7 +547,7 @@ def _estimate(c: ExactConfig, e: Corpus) -> StagePlan:
         bits = int(-cap * math.log(c.bloom_fp) / (math.log(2) ** 2))
         return StagePlan("dedup exact", "Bloom filter, one pass", bits // 8, e.docs * SET_BYTES_PER_DOC,
                          f"fp rate {c.bloom_fp}")
-    budget = parse_memory(c.memory)
+    budget = memory_plan("dedup exact", c.memory, 0).total
     return StagePlan("dedup exact", f"normalize={c.normalize}: content keys, on-disk groups",
                      min(budget, e.docs * WORK_BYTES_PER_ROW), e.docs * (ROW.itemsize + 2 * SET_BYTES_PER_DOC),
                      f"memory budget {human(budget)}; key partitions are temporary")

@@ -37,13 +37,13 @@ from textsieve.dedup.lsh import BAND_PREFIXES, band_column, band_rows, band_valu
 from textsieve.dedup.partitions import ROW, Grouper, PartitionWriter, partition_bits, rows_per_pass
 from textsieve.dedup.verify import ID_ROW_BYTES, estimated_edges, exact_edges, locate, shard_batches
 from textsieve.exec.arrow_memory import lean_arrow_memory
-from textsieve.exec.budget import memory_plan, parse_memory
+from textsieve.exec.budget import memory_plan
 from textsieve.exec.progress import Progress
 from textsieve.io.atomic import AtomicParquetWriter
 from textsieve.io.attributes import LENGTH_COLUMN, META_KEY, open_set, set_place
 from textsieve.io.leftovers import finish_work, start_work, work_parent
 from textsieve.io.locations import pool_workers, source_locations
-from textsieve.options import MEMORY_HELP, address_option, check_choices, executor_option, option, progress_option
+from textsieve.options import address_option, check_choices, executor_option, memory_option, option, progress_option
 from textsieve.stages.descriptor import PROGRESS_REASON, Layout, Outcome, Stage, set_named
 from textsieve.stages.planning import SET_BYTES_PER_DOC, Corpus, PlannedSet, StagePlan, set_schema
 
@@ -77,7 +77,7 @@ class FuzzyConfig:
     keep: str = option("first", choices=("first", "longest", "none"),
                        help="per cluster keep: first = the member with the smallest id_int (RPv2's "
                             "representative), longest = most characters, none = drop whole clusters")
-    memory: int | str = option("2GB", help=MEMORY_HELP, metavar="SIZE")
+    memory: int | str = memory_option("larger key tables are sorted on disk in several passes (same output)")
     workers: int = option(1, help="processes for re-reading texts")
     tmp_dir: str | None = option(None, help="local folder for work files (key partitions, id table, shingle files); "
                                             "default: .textsieve-work in the output folder (the system's temp folder "
@@ -479,7 +479,7 @@ BANDS = {1.0: 1, 0.9: 5, 0.8: 9, 0.7: 14}
 def _estimate(c: FuzzyConfig, e: Corpus) -> StagePlan:
     from textsieve.dedup.partitions import ROW, WORK_BYTES_PER_ROW
 
-    budget = parse_memory(c.memory)
+    budget = memory_plan("dedup fuzzy", c.memory, 0).total
     rows = e.docs * sum(BANDS.get(round(float(t), 1), 9) for t in c.thresholds)
     return StagePlan("dedup fuzzy", f"MinHash-LSH at {', '.join(map(str, c.thresholds))}",
                      min(budget, rows * WORK_BYTES_PER_ROW) + 16 * e.docs,

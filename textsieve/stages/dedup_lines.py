@@ -55,7 +55,7 @@ from textsieve.dedup.lines import LINE_ROW, check_normalize, doc_rows, line_ends
 from textsieve.dedup.lines_group import BloomGroup, ExactGroup, GroupFlags
 from textsieve.dedup.partitions import as_bytes, rows_per_pass
 from textsieve.errors import TextsieveError
-from textsieve.exec.budget import MemoryPlan, memory_plan, parse_memory
+from textsieve.exec.budget import MemoryPlan, memory_plan
 from textsieve.exec.progress import Progress
 from textsieve.io.attributes import open_set, set_place
 from textsieve.io.diskfull import disk_full_as_error
@@ -63,7 +63,7 @@ from textsieve.io.leftovers import finish_work, start_work
 from textsieve.io.locations import pool_workers, source_locations
 from textsieve.io.parquet_read import read_table
 from textsieve.io.publish import Publication, content_key, settings_diff
-from textsieve.options import MEMORY_HELP, check_choices, option, progress_option
+from textsieve.options import check_choices, memory_option, option, progress_option
 from textsieve.signals.spans import span_type
 from textsieve.stages.dedup_exact import DocSource
 from textsieve.stages.dedup_exact_out import write_tables
@@ -111,7 +111,7 @@ class LinesConfig:
     bloom_fp: float | None = option(None, help="two Bloom filters per group with this false-positive rate instead "
                                                "of exact key partitions on disk (a non-duplicate line is flagged "
                                                "with probability <= RATE)", metavar="RATE")
-    memory: int | str = option("2GB", help=MEMORY_HELP, metavar="SIZE")
+    memory: int | str = memory_option("larger key tables are sorted on disk in several passes (same output)")
     tmp_dir: str | None = option(None, help="local folder for work files (line keys, partitions, flags); default: "
                                             ".textsieve-work in the annotate folder; a killed run's are removed by "
                                             "the next run", metavar="DIR")
@@ -447,7 +447,7 @@ LINE_KEY_BYTES = 24
 
 
 def _estimate(c: LinesConfig, e: Corpus) -> StagePlan:
-    budget = parse_memory(c.memory)
+    budget = memory_plan("dedup lines", c.memory, 0).total
     lines = e.docs * max(e.mean_chars // LINE_CHARS, 1)
     group = f"groups of {c.group_shards} shard(s)" if c.group_shards else "one group"
     return StagePlan("dedup lines", f"CCNet line hashes ({c.normalize}), {group}",

@@ -64,12 +64,12 @@ from textsieve.dedup.semantic_pairs import EpsResult, PairStats, Spill, partitio
 from textsieve.dedup.semantic_vectors import VectorSet
 from textsieve.dedup.verify import shard_batches
 from textsieve.errors import TextsieveError
-from textsieve.exec.budget import memory_plan, parse_memory
+from textsieve.exec.budget import memory_plan
 from textsieve.exec.progress import Progress
 from textsieve.io.atomic import AtomicParquetWriter
 from textsieve.io.attributes import META_KEY, open_set, set_place
 from textsieve.io.leftovers import finish_work, start_work
-from textsieve.options import MEMORY_HELP, check_choices, option, progress_option
+from textsieve.options import check_choices, memory_option, option, progress_option
 from textsieve.stages.descriptor import PROGRESS_REASON, Layout, Outcome, Stage, set_named
 from textsieve.stages.embed import has_embeddings
 from textsieve.stages.planning import SET_BYTES_PER_DOC, Corpus, PlannedSet, StagePlan
@@ -109,7 +109,7 @@ class SemanticConfig:
                                      "characters, none = drop whole clusters, or a numeric column name (e.g. a "
                                      "quality score): the member with the highest value; ties go to the earliest",
                        metavar="POLICY")
-    memory: int | str = option("2GB", help=MEMORY_HELP, metavar="SIZE")
+    memory: int | str = memory_option("larger clusters are spilled to disk (same output)")
     seed: int = option(0, help="seed of the k-means sample, initial centres and mini-batches")
     sample: int | None = option(None, help="documents the k-means fit reads (a seeded random sample; default "
                                            "max(100,000, 40 per cluster), all when the corpus is smaller)",
@@ -386,7 +386,7 @@ def _check_pipeline(data: Mapping[str, Any], errors: list[str]) -> None:
 def _estimate(c: SemanticConfig, e: Corpus) -> StagePlan:
     """Each document's float16 vector (512 B at 256-d) plus its ids spill into per-cluster
     partitions; memory is the --memory budget at most (union-find: ~16 B per doc)."""
-    budget = parse_memory(c.memory)
+    budget = memory_plan("dedup semantic", c.memory, 0).total
     spill = e.docs * (2 * 256 + 24)
     return StagePlan("dedup semantic", f"SemDeDup at eps {', '.join(map(str, c.eps))}",
                      min(budget, spill) + 16 * e.docs, spill + e.docs * SET_BYTES_PER_DOC,

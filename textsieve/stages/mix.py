@@ -36,6 +36,7 @@ from typing import Any
 import fsspec
 import numpy as np
 
+from textsieve.exec.budget import memory_plan
 from textsieve.io.publish import read_manifest
 from textsieve.mixing.plan import Plan, draw_counts, make_plan
 from textsieve.mixing.spec import (
@@ -48,7 +49,7 @@ from textsieve.mixing.spec import (
     parse_mix,
     parse_shard_size,
 )
-from textsieve.options import check_choices, option, progress_option
+from textsieve.options import check_choices, memory_option, option, progress_option
 from textsieve.stages.descriptor import (
     PROGRESS_REASON,
     Layout,
@@ -60,7 +61,6 @@ from textsieve.stages.descriptor import (
 )
 from textsieve.stages.mix_sources import SourcePool, column_counts, resolve_pool
 from textsieve.stages.planning import Corpus, StagePlan
-from textsieve.units import parse_size
 
 STAGE_NAME = "mix"
 
@@ -90,8 +90,8 @@ class MixConfig:
     shard_size: str | None = option(None, help="shard size: '5M tokens' or bytes such as 64MB (overrides the "
                                                "file's shard_size:)", metavar="SIZE")
     format: str | None = option(None, help="shard format (overrides the file's format:)", choices=FORMATS)
-    memory: str = option("1GB", help="memory for the shuffle's buffers and the bucket sorted in memory (a larger "
-                                     "bucket is split on disk first; the output is the same for any value)")
+    memory: int | str = memory_option("here the shuffle's buffers and the bucket sorted in memory (a larger bucket "
+                                      "is split on disk first; the output is the same for any value)")
     workers: int | None = option(None, help="processes counting and scattering (default: all cores; same output)")
     threads: int | None = option(None, help="DuckDB threads for the recipes (default: all cores)")
     overwrite: bool = option(False, help="replace an output made with other settings")
@@ -137,7 +137,7 @@ def resolve_mix(cfg: MixConfig) -> MixSpec:
     if spec.format == "bin" and (spec.tokenizer is None or spec.tokenizer == WORDS):
         raise MixError("format: bin writes token ids, so it needs tokenizer: PATH (a tokenizer.json or tiktoken "
                        "file), not word counts")
-    parse_size(cfg.memory, "--memory")
+    memory_plan(STAGE_NAME, cfg.memory, 0, floor=1)  # a bad --memory fails before anything is read
     return spec
 
 
@@ -412,10 +412,8 @@ def _resolve(section: dict[str, Any], base: Path) -> None:
 
 
 def _estimate(c: MixConfig, e: Corpus) -> StagePlan:
-    from textsieve.exec.budget import parse_memory
-
     return StagePlan("mix", f"mix -> {e.layout.train} (shuffled shards + manifest.json)",
-                     parse_memory(c.memory) + 100_000_000, 2 * e.docs * e.mean_chars,
+                     memory_plan(STAGE_NAME, c.memory, 0, floor=1).total + 100_000_000, 2 * e.docs * e.mean_chars,
                      "disk: the selected text once in shards, once in temporary buckets")
 
 STAGE = Stage("mix", MixConfig, "mix", _pipeline_run, order=140,

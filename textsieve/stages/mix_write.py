@@ -15,11 +15,11 @@ from typing import Any
 
 import numpy as np
 
+from textsieve.exec.budget import memory_plan
 from textsieve.mixing.shards import RollingShards, token_dtype
 from textsieve.mixing.shuffle import KEY_SPACE, SortedBuckets, bucket_range
 from textsieve.mixing.spec import MixSpec, parse_shard_size
 from textsieve.stages.mix_sources import SourcePool
-from textsieve.units import parse_size
 
 WORK = ".work"  # inside the staging folder: hidden, never published
 MAX_PARTS = 1024
@@ -36,7 +36,7 @@ def write_shards(cfg: Any, spec: MixSpec, pools: list[SourcePool], draws: list[l
     from textsieve.io.locations import pool_workers
     from textsieve.stages.mix_worker import ScatterTask, scatter_task
 
-    memory = parse_size(cfg.memory, "--memory")
+    memory = memory_plan("mix", cfg.memory, 0, floor=1).total  # split below: M/4 over the scatter workers
     work = os.path.join(staging, WORK)
     os.makedirs(work, exist_ok=True)
     dtype = token_dtype(tok.vocab_size) if spec.format == "bin" else None

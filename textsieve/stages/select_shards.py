@@ -25,8 +25,8 @@ import os
 import time
 from typing import TYPE_CHECKING
 
+from textsieve.exec.budget import memory_plan
 from textsieve.mixing.spec import WORDS, MixSpec, SourceSpec, parse_shard_size
-from textsieve.units import parse_size
 
 if TYPE_CHECKING:
     from textsieve.stages.select import SelectConfig, SelectResult
@@ -64,7 +64,7 @@ def check_shard_options(cfg: SelectConfig) -> None:
     if cfg.shard_size is not None:
         parse_shard_size(cfg.shard_size, "--shard-size")
     if cfg.memory is not None:
-        parse_size(cfg.memory, "--memory")
+        memory_plan("select", cfg.memory, 0, floor=1)
 
 
 def shard_spec(cfg: SelectConfig) -> MixSpec:
