@@ -29,7 +29,7 @@ from textsieve.exec.local import default_workers
 from textsieve.io.paths import expand_inputs
 from textsieve.io.readers import ReadOptions, ShardReader
 from textsieve.signals.reference import load_bad_words, load_stop_words, normalize, reference_signals
-from textsieve.stages.annotate import AnnotateConfig, run_annotate
+from textsieve.stages.annotate.annotate import AnnotateConfig, run_annotate
 
 SHARED = Path(os.environ.get("TEXTSIEVE_SHARED", Path(__file__).resolve().parents[2] / "shared"))
 MERSENNE = (1 << 61) - 1

@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from textsieve.stages.annotate import AnnotateConfig, run_annotate
+from textsieve.stages.annotate.annotate import AnnotateConfig, run_annotate
 
 SHARED = Path(os.environ.get("TEXTSIEVE_SHARED", Path(__file__).resolve().parents[2] / "shared"))
 

@@ -55,8 +55,8 @@ def _paraphrases(docs: list[nd.Doc], subs: dict[str, str], seed: int) -> list[nd
 
 def _semantic(ann: Path, eps: list[float]) -> tuple[dict[float, dict[str, int]], dict, float, float, int]:
     """({eps: {id: cluster or -1}}, stats, embed seconds, dedup seconds, docs) in this process."""
-    from textsieve.stages.dedup_semantic import SemanticConfig, ekey, run_semantic
-    from textsieve.stages.embed import EmbedConfig, run_embed
+    from textsieve.stages.annotate.embed import EmbedConfig, run_embed
+    from textsieve.stages.dedup.semantic import SemanticConfig, ekey, run_semantic
 
     t = time.perf_counter()
     emb = run_embed(EmbedConfig(str(ann), workers=1, progress=False, overwrite=True))

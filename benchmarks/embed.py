@@ -57,7 +57,7 @@ BUDGET = 2_000_000  # padded characters per WordLlama batch
 COLD = """
 import json, sys, time
 t = time.perf_counter()
-from textsieve.stages.embed import EmbedConfig, run_embed
+from textsieve.stages.annotate.embed import EmbedConfig, run_embed
 r = run_embed(EmbedConfig(directory=sys.argv[1], model=sys.argv[2], workers=1, overwrite=True))
 print(json.dumps({"docs": r.documents, "stage_s": r.seconds, "in_process_s": time.perf_counter() - t}))
 """
@@ -198,7 +198,7 @@ def main() -> int:
         return 2
     from textsieve.embedding.models import load_embedder
     from textsieve.embedding.store import read_embeddings
-    from textsieve.stages.annotate import AnnotateConfig, run_annotate
+    from textsieve.stages.annotate.annotate import AnnotateConfig, run_annotate
 
     rows: list[tuple[str, int, float, float]] = []
     with tempfile.TemporaryDirectory(prefix="ts-bench-embed-") as tmp:

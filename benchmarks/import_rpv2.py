@@ -124,7 +124,7 @@ def main() -> int:
 
     from textsieve.recipes.funnel import compute_funnel
     from textsieve.recipes.language import load_recipe
-    from textsieve.stages.import_rpv2 import ImportRpv2Config, run_import_rpv2
+    from textsieve.stages.sources.import_rpv2 import ImportRpv2Config, run_import_rpv2
 
     work = Path(tempfile.mkdtemp(prefix="bench-import-rpv2-"))
     try:
@@ -142,7 +142,7 @@ def main() -> int:
         recipe = load_recipe("rpv2-gopher")
         folders = [("imported", work / "attrs")]
         if not args.skip_annotate:
-            from textsieve.stages.annotate import AnnotateConfig, run_annotate
+            from textsieve.stages.annotate.annotate import AnnotateConfig, run_annotate
 
             run_annotate(AnnotateConfig([str(root / "documents")], str(work / "ann"), text_field="raw_content",
                                         lang_field="language", resources=str(SHARED / "golden" / "rpv2_resources"),

@@ -45,7 +45,7 @@ def prepare(shared: Path, work: Path) -> Path:
     """The DCLM documents annotated (all 28 signals plus the two reference scores) and embedded
     (the default model). The reference models never see a labelled document."""
     from textsieve.cli import main
-    from textsieve.stages.embed import EmbedConfig, run_embed
+    from textsieve.stages.annotate.embed import EmbedConfig, run_embed
 
     (work / "in").mkdir(parents=True)
     wiki = shared / "corpora" / "dev" / "target_wiki.jsonl.gz"

@@ -34,9 +34,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from textsieve.recipes.language import load_recipe
-from textsieve.stages.annotate import AnnotateConfig, run_annotate
-from textsieve.stages.dedup_fuzzy import FuzzyConfig, run_fuzzy
-from textsieve.stages.select import SelectConfig, run_select
+from textsieve.stages.annotate.annotate import AnnotateConfig, run_annotate
+from textsieve.stages.dedup.fuzzy import FuzzyConfig, run_fuzzy
+from textsieve.stages.select.select import SelectConfig, run_select
 
 SHARED = Path(os.environ.get("TEXTSIEVE_SHARED", Path(__file__).resolve().parents[2] / "shared"))
 RECIPE = """name: gopher-dedup

@@ -30,7 +30,7 @@ SHARED = Path(os.environ.get("TEXTSIEVE_SHARED", Path(__file__).resolve().parent
 
 
 def annotate_dev(out: str) -> str:
-    from textsieve.stages.annotate import AnnotateConfig, run_annotate
+    from textsieve.stages.annotate.annotate import AnnotateConfig, run_annotate
 
     src = SHARED / "corpora" / "dev" / "web_sample.jsonl.gz"
     if not src.is_file():

@@ -74,8 +74,8 @@ def main() -> int:
 
     from tokenizers import Tokenizer as HF
 
-    from textsieve.stages.annotate import AnnotateConfig, run_annotate
-    from textsieve.stages.tokens import TokensConfig, run_tokens
+    from textsieve.stages.annotate.annotate import AnnotateConfig, run_annotate
+    from textsieve.stages.training.tokens import TokensConfig, run_tokens
     from textsieve.tokenization.tokenizer import load_tokenizer, train_bpe
 
     with gzip.open(args.input, "rt", encoding="utf-8") as fh:

@@ -71,8 +71,8 @@ def build_docs_release(records: list[dict], root: Path, scratch: Path, resources
     annotate output it is exported from and is removed afterwards; `resources` are the word lists."""
     from textsieve.export.rpv2_layout import write_release
     from textsieve.interop import rpv2_release as rel_
-    from textsieve.stages.annotate import AnnotateConfig, run_annotate
-    from textsieve.stages.dedup_exact import ExactConfig, run_exact
+    from textsieve.stages.annotate.annotate import AnnotateConfig, run_annotate
+    from textsieve.stages.dedup.exact import ExactConfig, run_exact
 
     parts = {key: records[k::4] for k, key in enumerate(KEYS)}
     parts[KEYS[3]] = parts[KEYS[3]] + parts[KEYS[0]][:COPIES]

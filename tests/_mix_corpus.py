@@ -28,8 +28,8 @@ def _write(path: Path, docs: list[dict]) -> None:
 
 
 def build(dev_dir: Path, tmp: Path) -> dict[str, Path]:
-    from textsieve.stages.annotate import AnnotateConfig, run_annotate
-    from textsieve.stages.select import SelectConfig, run_select
+    from textsieve.stages.annotate.annotate import AnnotateConfig, run_annotate
+    from textsieve.stages.select.select import SelectConfig, run_select
     from textsieve.tokenization.tokenizer import train_bpe
 
     docs = web_docs(dev_dir, 180)

@@ -14,8 +14,8 @@ from _files import read_jsonl
 
 from textsieve.cli import main
 from textsieve.signals.reference import reference_signals
-from textsieve.stages import annotate as annotate_mod
-from textsieve.stages.annotate import AnnotateConfig, AnnotateError, run_annotate
+from textsieve.stages.annotate import annotate as annotate_mod
+from textsieve.stages.annotate.annotate import AnnotateConfig, AnnotateError, run_annotate
 
 GOLDEN_FILES = ("rpv2_signals_dev.jsonl.gz", "rpv2_signals_edgecases.jsonl.gz")
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from textsieve.cli import main
-from textsieve.stages import annotate as annotate_mod
-from textsieve.stages import kernel_timing
-from textsieve.stages.annotate import AnnotateConfig, AnnotateResult, run_annotate
+from textsieve.stages.annotate import annotate as annotate_mod
+from textsieve.stages.annotate import kernel_timing
+from textsieve.stages.annotate.annotate import AnnotateConfig, AnnotateResult, run_annotate
 
 
 def test_rate_excludes_compile_and_names_it() -> None:

@@ -22,9 +22,9 @@ from textsieve.cli import main
 from textsieve.decontam.bench import BenchmarkError
 from textsieve.decontam.ngram_kernels import doc_words
 from textsieve.decontam.ngrams import fold_table, words_reference
-from textsieve.stages.annotate import AnnotateConfig, run_annotate
-from textsieve.stages.decontaminate import DecontamConfig, output_schema, run_decontaminate
+from textsieve.stages.annotate.annotate import AnnotateConfig, run_annotate
 from textsieve.stages.doc_set import DocSetError
+from textsieve.stages.training.decontaminate import DecontamConfig, output_schema, run_decontaminate
 from textsieve.text.batch_encoding import codepoints_batch
 
 N_DOCS = 200

@@ -119,7 +119,7 @@ def test_other_settings_get_their_own_set(corpus, tmp_path, capsys):
     made with other Bloom settings is never replaced silently."""
     from textsieve.recipes.funnel import compute_funnel
     from textsieve.recipes.language import Recipe
-    from textsieve.stages.dedup_exact import ExactConfig, exact_names, run_exact
+    from textsieve.stages.dedup.exact import ExactConfig, exact_names, run_exact
 
     ann = tmp_path / "ann"
     assert main(["annotate", str(corpus), "-o", str(ann), "--signals", "minhash", "-q", "--workers", "1"]) == 0

@@ -23,8 +23,8 @@ from _files import read_jsonl, web_docs
 
 from textsieve.dedup.lines import LINE_ROW, doc_rows, flagged_lines, normalize_line, split_lines
 from textsieve.dedup.lines_group import ExactGroup, GroupFlags
-from textsieve.stages.annotate import AnnotateConfig, run_annotate
-from textsieve.stages.dedup_lines import DedupLinesError, LinesConfig, run_lines
+from textsieve.stages.annotate.annotate import AnnotateConfig, run_annotate
+from textsieve.stages.dedup.lines import DedupLinesError, LinesConfig, run_lines
 
 N_SHARDS = 4
 PER_SHARD = 60
@@ -154,7 +154,7 @@ def test_one_group_and_punct_mode(corpus, tmp_path):
 
 def test_select_line_rule_cuts_exactly_the_flagged_lines(corpus, tmp_path):
     from textsieve.recipes.language import Recipe
-    from textsieve.stages.select import SelectConfig, run_select
+    from textsieve.stages.select.select import SelectConfig, run_select
 
     attrs = _copy(corpus, tmp_path)
     run_lines(LinesConfig(str(attrs), group_shards=2, workers=1, progress=False))

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from textsieve.cli import main
-from textsieve.stages.dedup_semantic import SemanticConfig, SemanticError, ekey, output_schema, run_semantic
+from textsieve.stages.dedup.semantic import SemanticConfig, SemanticError, ekey, output_schema, run_semantic
 
 N_REAL = 300
 
@@ -117,7 +117,7 @@ def test_planted_duplicates_found_and_unrelated_documents_not_merged(corpus, tmp
 
 def test_deterministic_across_runs_and_a_tiny_memory_budget_gives_the_same_result(corpus, tmp_path, monkeypatch):
     import textsieve.dedup.semantic_pairs as sp
-    import textsieve.stages.dedup_semantic as ds
+    import textsieve.stages.dedup.semantic as ds
 
     attrs = _copy(corpus, tmp_path)
     cfg = SemanticConfig(str(attrs), eps=[0.05, 0.15], clusters=6, progress=False)

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 from _files import web_docs
 
-from textsieve.stages.annotate import AnnotateConfig, run_annotate
+from textsieve.stages.annotate.annotate import AnnotateConfig, run_annotate
 from textsieve.stages.doc_set import DocSetError, DocSetJob, run_doc_set
 
 

@@ -16,7 +16,7 @@ from _shared import SHARED
 from textsieve.cli import main
 from textsieve.dsir.model import DsirModel
 from textsieve.dsir.resample import effective_sample_size, resample
-from textsieve.stages.dsir_fit import DsirFitConfig, run_fit, score_texts
+from textsieve.stages.select.dsir_fit import DsirFitConfig, run_fit, score_texts
 from textsieve.text.hashed_ngrams import HashedNgramParams, featurize
 
 DEV = SHARED / "corpora" / "dev"

@@ -18,7 +18,7 @@ from textsieve.dsir.resample import resample
 from textsieve.embedding.store import EmbeddingsMissing
 from textsieve.io.attributes import read_shard_meta
 from textsieve.models.format import read_header
-from textsieve.stages.dsir_fit import DsirFitConfig, run_fit
+from textsieve.stages.select.dsir_fit import DsirFitConfig, run_fit
 
 WEB_DOCS = 300
 WIKI_IN_POOL = 30

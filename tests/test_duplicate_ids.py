@@ -179,7 +179,7 @@ def test_suffix_is_deterministic_and_never_reuses_a_name():
 def test_resume_after_an_interruption_renames_the_same_way(shared_dir, tmp_path, monkeypatch):
     """The finished parts of an interrupted run end with a renamed id; the re-run renames the
     re-read documents identically, so it resumes (no "source changed") and equals a clean run."""
-    from textsieve.stages.annotate_parts import ShardOutput
+    from textsieve.stages.annotate.parts import ShardOutput
 
     recs = _docs(shared_dir, 12)
     recs[1]["id"] = recs[0]["id"]  # row 1, the last of part 0, becomes ID#2

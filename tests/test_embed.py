@@ -26,9 +26,9 @@ from textsieve.cli import main
 from textsieve.embedding.models import EmbeddingModelError, load_embedder
 from textsieve.embedding.static import wordllama_files
 from textsieve.embedding.store import column_name, read_embeddings, to_arrow, to_numpy
-from textsieve.stages.annotate import AnnotateConfig, run_annotate
+from textsieve.stages.annotate.annotate import AnnotateConfig, run_annotate
+from textsieve.stages.annotate.embed import EmbedConfig, run_embed
 from textsieve.stages.doc_set import DocSetError
-from textsieve.stages.embed import EmbedConfig, run_embed
 
 N_DOCS = 240
 
@@ -244,7 +244,7 @@ def test_embedding_columns_are_written_without_a_dictionary(tmp_path):
 
 
 def test_the_rate_shown_leaves_the_one_time_kernel_compile_out():
-    from textsieve.stages.embed import EmbedResult
+    from textsieve.stages.annotate.embed import EmbedResult
 
     res = EmbedResult(output="o", set_name="embed_x", column="c", documents=500, computed=1, computed_documents=500,
                       seconds=0.25, compile_seconds=5.5, kernels_compiled=6)
@@ -336,7 +336,7 @@ def test_a_quantized_model2vec_folder_with_a_token_mapping(docs, tmp_path):
 def test_a_worker_that_would_run_the_model_otherwise_is_refused():
     """A Ray worker whose libraries run the model another way than the process that started the
     run (say, other sentence-transformers releases) must not add its vectors to the set."""
-    from textsieve.stages.embed import _setup
+    from textsieve.stages.annotate.embed import _setup
 
     emb = load_embedder()
     params = {"model": "wordllama", "name": emb.name, "fingerprint": emb.fingerprint}

@@ -27,8 +27,8 @@ from textsieve.cli import main
 from textsieve.embedding.models import EmbeddingModelError, load_embedder
 from textsieve.embedding.store import read_embeddings
 from textsieve.embedding.transformer import PREPARE, _IdFeeder
-from textsieve.stages.annotate import AnnotateConfig, run_annotate
-from textsieve.stages.embed import EmbedConfig, run_embed
+from textsieve.stages.annotate.annotate import AnnotateConfig, run_annotate
+from textsieve.stages.annotate.embed import EmbedConfig, run_embed
 
 MAX_SEQ = 128
 SIZE = MAX_SEQ - 2  # tokens per window: [CLS] ... [SEP]

@@ -23,7 +23,7 @@ from _files import read_jsonl
 import textsieve as ts
 from textsieve.errors import TextsieveError
 from textsieve.sample_crawl import build_sample_crawl
-from textsieve.stages.extract import ExtractConfig, ExtractResult
+from textsieve.stages.sources.extract import ExtractConfig, ExtractResult
 
 CLI = [sys.executable, "-m", "textsieve.cli"]
 

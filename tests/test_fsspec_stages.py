@@ -113,7 +113,7 @@ def test_memory_attributes_through_every_stage(shared_dir, resources_dir, memory
 def test_zstd_extension_is_read_as_zstd(shared_dir, tmp_path):
     from textsieve.io.paths import expand_inputs
     from textsieve.io.readers import read_documents
-    from textsieve.stages.annotate import output_rel
+    from textsieve.stages.annotate.annotate import output_rel
 
     lines = _lines(shared_dir, 30)
     data = zstandard.ZstdCompressor().compress("".join(lines).encode())

@@ -20,7 +20,7 @@ from _shared import SHARED, missing_reason
 from textsieve.cli import main
 from textsieve.io.attribute_view import to_duckdb
 from textsieve.signals import REGISTRY
-from textsieve.stages.import_rpv2 import ImportRpv2Config, run_import_rpv2
+from textsieve.stages.sources.import_rpv2 import ImportRpv2Config, run_import_rpv2
 
 N_GOLDEN = 400  # golden records laid out (the first 400 of web_sample): seconds, not minutes
 

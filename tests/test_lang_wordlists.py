@@ -19,8 +19,8 @@ import pytest
 from textsieve.cli import main
 from textsieve.signals.reference import load_bad_words, load_stop_words, reference_signals
 from textsieve.signals.resources import add_resources, load_word_lists
-from textsieve.stages.annotate import AnnotateConfig, run_annotate
-from textsieve.stages.annotate_lang import NO_LANG, LanguageError
+from textsieve.stages.annotate.annotate import AnnotateConfig, run_annotate
+from textsieve.stages.annotate.lang import NO_LANG, LanguageError
 
 WORD_LIST_SIGNALS = ("rps_doc_stop_word_fraction", "rps_doc_ldnoobw_words")
 # A few of the most frequent Portuguese function words: a user-supplied list for a language

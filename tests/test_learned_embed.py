@@ -24,7 +24,7 @@ def dclm_embedded(tmp_path_factory) -> Path:
     from _shared import SHARED as shared_dir
     from _shared import missing_reason
 
-    from textsieve.stages.embed import EmbedConfig, run_embed
+    from textsieve.stages.annotate.embed import EmbedConfig, run_embed
 
     if not (shared_dir / "golden").is_dir():
         pytest.skip(missing_reason(shared_dir))

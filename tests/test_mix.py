@@ -18,7 +18,7 @@ from _mix_corpus import mix_file
 
 from textsieve.cli import main
 from textsieve.mixing.spec import MixError, load_mix
-from textsieve.stages.mix import MixConfig, plan_mix, run_mix
+from textsieve.stages.training.mix import MixConfig, plan_mix, run_mix
 
 
 @pytest.fixture(scope="module")
@@ -143,7 +143,7 @@ def test_words_estimate_is_labelled(corpus, tmp_path, capsys):
 def test_token_column_is_used_when_it_matches_the_tokenizer(corpus, tmp_path):
     """After `textsieve tokens` with the mix's tokenizer the plan reads ts_tokens_<name> and counts
     the same tokens as encoding does (same draw, same bytes)."""
-    from textsieve.stages.tokens import TokensConfig, run_tokens
+    from textsieve.stages.training.tokens import TokensConfig, run_tokens
 
     web = tmp_path / "web-attrs"
     shutil.copytree(corpus["web"], web)
@@ -194,8 +194,8 @@ def sample_corpus(tmp_path_factory) -> dict[str, Path]:
     from _mix_corpus import RECIPE
 
     from textsieve.sample import SampleSources, build_sample
-    from textsieve.stages.annotate import AnnotateConfig, run_annotate
-    from textsieve.stages.select import SelectConfig, run_select
+    from textsieve.stages.annotate.annotate import AnnotateConfig, run_annotate
+    from textsieve.stages.select.select import SelectConfig, run_select
 
     tmp = tmp_path_factory.mktemp("mixsample")
     with warnings.catch_warnings():  # without the standard library's docstrings (slow to parse): fewer documents
@@ -248,8 +248,8 @@ def planted(dev_dir, tmp_path_factory) -> dict:
 
     from _files import web_docs
 
-    from textsieve.stages.annotate import AnnotateConfig, run_annotate
-    from textsieve.stages.pii import PiiConfig, run_pii
+    from textsieve.stages.annotate.annotate import AnnotateConfig, run_annotate
+    from textsieve.stages.training.pii import PiiConfig, run_pii
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
     import _pii_labelled as labelled
@@ -270,7 +270,7 @@ def test_redact_source_has_no_planted_email_and_counts_redacted_tokens(corpus, p
     every planted e-mail as its placeholder, counts the redacted texts' tokens (not the
     `ts_tokens_` column of the unredacted ones), and records per source what was replaced."""
     from textsieve.personal_data.redact import PLACEHOLDERS
-    from textsieve.stages.tokens import TokensConfig, run_tokens
+    from textsieve.stages.training.tokens import TokensConfig, run_tokens
     from textsieve.tokenization.tokenizer import load_tokenizer
 
     attrs = tmp_path / "attrs"

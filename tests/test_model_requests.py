@@ -14,7 +14,7 @@ import pytest
 
 from textsieve.cli import main
 from textsieve.models.classifier import ClassifierConfig, train_classifier
-from textsieve.stages.annotate import AnnotateConfig, planned_schema, run_annotate
+from textsieve.stages.annotate.annotate import AnnotateConfig, planned_schema, run_annotate
 
 
 @pytest.fixture(scope="module")

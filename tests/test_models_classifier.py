@@ -16,7 +16,7 @@ from _shared import SHARED
 from textsieve.io.attributes import without_conveniences
 from textsieve.models.classifier import ClassifierConfig, FastTextClassifier, prepare, train_classifier
 from textsieve.models.format import load_model_file, save_model
-from textsieve.stages.annotate import AnnotateConfig, run_annotate
+from textsieve.stages.annotate.annotate import AnnotateConfig, run_annotate
 
 
 def test_prepare_is_rpv2():

@@ -16,7 +16,7 @@ from textsieve.cli import main
 from textsieve.io.attributes import read_shard_meta, without_conveniences
 from textsieve.models.format import ModelFormatError, file_fingerprint, load_model_file, read_header, save_model
 from textsieve.models.registry import discover_kinds, model_kind_of, resolve_model
-from textsieve.stages.annotate import AnnotateConfig, AnnotateError, run_annotate
+from textsieve.stages.annotate.annotate import AnnotateConfig, AnnotateError, run_annotate
 
 UT1_DIR = Path(__file__).parent / "data" / "ut1"
 

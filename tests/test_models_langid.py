@@ -15,7 +15,7 @@ import pytest
 
 from textsieve.io.attributes import without_conveniences
 from textsieve.models.langid import Py3LangId, prepare
-from textsieve.stages.annotate import AnnotateConfig, run_annotate
+from textsieve.stages.annotate.annotate import AnnotateConfig, run_annotate
 
 pytest.importorskip("py3langid")
 

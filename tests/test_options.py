@@ -65,7 +65,7 @@ def test_every_stage_field_is_declared_with_option(spec):
 
 
 def test_choices_come_from_the_dataclass():
-    from textsieve.stages.dedup_fuzzy import FuzzyConfig
+    from textsieve.stages.dedup.fuzzy import FuzzyConfig
 
     keep = next(f for f in fields(FuzzyConfig) if f.name == "keep")
     args = build_parser().parse_args(["dedup", "fuzzy", "attrs"])
@@ -79,14 +79,14 @@ def test_choices_come_from_the_dataclass():
 
 
 def test_repeated_flags_do_not_append_to_the_default():
-    from textsieve.stages.dedup_fuzzy import FuzzyConfig
+    from textsieve.stages.dedup.fuzzy import FuzzyConfig
 
     args = build_parser().parse_args(["dedup", "fuzzy", "attrs", "--threshold", "0.9", "--threshold", "0.7"])
     assert config_kwargs(FuzzyConfig, args)["thresholds"] == [0.9, 0.7]
 
 
 def test_model_options_parse_to_a_mapping_and_bad_ones_name_the_option(capsys):
-    from textsieve.stages.annotate import AnnotateConfig
+    from textsieve.stages.annotate.annotate import AnnotateConfig
 
     args = build_parser().parse_args(["annotate", "x.jsonl", "-o", "o", "--model", "a=1.tsm", "--model", "b=2.tsm"])
     assert config_kwargs(AnnotateConfig, args)["models"] == {"a": "1.tsm", "b": "2.tsm"}
@@ -98,7 +98,7 @@ def test_select_dsir_uses_the_library_defaults_regression():
     """The README's `select DIR --dsir wiki --k 1000` crashed with a TypeError because
     --temperature and --min-tokens defaulted to None on the CLI."""
     from textsieve.dsir.defaults import DEFAULT_MIN_TOKENS, DEFAULT_TEMPERATURE
-    from textsieve.stages.select import SelectConfig
+    from textsieve.stages.select.select import SelectConfig
 
     args = build_parser().parse_args(["select", "attrs", "--dsir", "wiki", "--k", "1000", "-o", "out"])
     kw = config_kwargs(SelectConfig, args)
@@ -124,7 +124,7 @@ def test_one_dsir_target_parser():
 
 
 def test_api_and_yaml_get_the_cli_choice_checks(tmp_path):
-    from textsieve.stages.select import SelectConfig, resolve_select_config
+    from textsieve.stages.select.select import SelectConfig, resolve_select_config
 
     with pytest.raises(ValueError, match=r"format=.zip. \(--format\): expected one of jsonl.gz, parquet"):
         resolve_select_config(SelectConfig(directory=str(tmp_path), format="zip"))

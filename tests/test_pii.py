@@ -15,9 +15,9 @@ from _files import web_docs
 from textsieve.cli import main
 from textsieve.personal_data.checks import card_ok, iban_ok, luhn_ok
 from textsieve.personal_data.detect import PII_TYPES, PiiSettings, detect
-from textsieve.stages.annotate import AnnotateConfig, run_annotate
+from textsieve.stages.annotate.annotate import AnnotateConfig, run_annotate
 from textsieve.stages.doc_set import DocSetError
-from textsieve.stages.pii import PiiConfig, PiiError, output_schema, run_pii
+from textsieve.stages.training.pii import PiiConfig, PiiError, output_schema, run_pii
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import _pii_labelled as labelled  # noqa: E402
@@ -146,8 +146,8 @@ def test_recipes_see_pii_spans_as_free_spans_not_a_document_value(tmp_path):
     e-mail's score". The column now says its level in its field metadata: recipes refuse it
     as a value and `ts_pii_count` is the one to use."""
     from textsieve.recipes.schema import read_schema
-    from textsieve.stages.annotate import AnnotateConfig, run_annotate
-    from textsieve.stages.pii import PiiConfig, run_pii
+    from textsieve.stages.annotate.annotate import AnnotateConfig, run_annotate
+    from textsieve.stages.training.pii import PiiConfig, run_pii
 
     docs = tmp_path / "d.jsonl"
     docs.write_text("".join(json.dumps({"id": str(i), "text": f"mail me at a{i}@example.org or b@example.com\n"})

@@ -19,7 +19,7 @@ from textsieve.pipeline.columns import planned_sets
 from textsieve.pipeline.config import load
 from textsieve.recipes.language import Recipe, RecipeError
 from textsieve.recipes.sql import compile_recipe, schema_from_arrow
-from textsieve.stages.annotate import AnnotateConfig, planned_schema
+from textsieve.stages.annotate.annotate import AnnotateConfig, planned_schema
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "pipeline.yaml"
 SIGNALS = ["rps_doc_word_count", "rps_doc_mean_word_length", "rps_lines_num_words", "minhash"]

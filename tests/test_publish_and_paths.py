@@ -121,7 +121,7 @@ def test_fuzzy_killed_while_switching_is_finished_by_the_next_reader(web, tmp_pa
     publish._apply = dies_after_two_moves
     try:
         with pytest.raises(KeyboardInterrupt):
-            from textsieve.stages.dedup_fuzzy import FuzzyConfig, run_fuzzy
+            from textsieve.stages.dedup.fuzzy import FuzzyConfig, run_fuzzy
 
             run_fuzzy(FuzzyConfig(str(attrs), thresholds=[0.8, 0.7], keep="longest", workers=1, progress=False))
     finally:
@@ -495,8 +495,8 @@ def test_overwrite_adopts_its_own_staged_work(dev_dir, tmp_path, monkeypatch):
     """A run with --overwrite that died after finishing a shard: the same command adopts that
     shard instead of recomputing it (before: everything was recomputed, and without --overwrite
     the published other settings refused)."""
-    import textsieve.stages.annotate as annotate_mod
-    from textsieve.stages.annotate import AnnotateConfig, run_annotate
+    import textsieve.stages.annotate.annotate as annotate_mod
+    from textsieve.stages.annotate.annotate import AnnotateConfig, run_annotate
 
     _small_docs(dev_dir, tmp_path / "in", "a.jsonl", 0)
     _small_docs(dev_dir, tmp_path / "in", "b.jsonl", 12)

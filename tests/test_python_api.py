@@ -43,33 +43,34 @@ STAGE_IDS = ["annotate", "decontaminate", "pii", "tokens", "embed", "learn_apply
 
 def _stages():
     """(API function, module and name of the stage's run function, config class, first argument)."""
-    from textsieve.stages.annotate import AnnotateConfig
-    from textsieve.stages.decontaminate import DecontamConfig
-    from textsieve.stages.dedup_exact import ExactConfig
-    from textsieve.stages.dedup_fuzzy import FuzzyConfig
-    from textsieve.stages.dedup_semantic import SemanticConfig
-    from textsieve.stages.dsir_fit import DsirFitConfig
-    from textsieve.stages.embed import EmbedConfig
-    from textsieve.stages.learn_apply import LearnApplyConfig
-    from textsieve.stages.mix import MixConfig
-    from textsieve.stages.pii import PiiConfig
-    from textsieve.stages.select import SelectConfig
-    from textsieve.stages.tokens import TokensConfig
+    from textsieve.stages.annotate.annotate import AnnotateConfig
+    from textsieve.stages.annotate.embed import EmbedConfig
+    from textsieve.stages.annotate.learn_apply import LearnApplyConfig
+    from textsieve.stages.dedup.exact import ExactConfig
+    from textsieve.stages.dedup.fuzzy import FuzzyConfig
+    from textsieve.stages.dedup.semantic import SemanticConfig
+    from textsieve.stages.select.dsir_fit import DsirFitConfig
+    from textsieve.stages.select.select import SelectConfig
+    from textsieve.stages.training.decontaminate import DecontamConfig
+    from textsieve.stages.training.mix import MixConfig
+    from textsieve.stages.training.pii import PiiConfig
+    from textsieve.stages.training.tokens import TokensConfig
     from textsieve.tokenization.train import TrainTokenizerConfig
 
-    return [(ts.annotate, "textsieve.stages.annotate", "run_annotate", AnnotateConfig, "inputs"),
-            (ts.decontaminate, "textsieve.stages.decontaminate", "run_decontaminate", DecontamConfig, "directory"),
-            (ts.pii, "textsieve.stages.pii", "run_pii", PiiConfig, "directory"),
-            (ts.tokens, "textsieve.stages.tokens", "run_tokens", TokensConfig, "directory"),
-            (ts.embed, "textsieve.stages.embed", "run_embed", EmbedConfig, "directory"),
-            (ts.learn_apply, "textsieve.stages.learn_apply", "run_learn_apply", LearnApplyConfig, "directory"),
+    return [(ts.annotate, "textsieve.stages.annotate.annotate", "run_annotate", AnnotateConfig, "inputs"),
+            (ts.decontaminate, "textsieve.stages.training.decontaminate", "run_decontaminate", DecontamConfig,
+             "directory"),
+            (ts.pii, "textsieve.stages.training.pii", "run_pii", PiiConfig, "directory"),
+            (ts.tokens, "textsieve.stages.training.tokens", "run_tokens", TokensConfig, "directory"),
+            (ts.embed, "textsieve.stages.annotate.embed", "run_embed", EmbedConfig, "directory"),
+            (ts.learn_apply, "textsieve.stages.annotate.learn_apply", "run_learn_apply", LearnApplyConfig, "directory"),
             (ts.train_tokenizer, "textsieve.tokenization.train", "train_tokenizer", TrainTokenizerConfig, "corpus"),
-            (ts.mix, "textsieve.stages.mix", "run_mix", MixConfig, "mix"),
-            (ts.dedup_exact, "textsieve.stages.dedup_exact", "run_exact", ExactConfig, "inputs"),
-            (ts.dedup_fuzzy, "textsieve.stages.dedup_fuzzy", "run_fuzzy", FuzzyConfig, "directory"),
-            (ts.dedup_semantic, "textsieve.stages.dedup_semantic", "run_semantic", SemanticConfig, "directory"),
-            (ts.dsir_fit, "textsieve.stages.dsir_fit", "run_fit", DsirFitConfig, "raw"),
-            (ts.select, "textsieve.stages.select", "run_select", SelectConfig, "directory")]
+            (ts.mix, "textsieve.stages.training.mix", "run_mix", MixConfig, "mix"),
+            (ts.dedup_exact, "textsieve.stages.dedup.exact", "run_exact", ExactConfig, "inputs"),
+            (ts.dedup_fuzzy, "textsieve.stages.dedup.fuzzy", "run_fuzzy", FuzzyConfig, "directory"),
+            (ts.dedup_semantic, "textsieve.stages.dedup.semantic", "run_semantic", SemanticConfig, "directory"),
+            (ts.dsir_fit, "textsieve.stages.select.dsir_fit", "run_fit", DsirFitConfig, "raw"),
+            (ts.select, "textsieve.stages.select.select", "run_select", SelectConfig, "directory")]
 
 
 def _default(f: dataclasses.Field):
@@ -137,7 +138,7 @@ def test_missing_required_keyword_and_duplicate_input():
 def test_build_config_follows_fields_added_later():
     """Keywords are read from `dataclasses.fields`, so a new field needs no API change."""
     from textsieve.api import build_config
-    from textsieve.stages.dedup_fuzzy import FuzzyConfig
+    from textsieve.stages.dedup.fuzzy import FuzzyConfig
 
     @dataclasses.dataclass
     class Grown(FuzzyConfig):
@@ -202,12 +203,12 @@ def annotated(tmp_path_factory) -> Path:
     attrs = root / "attrs"
     res = ts.annotate(src, output=attrs, workers=1, progress=False,
                       resources=SHARED / "golden" / "rpv2_resources")
-    from textsieve.stages.annotate import AnnotateResult
+    from textsieve.stages.annotate.annotate import AnnotateResult
 
     assert isinstance(res, AnnotateResult) and res.documents == 200
-    from textsieve.stages.dedup_exact import ExactResult
-    from textsieve.stages.dedup_fuzzy import FuzzyResult
-    from textsieve.stages.dsir_fit import DsirFitResult
+    from textsieve.stages.dedup.exact import ExactResult
+    from textsieve.stages.dedup.fuzzy import FuzzyResult
+    from textsieve.stages.select.dsir_fit import DsirFitResult
 
     assert isinstance(ts.dedup_exact(attrs, workers=1, progress=False), ExactResult)
     assert isinstance(ts.dedup_fuzzy(attrs, thresholds=[0.8, 0.7], progress=False), FuzzyResult)
@@ -219,7 +220,7 @@ def annotated(tmp_path_factory) -> Path:
 def test_select_results_funnel_and_draw(annotated, tmp_path):
     from textsieve.dsir.resample import Resample
     from textsieve.recipes.funnel import Funnel
-    from textsieve.stages.select import SelectResult
+    from textsieve.stages.select.select import SelectResult
 
     recipe = {"name": "api", "rules": {"words": "rps_doc_word_count >= 50", "unique": "dup_fuzzy_t80_keep"}}
     funnel = ts.select(annotated, recipe=recipe, dry_run=True)

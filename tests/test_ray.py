@@ -16,7 +16,7 @@ from hooks.ray_kill import dying_ordered_map, kill_ordered_map_task, kill_shuffl
 
 from textsieve.cli import main
 from textsieve.exec.ray_exec import RayUnavailable, ray_ordered_map, require_ray  # importing it imports no Ray
-from textsieve.stages.dedup_fuzzy import FuzzyConfig, run_fuzzy
+from textsieve.stages.dedup.fuzzy import FuzzyConfig, run_fuzzy
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'textsieve[ray]'); Ray executor untested")
 
@@ -245,7 +245,7 @@ def test_sample_pipeline_on_ray_matches_local(tmp_path):
 def test_extract_on_ray_matches_local(tmp_path):
     """Issue 12 item 4: extract runs one Ray task per WARC, with the local executor's bytes."""
     from textsieve.sample_crawl import build_sample_crawl
-    from textsieve.stages.extract import ExtractConfig, run_extract
+    from textsieve.stages.sources.extract import ExtractConfig, run_extract
 
     build_sample_crawl(tmp_path / "crawl")
     local = run_extract(ExtractConfig([str(tmp_path / "crawl")], str(tmp_path / "local"), workers=1, progress=False))

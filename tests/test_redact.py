@@ -18,9 +18,9 @@ from _files import read_jsonl, web_docs
 from textsieve.cli import main
 from textsieve.personal_data.redact import PLACEHOLDERS, merge_regions, redact
 from textsieve.recipes.language import Recipe, RecipeError
-from textsieve.stages.annotate import AnnotateConfig, run_annotate
-from textsieve.stages.pii import PiiConfig, run_pii
-from textsieve.stages.select import SelectConfig, run_select
+from textsieve.stages.annotate.annotate import AnnotateConfig, run_annotate
+from textsieve.stages.select.select import SelectConfig, run_select
+from textsieve.stages.training.pii import PiiConfig, run_pii
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import _pii_labelled as labelled  # noqa: E402

@@ -31,7 +31,7 @@ from textsieve.report.embeddings import (
     semantic_section,
 )
 from textsieve.report.html import render
-from textsieve.stages.embed import EmbedConfig, run_embed
+from textsieve.stages.annotate.embed import EmbedConfig, run_embed
 
 CHROMIUM = "/usr/bin/chromium"
 N_DOCS = 200
@@ -173,7 +173,7 @@ def test_semantic_section_from_the_summary(embedded: Path, tmp_path: Path) -> No
 def test_semantic_section_from_the_stage(embedded: Path, tmp_path: Path) -> None:
     """`dedup semantic` run for real: the section's table is its summary's numbers, the largest
     clusters list their members' first lines, the kept member first."""
-    from textsieve.stages.dedup_semantic import SemanticConfig, run_semantic
+    from textsieve.stages.dedup.semantic import SemanticConfig, run_semantic
 
     ann = tmp_path / "attrs"
     shutil.copytree(embedded, ann)

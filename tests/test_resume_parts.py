@@ -157,7 +157,7 @@ def annotated(tmp_path_factory) -> Path:
     finds groups), annotated once; each test works on a copy. Also a DSIR target file."""
     if not (SHARED / "golden").is_dir():
         pytest.skip(missing_reason(SHARED))
-    from textsieve.stages.annotate import AnnotateConfig, run_annotate
+    from textsieve.stages.annotate.annotate import AnnotateConfig, run_annotate
 
     d = tmp_path_factory.mktemp("annotated")
     lines = _web_docs(SHARED, 180)

@@ -18,7 +18,7 @@ from _rpv2_release import build_release
 from textsieve.recipes.funnel import compute_funnel
 from textsieve.recipes.language import load_recipe
 from textsieve.recipes.survivors import survivors
-from textsieve.stages.import_rpv2 import ImportRpv2Config, run_import_rpv2
+from textsieve.stages.sources.import_rpv2 import ImportRpv2Config, run_import_rpv2
 
 N_GOLDEN = 300
 

@@ -16,7 +16,7 @@ from _shared import SHARED
 
 from textsieve.recipes.funnel import compute_funnel
 from textsieve.recipes.language import Recipe, RecipeError, load_recipe
-from textsieve.stages.select import SelectConfig, SelectError, run_select
+from textsieve.stages.select.select import SelectConfig, SelectError, run_select
 
 N_DOCS = 3000
 
@@ -308,7 +308,7 @@ def test_learned_model_as_rule(corpus, tmp_path):
 
 def test_dsir_resample_materialized_with_multiplicity(corpus, tmp_path):
     dsir = pytest.importorskip("textsieve.dsir.resample")
-    from textsieve.stages.dsir_fit import DsirFitConfig, run_fit
+    from textsieve.stages.select.dsir_fit import DsirFitConfig, run_fit
 
     target = SHARED / "corpora" / "dev" / "target_wiki.jsonl.gz"
     run_fit(DsirFitConfig(targets=[str(target)], raw=corpus["ann"], name="wiki", progress=False))

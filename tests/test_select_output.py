@@ -1,6 +1,6 @@
 """`select` keeps every source field (issue 10 item 5): Parquet → Parquet keeps the schema with
 nested structs, lists, floats and timestamps; JSONL → JSONL keeps every key; the cross-format
-cases follow the documented rules (`textsieve.stages.select_output`). Built from real web documents."""
+cases follow the documented rules (`textsieve.stages.select.output`). Built from real web documents."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from textsieve.recipes.language import Recipe
-from textsieve.stages.annotate import AnnotateConfig, run_annotate
-from textsieve.stages.select import SelectConfig, run_select
+from textsieve.stages.annotate.annotate import AnnotateConfig, run_annotate
+from textsieve.stages.select.select import SelectConfig, run_select
 
 N = 100
 # a doc rule and a line rule, so rows are dropped and texts are cut

@@ -22,7 +22,7 @@ from _files import read_jsonl, web_docs
 from textsieve.cli import main
 from textsieve.mixing.shards import read_bin
 from textsieve.mixing.spec import MixError
-from textsieve.stages.select import SelectConfig, SelectError, run_select
+from textsieve.stages.select.select import SelectConfig, SelectError, run_select
 
 RECIPE = {"name": "words20", "rules": {"words": "rps_doc_word_count >= 20"}}
 
@@ -33,8 +33,8 @@ def corpus(dev_dir, tmp_path_factory):
     articles, and a byte-level BPE (vocab 500) trained on the pydoc help topics."""
     from pydoc_data.topics import topics
 
-    from textsieve.stages.annotate import AnnotateConfig, run_annotate
-    from textsieve.stages.dsir_fit import DsirFitConfig, run_fit
+    from textsieve.stages.annotate.annotate import AnnotateConfig, run_annotate
+    from textsieve.stages.select.dsir_fit import DsirFitConfig, run_fit
     from textsieve.tokenization.tokenizer import train_bpe
 
     tmp = tmp_path_factory.mktemp("selshards")
@@ -113,7 +113,7 @@ def test_bin_shards_are_the_selection_each_document_once_decoding_to_its_tokens(
     assert summary["training_shards"]["format"] == "bin" and summary["counts"]["selected"] == len(want)
     assert manifest["stage"] == "mix" and manifest["info"]["select"]["training_shards"] is True
     assert "selection.json" in manifest["files"] and not list(out.glob("part-*"))
-    from textsieve.stages.mix import MixConfig, plan_mix
+    from textsieve.stages.training.mix import MixConfig, plan_mix
 
     mix = {"tokens": 1000, "tokenizer": "words", "sources": [{"name": "t", "selection": str(out), "share": 1.0}]}
     with pytest.raises(MixError, match="holds training shards"):  # not read as if it were selection files

@@ -19,9 +19,9 @@ import pytest
 from _files import web_docs
 
 from textsieve.cli import main
-from textsieve.stages.annotate import AnnotateConfig, run_annotate
+from textsieve.stages.annotate.annotate import AnnotateConfig, run_annotate
 from textsieve.stages.doc_set import DocSetError
-from textsieve.stages.tokens import TokensConfig, output_schema, run_tokens
+from textsieve.stages.training.tokens import TokensConfig, output_schema, run_tokens
 from textsieve.tokenization.columns import TokenColumnError
 from textsieve.tokenization.tokenizer import TokenizerError, load_tokenizer, train_bpe
 
@@ -181,7 +181,7 @@ def test_bad_tokenizer_paths_are_one_line_errors(env, tmp_path, capsys):
 
 def test_dsir_token_budget_counts_real_tokens(env, tmp_path, dev_dir):
     from textsieve.dsir.resample import resample
-    from textsieve.stages.dsir_fit import DsirFitConfig, run_fit
+    from textsieve.stages.select.dsir_fit import DsirFitConfig, run_fit
 
     attrs = _copy(env, tmp_path)
     run_fit(DsirFitConfig(targets=[str(dev_dir / "target_wiki.jsonl.gz")], raw=str(attrs), name="wiki",

@@ -17,7 +17,7 @@ from _mix_corpus import corpus as build_corpus
 from _mix_corpus import mix_file
 
 from textsieve.mixing.shards import IDX_MAGIC, read_bin, read_idx
-from textsieve.stages.mix import MixConfig, run_mix
+from textsieve.stages.training.mix import MixConfig, run_mix
 
 HOOKS = Path(__file__).resolve().parent / "hooks"
 

@@ -39,23 +39,23 @@ from textsieve.io.readers import ReadOptions
 from textsieve.pipeline.run import PipelineResult
 from textsieve.recipes.funnel import Funnel
 from textsieve.recipes.language import Recipe
-from textsieve.stages.annotate import AnnotateConfig, AnnotateResult
-from textsieve.stages.decontaminate import DecontamConfig, DecontamResult
-from textsieve.stages.dedup_exact import ExactConfig, ExactResult
-from textsieve.stages.dedup_fuzzy import FuzzyConfig, FuzzyResult
-from textsieve.stages.dedup_lines import LinesConfig, LinesResult
-from textsieve.stages.dedup_semantic import SemanticConfig, SemanticResult
+from textsieve.stages.annotate.annotate import AnnotateConfig, AnnotateResult
+from textsieve.stages.annotate.embed import EmbedConfig, EmbedResult
+from textsieve.stages.annotate.learn_apply import LearnApplyConfig, LearnApplyResult
+from textsieve.stages.dedup.exact import ExactConfig, ExactResult
+from textsieve.stages.dedup.fuzzy import FuzzyConfig, FuzzyResult
+from textsieve.stages.dedup.lines import LinesConfig, LinesResult
+from textsieve.stages.dedup.semantic import SemanticConfig, SemanticResult
 from textsieve.stages.doc_set import DocSetResult
-from textsieve.stages.dsir_fit import DsirFitConfig, DsirFitResult
-from textsieve.stages.embed import EmbedConfig, EmbedResult
-from textsieve.stages.extract import ExtractConfig, ExtractResult
-from textsieve.stages.import_dolma import ImportDolmaConfig, ImportDolmaResult
-from textsieve.stages.import_rpv2 import ImportRpv2Config, ImportRpv2Result
-from textsieve.stages.learn_apply import LearnApplyConfig, LearnApplyResult
-from textsieve.stages.mix import MixConfig, MixResult
-from textsieve.stages.pii import PiiConfig
-from textsieve.stages.select import SelectConfig, SelectResult
-from textsieve.stages.tokens import TokensConfig, TokensResult
+from textsieve.stages.select.dsir_fit import DsirFitConfig, DsirFitResult
+from textsieve.stages.select.select import SelectConfig, SelectResult
+from textsieve.stages.sources.extract import ExtractConfig, ExtractResult
+from textsieve.stages.sources.import_dolma import ImportDolmaConfig, ImportDolmaResult
+from textsieve.stages.sources.import_rpv2 import ImportRpv2Config, ImportRpv2Result
+from textsieve.stages.training.decontaminate import DecontamConfig, DecontamResult
+from textsieve.stages.training.mix import MixConfig, MixResult
+from textsieve.stages.training.pii import PiiConfig
+from textsieve.stages.training.tokens import TokensConfig, TokensResult
 from textsieve.tokenization.train import TrainTokenizerConfig, TrainTokenizerResult
 
 if TYPE_CHECKING:
@@ -170,7 +170,7 @@ def _stage(cls: type[C], api_name: str, first: str | None, first_value: Any, opt
 def extract(inputs: Inputs, **options: Any) -> ExtractResult:
     """Main-content text of the HTML pages in `inputs` (WARC/ARC files, HTML files, folders,
     globs or URLs) as document shards under `output` (`textsieve extract`)."""
-    from textsieve.stages.extract import run_extract
+    from textsieve.stages.sources.extract import run_extract
 
     return run_extract(_stage(ExtractConfig, "extract", "inputs", inputs, options))
 
@@ -182,7 +182,7 @@ def annotate(inputs: Inputs | Any, **options: Any) -> AnnotateResult:
     copied; a dataset not backed by its files is written once beside `output`, see
     `textsieve.interop.hf`); `attributes_as_columns(ds, output)` joins the signals back."""
     from textsieve.interop.hf import dataset_inputs
-    from textsieve.stages.annotate import run_annotate
+    from textsieve.stages.annotate.annotate import run_annotate
 
     out = options.get("output")
     inputs = dataset_inputs(inputs, os.fspath(out) if out is not None else None)
@@ -202,7 +202,7 @@ def attributes_as_columns(dataset: Any, directory: PathLike, columns: Sequence[s
 def import_rpv2(root: PathLike, **options: Any) -> ImportRpv2Result:
     """Read RedPajama-V2's released files under `root` (documents/, quality_signals/, minhash/,
     duplicates/) into attribute shards under `output` (`textsieve import rpv2`)."""
-    from textsieve.stages.import_rpv2 import run_import_rpv2
+    from textsieve.stages.sources.import_rpv2 import run_import_rpv2
 
     return run_import_rpv2(_stage(ImportRpv2Config, "import_rpv2", "root", root, options))
 
@@ -210,7 +210,7 @@ def import_rpv2(root: PathLike, **options: Any) -> ImportRpv2Result:
 def import_dolma(root: PathLike, **options: Any) -> ImportDolmaResult:
     """Read a Dolma folder's attributes (`ROOT/attributes/<name>/`, beside `ROOT/documents/`) into
     attribute shards under `output` (`textsieve import dolma`), one per documents file."""
-    from textsieve.stages.import_dolma import run_import_dolma
+    from textsieve.stages.sources.import_dolma import run_import_dolma
 
     return run_import_dolma(_stage(ImportDolmaConfig, "import_dolma", "root", root, options))
 
@@ -230,7 +230,7 @@ def export_dolma(directory: PathLike, *, output: PathLike, name: str = "textsiev
 def dedup_exact(inputs: Inputs, **options: Any) -> ExactResult:
     """Exact duplicates of an annotate folder (or raw inputs with `output=`), written as the
     attribute set `_dedup_exact` (`textsieve dedup exact`)."""
-    from textsieve.stages.dedup_exact import run_exact
+    from textsieve.stages.dedup.exact import run_exact
 
     return run_exact(_stage(ExactConfig, "dedup_exact", "inputs", inputs, options))
 
@@ -238,7 +238,7 @@ def dedup_exact(inputs: Inputs, **options: Any) -> ExactResult:
 def dedup_fuzzy(directory: PathLike, **options: Any) -> FuzzyResult:
     """MinHash-LSH clusters of an annotate folder at `thresholds`, written as `_dedup_fuzzy`
     (`textsieve dedup fuzzy`)."""
-    from textsieve.stages.dedup_fuzzy import run_fuzzy
+    from textsieve.stages.dedup.fuzzy import run_fuzzy
 
     return run_fuzzy(_stage(FuzzyConfig, "dedup_fuzzy", "directory", directory, options))
 
@@ -247,7 +247,7 @@ def dedup_lines(directory: PathLike, **options: Any) -> LinesResult:
     """CCNet-style duplicate lines of an annotate folder, per group of `group_shards` shards,
     written as `_dedup_lines` (`textsieve dedup lines`); drop them in a recipe with
     `line: dup_lines_seen == 0`."""
-    from textsieve.stages.dedup_lines import run_lines
+    from textsieve.stages.dedup.lines import run_lines
 
     return run_lines(_stage(LinesConfig, "dedup_lines", "directory", directory, options))
 
@@ -257,7 +257,7 @@ def dedup_semantic(directory: PathLike, **options: Any) -> SemanticResult:
     seeded k-means, then pairs within a cluster with cosine >= 1 - eps joined into clusters,
     written as `dup_semantic_e<D>_cluster/_size/_keep` per eps to `_dedup_semantic`
     (`textsieve dedup semantic`); `keep` first, longest, none or a numeric column."""
-    from textsieve.stages.dedup_semantic import run_semantic
+    from textsieve.stages.dedup.semantic import run_semantic
 
     return run_semantic(_stage(SemanticConfig, "dedup_semantic", "directory", directory, options))
 
@@ -268,7 +268,7 @@ def decontaminate(directory: PathLike, **options: Any) -> DecontamResult:
     `_decontam` (`ts_contam_count`, `ts_contam_spans`, `ts_contam_bench`; `textsieve
     decontaminate`). Keep clean documents with the rule `ts_contam_count == 0`, or cut the spans
     with `select(..., redact=["ts_contam_spans"])`."""
-    from textsieve.stages.decontaminate import run_decontaminate
+    from textsieve.stages.training.decontaminate import run_decontaminate
 
     return run_decontaminate(_stage(DecontamConfig, "decontaminate", "directory", directory, options))
 
@@ -276,7 +276,7 @@ def decontaminate(directory: PathLike, **options: Any) -> DecontamResult:
 def pii(directory: PathLike, **options: Any) -> DocSetResult:
     """Personal data spans of every document (e-mail, IP, phone, credit card, IBAN) as the set
     `_pii` (`textsieve pii`); `select(..., redact=["pii"])` replaces them with placeholders."""
-    from textsieve.stages.pii import run_pii
+    from textsieve.stages.training.pii import run_pii
 
     return run_pii(_stage(PiiConfig, "pii", "directory", directory, options))
 
@@ -285,7 +285,7 @@ def tokens(directory: PathLike, **options: Any) -> TokensResult:
     """Real token counts `ts_tokens_<name>` of every document with the tokenizer file
     `tokenizer` (a tokenizer.json or tiktoken file), as the set `_tokens_<name>` (`textsieve
     tokens`); DSIR budgets, the funnel, the report and `mix` use them."""
-    from textsieve.stages.tokens import run_tokens
+    from textsieve.stages.training.tokens import run_tokens
 
     return run_tokens(_stage(TokensConfig, "tokens", "directory", directory, options))
 
@@ -295,7 +295,7 @@ def embed(directory: PathLike, **options: Any) -> EmbedResult:
     set `_embed_<model>` (`textsieve embed`), with the default model shipped in the wordllama wheel
     or `model=` a Model2Vec / sentence-transformers folder; semantic dedup, embedding DSIR and
     learned filters read it. Nothing is downloaded."""
-    from textsieve.stages.embed import run_embed
+    from textsieve.stages.annotate.embed import run_embed
 
     return run_embed(_stage(EmbedConfig, "embed", "directory", directory, options))
 
@@ -305,7 +305,7 @@ def learn_apply(directory: PathLike, **options: Any) -> LearnApplyResult:
     model over embeddings, n-grams or boosted trees (`model=` the file `textsieve learn` wrote),
     stored as `ts_learned_<name>` in the set `_learned_<name>`, which a recipe's `NAME.predict`
     reads. A logistic model over signals needs none of this: select applies it as SQL."""
-    from textsieve.stages.learn_apply import run_learn_apply
+    from textsieve.stages.annotate.learn_apply import run_learn_apply
 
     return run_learn_apply(_stage(LearnApplyConfig, "learn_apply", "directory", directory, options))
 
@@ -323,7 +323,7 @@ def train_tokenizer(corpus: Inputs, **options: Any) -> TrainTokenizerResult:
 def dsir_fit(raw: PathLike, **options: Any) -> DsirFitResult:
     """Fit DSIR importance weights of the annotated pool `raw` toward `targets` and store them
     as `_dsir_<name>` (`textsieve dsir fit`)."""
-    from textsieve.stages.dsir_fit import run_fit
+    from textsieve.stages.select.dsir_fit import run_fit
 
     return run_fit(_stage(DsirFitConfig, "dsir_fit", "raw", raw, options))
 
@@ -340,7 +340,7 @@ def select(directory: PathLike, *, dry_run: bool = False, **options: Any) -> Sel
     them to `output` (`textsieve select`). `dry_run=True` writes nothing and returns what
     `select --dry-run` prints: the recipe's `Funnel`, or with DSIR targets the draw (`Resample`,
     see its `.summary()`)."""
-    from textsieve.stages.select import SelectError, preview_draw, resolve_select_config, run_select
+    from textsieve.stages.select.select import SelectError, preview_draw, resolve_select_config, run_select
 
     if options.get("recipe") is not None:  # fail on a bad recipe before any work
         options["recipe"] = load_recipe(options["recipe"])
@@ -370,7 +370,7 @@ def mix(mix: PathLike | Mapping[str, Any], *, dry_run: bool = False, **options: 
     a mapping against the working directory). With `dry_run=True`, the plan only (per source
     available and target tokens, epochs; `plan.feasible`), nothing written. An infeasible mix
     raises `MixInfeasibleError` before anything is written."""
-    from textsieve.stages.mix import plan_mix, run_mix
+    from textsieve.stages.training.mix import plan_mix, run_mix
 
     value: Any = dict(mix) if isinstance(mix, Mapping) else os.fspath(mix)
     cfg = _stage(MixConfig, "mix", "mix", value, options)

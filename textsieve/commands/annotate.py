@@ -9,7 +9,7 @@ from textsieve.commands.options import ExamplesFormatter, add_config_options, co
 
 
 def run(args: argparse.Namespace) -> int:
-    from textsieve.stages.annotate import AnnotateConfig, run_annotate
+    from textsieve.stages.annotate.annotate import AnnotateConfig, run_annotate
 
     cfg = config_from_args(AnnotateConfig, args)
     res = run_annotate(cfg)
@@ -28,7 +28,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                                        "--workers 1"),
                        description="Write one Parquet attribute shard per input shard: id, shard, row and one "
                                    "column of RPv2 spans [start, end, score] per signal. Documents are not copied.")
-    from textsieve.stages.annotate import AnnotateConfig
+    from textsieve.stages.annotate.annotate import AnnotateConfig
 
     add_config_options(a, AnnotateConfig)
     a.set_defaults(func=run)

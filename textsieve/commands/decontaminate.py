@@ -10,7 +10,7 @@ from textsieve.commands.options import ExamplesFormatter, add_config_options, co
 
 
 def run(args: argparse.Namespace) -> int:
-    from textsieve.stages.decontaminate import DecontamConfig, run_decontaminate
+    from textsieve.stages.training.decontaminate import DecontamConfig, run_decontaminate
 
     res = run_decontaminate(config_from_args(DecontamConfig, args))
     summary = {"attribute_set": res.output, "documents": res.documents, "contaminated": res.contaminated,
@@ -38,7 +38,7 @@ def _examples(bench: dict) -> str:
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    from textsieve.stages.decontaminate import DecontamConfig
+    from textsieve.stages.training.decontaminate import DecontamConfig
 
     p = sub.add_parser("decontaminate", parents=[common], help="n-gram overlap of documents with benchmark data",
                        formatter_class=ExamplesFormatter,

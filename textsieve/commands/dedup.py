@@ -10,8 +10,8 @@ from textsieve.commands.options import ExamplesFormatter, add_config_options, co
 
 
 def run_exact(args: argparse.Namespace) -> int:
-    from textsieve.stages.dedup_exact import ExactConfig
-    from textsieve.stages.dedup_exact import run_exact as run
+    from textsieve.stages.dedup.exact import ExactConfig
+    from textsieve.stages.dedup.exact import run_exact as run
 
     res = run(config_from_args(ExactConfig, args))
     if not args.quiet:
@@ -21,8 +21,8 @@ def run_exact(args: argparse.Namespace) -> int:
 
 
 def run_fuzzy(args: argparse.Namespace) -> int:
-    from textsieve.stages.dedup_fuzzy import FuzzyConfig
-    from textsieve.stages.dedup_fuzzy import run_fuzzy as run
+    from textsieve.stages.dedup.fuzzy import FuzzyConfig
+    from textsieve.stages.dedup.fuzzy import run_fuzzy as run
 
     res = run(config_from_args(FuzzyConfig, args))
     if not args.quiet:
@@ -38,8 +38,8 @@ def run_fuzzy(args: argparse.Namespace) -> int:
 
 
 def run_semantic(args: argparse.Namespace) -> int:
-    from textsieve.stages.dedup_semantic import SemanticConfig
-    from textsieve.stages.dedup_semantic import run_semantic as run
+    from textsieve.stages.dedup.semantic import SemanticConfig
+    from textsieve.stages.dedup.semantic import run_semantic as run
 
     res = run(config_from_args(SemanticConfig, args))
     if not args.quiet:
@@ -56,8 +56,8 @@ def run_semantic(args: argparse.Namespace) -> int:
 
 
 def run_lines(args: argparse.Namespace) -> int:
-    from textsieve.stages.dedup_lines import LinesConfig
-    from textsieve.stages.dedup_lines import run_lines as run
+    from textsieve.stages.dedup.lines import LinesConfig
+    from textsieve.stages.dedup.lines import run_lines as run
 
     res = run(config_from_args(LinesConfig, args))
     if not args.quiet:
@@ -73,7 +73,7 @@ def run_lines(args: argparse.Namespace) -> int:
 
 def run_show(args: argparse.Namespace) -> int:
     """`dedup show`: the cluster list without --cluster, else that cluster (library: `show`)."""
-    from textsieve.stages.dedup_show import show
+    from textsieve.stages.dedup.show import show
 
     print(show(args.dir, args.cluster, args.threshold, bands=args.bands, lines=args.lines, top=args.top,
                semantic=args.semantic, eps=args.eps))
@@ -83,8 +83,8 @@ def run_show(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     d = sub.add_parser("dedup", parents=[common], help="exact, fuzzy (MinHash-LSH), semantic and line deduplication")
     dsub = d.add_subparsers(dest="mode", required=True, metavar="MODE")
-    from textsieve.stages.dedup_exact import ExactConfig
-    from textsieve.stages.dedup_fuzzy import FuzzyConfig
+    from textsieve.stages.dedup.exact import ExactConfig
+    from textsieve.stages.dedup.fuzzy import FuzzyConfig
 
     e = dsub.add_parser("exact", parents=[common], help="flag documents with identical (normalized) text",
                         formatter_class=ExamplesFormatter,
@@ -109,7 +109,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     add_config_options(f, FuzzyConfig)
     f.set_defaults(func=run_fuzzy)
 
-    from textsieve.stages.dedup_semantic import SemanticConfig
+    from textsieve.stages.dedup.semantic import SemanticConfig
 
     sm = dsub.add_parser("semantic", parents=[common], help="SemDeDup: near-duplicates by embedding similarity",
                          formatter_class=ExamplesFormatter,
@@ -126,7 +126,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     add_config_options(sm, SemanticConfig)
     sm.set_defaults(func=run_semantic)
 
-    from textsieve.stages.dedup_lines import LinesConfig
+    from textsieve.stages.dedup.lines import LinesConfig
 
     ln = dsub.add_parser("lines", parents=[common], help="flag lines repeated across documents (CCNet line dedup)",
                          formatter_class=ExamplesFormatter,

@@ -22,7 +22,7 @@ RESAMPLE_FIELDS = ("directory", "dsir", "k", "tokens", "replace", "seed", "tempe
 
 
 def run_fit_cmd(args: argparse.Namespace) -> int:
-    from textsieve.stages.dsir_fit import DsirFitConfig, run_fit
+    from textsieve.stages.select.dsir_fit import DsirFitConfig, run_fit
 
     res = run_fit(config_from_args(DsirFitConfig, args))
     summary = {"model": res.model_path, "attribute_set": res.set_dir, "columns": list(res.columns),
@@ -41,7 +41,7 @@ def run_fit_cmd(args: argparse.Namespace) -> int:
 
 def run_resample_cmd(args: argparse.Namespace) -> int:
     from textsieve.dsir.resample import resample
-    from textsieve.stages.select import SelectConfig, recipe_and_targets, resolve_select_config
+    from textsieve.stages.select.select import SelectConfig, recipe_and_targets, resolve_select_config
 
     cfg = resolve_select_config(config_from_args(SelectConfig, args))
     _, targets = recipe_and_targets(cfg)
@@ -84,8 +84,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                                     "ts_dsir_NAME_tokens. Deduplicate the pool first. With --features "
                                     "embed|combined the weights come from a target-vs-pool classifier on the "
                                     "pool's embeddings (run `textsieve embed RAW` first), in the same columns.")
-    from textsieve.stages.dsir_fit import DsirFitConfig
-    from textsieve.stages.select import SelectConfig
+    from textsieve.stages.select.dsir_fit import DsirFitConfig
+    from textsieve.stages.select.select import SelectConfig
 
     add_config_options(f, DsirFitConfig)
     f.add_argument("--json", action="store_true", help="print a JSON summary")

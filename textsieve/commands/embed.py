@@ -10,7 +10,7 @@ from textsieve.commands.options import ExamplesFormatter, add_config_options, co
 
 
 def run(args: argparse.Namespace) -> int:
-    from textsieve.stages.embed import EmbedConfig, run_embed
+    from textsieve.stages.annotate.embed import EmbedConfig, run_embed
 
     res = run_embed(config_from_args(EmbedConfig, args))
     summary = {"attribute_set": res.output, "column": res.column, "documents": res.documents,
@@ -29,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    from textsieve.stages.embed import EmbedConfig
+    from textsieve.stages.annotate.embed import EmbedConfig
 
     p = sub.add_parser("embed", parents=[common], help="one embedding per document (offline; default model "
                        "in a wheel)", formatter_class=ExamplesFormatter,

@@ -27,7 +27,7 @@ def run_dolma(args: argparse.Namespace) -> int:
 
 
 def run_rpv2_clusters(args: argparse.Namespace) -> int:
-    from textsieve.stages.dedup_show import export_rpv2_clusters
+    from textsieve.stages.dedup.show import export_rpv2_clusters
 
     n = export_rpv2_clusters(args.dir, args.threshold, args.output)
     print(f"wrote {n:,} clustered documents to {args.output}", file=sys.stderr)
@@ -44,7 +44,7 @@ def _fuzzy_verify_mode(directory: str) -> str | None:
     import fsspec
 
     from textsieve.io.attributes import attribute_set_dir
-    from textsieve.stages.dedup_fuzzy import FUZZY_SET
+    from textsieve.stages.dedup.fuzzy import FUZZY_SET
 
     fs, root = fsspec.core.url_to_fs(attribute_set_dir(directory, FUZZY_SET))
     try:

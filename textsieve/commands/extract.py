@@ -9,7 +9,7 @@ from textsieve.commands.options import ExamplesFormatter, add_config_options, co
 
 
 def run(args: argparse.Namespace) -> int:
-    from textsieve.stages.extract import ExtractConfig, run_extract
+    from textsieve.stages.sources.extract import ExtractConfig, run_extract
 
     res = run_extract(config_from_args(ExtractConfig, args))
     if not args.quiet:
@@ -21,7 +21,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    from textsieve.stages.extract import ExtractConfig
+    from textsieve.stages.sources.extract import ExtractConfig
 
     p = sub.add_parser("extract", parents=[common], help="WARC/ARC archives and HTML pages to document shards",
                        formatter_class=ExamplesFormatter,

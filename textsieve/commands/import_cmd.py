@@ -9,7 +9,7 @@ from textsieve.commands.options import ExamplesFormatter, add_config_options, co
 
 
 def run_rpv2(args: argparse.Namespace) -> int:
-    from textsieve.stages.import_rpv2 import ImportRpv2Config, run_import_rpv2
+    from textsieve.stages.sources.import_rpv2 import ImportRpv2Config, run_import_rpv2
 
     res = run_import_rpv2(config_from_args(ImportRpv2Config, args))
     if not args.quiet:
@@ -32,7 +32,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                                     "duplicates/ under ROOT) into one attribute shard per documents file, keyed "
                                     "to documents/ by shard and row, with the released ids; the duplicate lists "
                                     "become the attribute set _dedup_exact. Nothing is recomputed.")
-    from textsieve.stages.import_rpv2 import ImportRpv2Config
+    from textsieve.stages.sources.import_rpv2 import ImportRpv2Config
 
     add_config_options(r, ImportRpv2Config)
     r.set_defaults(func=run_rpv2)

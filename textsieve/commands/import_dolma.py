@@ -13,7 +13,7 @@ from textsieve.commands.options import ExamplesFormatter, add_config_options, co
 
 
 def run_dolma(args: argparse.Namespace) -> int:
-    from textsieve.stages.import_dolma import ImportDolmaConfig, run_import_dolma
+    from textsieve.stages.sources.import_dolma import ImportDolmaConfig, run_import_dolma
 
     res = run_import_dolma(config_from_args(ImportDolmaConfig, args))
     if not args.quiet:
@@ -26,7 +26,7 @@ def run_dolma(args: argparse.Namespace) -> int:
 
 def register_dolma(isub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     """Add `dolma` to the `textsieve import` FORMAT subparsers `isub`."""
-    from textsieve.stages.import_dolma import ImportDolmaConfig
+    from textsieve.stages.sources.import_dolma import ImportDolmaConfig
 
     d = isub.add_parser("dolma", parents=[common], formatter_class=ExamplesFormatter,
                         help="Dolma's attributes/<name>/ beside documents/: taggers' spans as attribute columns",

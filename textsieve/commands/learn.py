@@ -118,7 +118,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 
 def run_apply(args: argparse.Namespace) -> int:
     from textsieve.commands.options import config_from_args
-    from textsieve.stages.learn_apply import LearnApplyConfig, run_learn_apply
+    from textsieve.stages.annotate.learn_apply import LearnApplyConfig, run_learn_apply
 
     res = run_learn_apply(config_from_args(LearnApplyConfig, args))
     summary = {"attribute_set": res.output, "column": res.column, "documents": res.documents, "shards": res.shards,
@@ -137,7 +137,7 @@ def run_apply(args: argparse.Namespace) -> int:
 
 def _register_apply(p: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
     from textsieve.commands.options import add_config_options
-    from textsieve.stages.learn_apply import LearnApplyConfig
+    from textsieve.stages.annotate.learn_apply import LearnApplyConfig
 
     sub = p.add_subparsers(dest="learn_action", metavar="apply")
     a = sub.add_parser("apply", parents=[common], help="store a model's probability per document (_learned_NAME)",

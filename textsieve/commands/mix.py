@@ -12,7 +12,7 @@ from textsieve.commands.options import ExamplesFormatter, add_config_options, co
 
 def run(args: argparse.Namespace) -> int:
     from textsieve.mixing.spec import MixError
-    from textsieve.stages.mix import MixConfig, MixInfeasibleError, plan_mix, run_mix
+    from textsieve.stages.training.mix import MixConfig, MixInfeasibleError, plan_mix, run_mix
 
     cfg = config_from_args(MixConfig, args)
     if args.dry_run:
@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    from textsieve.stages.mix import MixConfig
+    from textsieve.stages.training.mix import MixConfig
 
     p = sub.add_parser("mix", parents=[common], help="mix selections at token shares into shuffled training shards",
                        formatter_class=ExamplesFormatter,

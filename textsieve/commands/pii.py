@@ -9,7 +9,7 @@ from textsieve.commands.options import ExamplesFormatter, add_config_options, co
 
 
 def run(args: argparse.Namespace) -> int:
-    from textsieve.stages.pii import PiiConfig, run_pii
+    from textsieve.stages.training.pii import PiiConfig, run_pii
 
     res = run_pii(config_from_args(PiiConfig, args))
     if not args.quiet:
@@ -20,7 +20,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    from textsieve.stages.pii import PiiConfig
+    from textsieve.stages.training.pii import PiiConfig
 
     p = sub.add_parser("pii", parents=[common], help="find e-mails, IPs, phones, card numbers, IBANs (span signals)",
                        formatter_class=ExamplesFormatter,

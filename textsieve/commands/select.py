@@ -11,7 +11,7 @@ from textsieve.commands.options import ExamplesFormatter, add_config_options, co
 
 def run_select_cmd(args: argparse.Namespace) -> int:
     from textsieve.recipes.funnel import compute_funnel
-    from textsieve.stages.select import (
+    from textsieve.stages.select.select import (
         SelectConfig,
         SelectError,
         recipe_and_targets,
@@ -30,7 +30,7 @@ def run_select_cmd(args: argparse.Namespace) -> int:
             if not args.json and not args.quiet:
                 print(f"({f.total:,} documents in {f.seconds:.2f} s, attribute columns only)", file=sys.stderr)
             return 0
-        from textsieve.stages.select import preview_draw
+        from textsieve.stages.select.select import preview_draw
 
         summary = preview_draw(cfg).summary()  # with a recipe: over its survivors
         print(json.dumps(summary, indent=2, default=float) if args.json else
@@ -76,7 +76,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                                    "attributes (signals, dedup flags, DSIR weights, learned models). --dry-run "
                                    "prints the funnel without reading any text; otherwise the selected documents "
                                    "are written to --output. Rule language: `textsieve recipes --help`.")
-    from textsieve.stages.select import SelectConfig
+    from textsieve.stages.select.select import SelectConfig
 
     s.add_argument("--dry-run", action="store_true", help="print the funnel (or the DSIR draw summary) only")
     s.add_argument("--json", action="store_true", help="print the result as JSON")

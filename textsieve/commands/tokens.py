@@ -10,7 +10,7 @@ from textsieve.commands.options import ExamplesFormatter, add_config_options, co
 
 
 def run(args: argparse.Namespace) -> int:
-    from textsieve.stages.tokens import TokensConfig, run_tokens
+    from textsieve.stages.training.tokens import TokensConfig, run_tokens
 
     res = run_tokens(config_from_args(TokensConfig, args))
     summary = {"attribute_set": res.output, "column": res.column, "documents": res.documents, "tokens": res.tokens,
@@ -39,7 +39,7 @@ def run_train(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    from textsieve.stages.tokens import TokensConfig
+    from textsieve.stages.training.tokens import TokensConfig
 
     p = sub.add_parser("tokens", parents=[common], help="real token counts per document (tokenizer.json, tiktoken)",
                        formatter_class=ExamplesFormatter,

@@ -1,6 +1,6 @@
 """DSIR (Xie et al. 2023): importance resampling of a pool toward one or more targets.
 
-Workflow: `textsieve dsir fit` (textsieve.stages.dsir_fit) stores per-document log importance
+Workflow: `textsieve dsir fit` (textsieve.stages.select.dsir_fit) stores per-document log importance
 weights as the attribute set ``_dsir_<name>``; `resample` here draws a selection from them and
 `textsieve select --dsir NAME[:W],... --k N` writes it out. **Deduplicate before DSIR**: identical
 texts get identical weights, so every copy of a well-scoring duplicate competes on its own.

@@ -19,7 +19,7 @@ rest are scalars) map onto Dolma's spans one to one, so
   (`documents="auto"`), as Dolma records with the text and the source record's other fields;
 - `read_attribute_file` / `attribute_table` read Dolma attribute files back as Arrow span
   columns (`list<struct<start, end, score>>`, scores as doubles), checked line by line against
-  the documents' ids, for `import dolma` (`textsieve.stages.import_dolma`).
+  the documents' ids, for `import dolma` (`textsieve.stages.sources.import_dolma`).
 """
 
 from __future__ import annotations

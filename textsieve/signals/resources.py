@@ -6,7 +6,7 @@ resources folder once and we look for it in a fixed order (explicit ``--resource
 ``$TEXTSIEVE_RESOURCES``, then the per-user cache). When lists the run needs are missing,
 `annotate` skips the two signals and prints :func:`missing_message` once, so the user knows
 why they are absent; a document whose own language has no list gets null for them
-(``textsieve.stages.annotate_lang``), where RPv2 would give 0.0.
+(``textsieve.stages.annotate.lang``), where RPv2 would give 0.0.
 
 Folder layout (the same as the golden ``rpv2_resources`` folder)::
 

@@ -38,8 +38,8 @@ from textsieve.io.attributes import attribute_shards, open_set, set_place
 from textsieve.io.locations import pool_workers, source_locations
 from textsieve.io.parquet_read import read_table
 from textsieve.io.publish import Publication, content_key, read_manifest, settings_diff
-from textsieve.stages.dedup_exact import DocSource
-from textsieve.stages.dedup_exact_out import write_tables
+from textsieve.stages.dedup.exact import DocSource
+from textsieve.stages.dedup.exact_out import write_tables
 
 BASE = [("id", pa.string()), ("shard", pa.string()), ("row", pa.int64())]
 #: characters of text per compute batch (bounds a worker's memory whatever the documents' sizes)

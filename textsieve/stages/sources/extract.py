@@ -47,8 +47,8 @@ from textsieve.io.publish import Publication, SummaryStyle
 from textsieve.io.safe_paths import safe_rel
 from textsieve.options import address_option, check_choices, executor_option, option, progress_option
 from textsieve.stages.descriptor import PROGRESS_REASON, Outcome, Stage, key_of
-from textsieve.stages.extract_worker import REASONS, ExtractTask, extract_shard, read_done
 from textsieve.stages.planning import Corpus, StagePlan
+from textsieve.stages.sources.extract_worker import REASONS, ExtractTask, extract_shard, read_done
 
 log = logging.getLogger("textsieve.extract")
 

@@ -55,10 +55,11 @@ from textsieve.signals.resources import (
     stop_words_relpath,
 )
 from textsieve.signals.selection import select_signals
-from textsieve.stages.annotate_lang import check_lang, no_lists_warning, pop_counts
-from textsieve.stages.annotate_parts import Resume, ShardOutput
-from textsieve.stages.annotate_plan import SUMMARY, AnnotateError, output_rel, plan_shards, warn_markup
-from textsieve.stages.annotate_worker import (
+from textsieve.stages.annotate.kernel_timing import timed
+from textsieve.stages.annotate.lang import check_lang, no_lists_warning, pop_counts
+from textsieve.stages.annotate.parts import Resume, ShardOutput
+from textsieve.stages.annotate.plan import SUMMARY, AnnotateError, output_rel, plan_shards, warn_markup
+from textsieve.stages.annotate.worker import (
     AUTO_LANG,
     BatchTask,
     WorkerSetup,
@@ -69,7 +70,6 @@ from textsieve.stages.annotate_worker import (
     warm_up,
 )
 from textsieve.stages.descriptor import PROGRESS_REASON, Layout, Outcome, Stage, absolute, key_of
-from textsieve.stages.kernel_timing import timed
 from textsieve.stages.planning import Corpus, PlannedSet, StagePlan
 
 if TYPE_CHECKING:  # pyarrow is only named in annotations here; the workers and writers import it
@@ -332,7 +332,7 @@ def _without_embed(cfg: AnnotateConfig) -> tuple[AnnotateConfig, bool]:
 
 def _embed_after(cfg: AnnotateConfig) -> Any:
     """Run the embed stage on the annotate folder just written (same workers, executor, overwrite)."""
-    from textsieve.stages.embed import EmbedConfig, run_embed
+    from textsieve.stages.annotate.embed import EmbedConfig, run_embed
 
     extra = {"model": cfg.embed_model} if cfg.embed_model else {}
     return run_embed(EmbedConfig(directory=cfg.output, workers=cfg.workers, executor=cfg.executor,
@@ -574,7 +574,7 @@ def _record(section: dict[str, Any]) -> None:
 
 def _estimate(c: AnnotateConfig, e: Corpus) -> StagePlan:
     from textsieve.exec.local import default_workers
-    from textsieve.stages.annotate_lang import check_lang
+    from textsieve.stages.annotate.lang import check_lang
 
     check_lang(c.lang, c.resources)  # an unknown `annotate.lang` fails the dry run, not stage 1
     workers = c.workers or default_workers()

@@ -20,10 +20,10 @@ from textsieve.io.identity import shard_identity
 from textsieve.io.paths import SUFFIX_FORMATS, Shard
 from textsieve.io.publish import Publication
 from textsieve.io.safe_paths import safe_rel
-from textsieve.stages.annotate_parts import Resume, drop_parts, find_parts
+from textsieve.stages.annotate.parts import Resume, drop_parts, find_parts
 
 if TYPE_CHECKING:
-    from textsieve.stages.annotate import AnnotateResult
+    from textsieve.stages.annotate.annotate import AnnotateResult
 
 log = logging.getLogger("textsieve.annotate")
 

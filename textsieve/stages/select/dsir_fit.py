@@ -27,7 +27,7 @@ before DSIR needs no materialize-and-re-annotate round trip. Every document is s
 (the columns stay usable in any recipe); weights use whole documents, before line rules cut.
 
 With `features="embed"` or `"combined"` the weights come from a target-vs-pool classifier on the
-pool's embeddings instead (`textsieve.stages.dsir_embed`), written to the same set and columns.
+pool's embeddings instead (`textsieve.stages.select.dsir_embed`), written to the same set and columns.
 """
 
 from __future__ import annotations
@@ -186,7 +186,7 @@ def run_fit(cfg: DsirFitConfig) -> DsirFitResult:
 
     if cfg.features != "ngram":  # a classifier on embeddings: same set and columns, its own fit
         from textsieve.options import check_choices
-        from textsieve.stages.dsir_embed import run_fit_embed
+        from textsieve.stages.select.dsir_embed import run_fit_embed
 
         check_choices(cfg)
         return run_fit_embed(cfg)
@@ -343,7 +343,7 @@ def _resolve(section: dict[str, Any], base: Path) -> None:
 
 
 def _check_pipeline(data: Mapping[str, Any], errors: list[str]) -> None:
-    from textsieve.stages.embed import has_embeddings
+    from textsieve.stages.annotate.embed import has_embeddings
 
     for i, fit in enumerate(data["dsir"]):
         if fit.get("features") in ("embed", "combined") and not has_embeddings(data):

@@ -59,8 +59,8 @@ from textsieve.stages.descriptor import (
     every_stage_before,
     recipe_path,
 )
-from textsieve.stages.mix_sources import SourcePool, column_counts, resolve_pool
 from textsieve.stages.planning import Corpus, StagePlan
+from textsieve.stages.training.mix_sources import SourcePool, column_counts, resolve_pool
 
 STAGE_NAME = "mix"
 
@@ -145,7 +145,7 @@ def _count_missing(pools: list[SourcePool], spec: MixSpec, cfg: MixConfig) -> No
     """Fill every shard's token counts: from a matching column, else by reading and encoding."""
     from textsieve.exec.local import default_workers, ordered_map
     from textsieve.io.locations import pool_workers
-    from textsieve.stages.mix_worker import CountTask, count_task, counter
+    from textsieve.stages.training.mix_worker import CountTask, count_task, counter
 
     tok = counter(spec.tokenizer).tok if spec.tokenizer not in (None, WORDS) else None
     tasks = []
@@ -290,7 +290,7 @@ def publish_mix(cfg: MixConfig, spec: MixSpec, pools: list[SourcePool], plan: Pl
     if not plan.feasible:
         raise MixInfeasibleError(plan)
     draws = _draw(pools, plan, spec.seed)
-    from textsieve.stages.mix_worker import counter
+    from textsieve.stages.training.mix_worker import counter
 
     tok = counter(spec.tokenizer).tok if spec.tokenizer not in (None, WORDS) else None
     sfp, key = _fingerprints(spec, pools, tok.info() if tok is not None else None)
@@ -314,7 +314,7 @@ def publish_mix(cfg: MixConfig, spec: MixSpec, pools: list[SourcePool], plan: Pl
         pub.abandon()
         raise MixError(f"{cfg.output} holds files that no textsieve mix published; use --overwrite or another folder")
     pub.claim()
-    from textsieve.stages.mix_write import write_shards
+    from textsieve.stages.training.mix_write import write_shards
 
     stats = write_shards(cfg, spec, pools, draws, pub.staging, tok)
     shards = []

@@ -70,8 +70,8 @@ from textsieve.io.atomic import AtomicParquetWriter
 from textsieve.io.attributes import META_KEY, open_set, set_place
 from textsieve.io.leftovers import finish_work, start_work
 from textsieve.options import check_choices, memory_option, option, progress_option
+from textsieve.stages.annotate.embed import has_embeddings
 from textsieve.stages.descriptor import PROGRESS_REASON, Layout, Outcome, Stage, set_named
-from textsieve.stages.embed import has_embeddings
 from textsieve.stages.planning import SET_BYTES_PER_DOC, Corpus, PlannedSet, StagePlan
 
 SEMANTIC_SET = "dedup_semantic"

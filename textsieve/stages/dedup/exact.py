@@ -58,7 +58,7 @@ from textsieve.io.publish import Publication
 from textsieve.io.readers import ReadOptions, ShardReader
 from textsieve.io.source_roots import trusted
 from textsieve.options import address_option, check_choices, executor_option, memory_option, option, progress_option
-from textsieve.stages.dedup_exact_out import bloom_tables, member_records, out_table, with_empty, write_tables
+from textsieve.stages.dedup.exact_out import bloom_tables, member_records, out_table, with_empty, write_tables
 from textsieve.stages.descriptor import PROGRESS_REASON, Layout, Outcome, Stage
 from textsieve.stages.planning import SET_BYTES_PER_DOC, Corpus, PlannedSet, StagePlan, human, set_schema
 
@@ -213,7 +213,7 @@ def _sources(cfg: ExactConfig) -> tuple[list[DocSource], str, bool]:
             return out, cfg.output or cfg.inputs[0], True
     if not cfg.output:
         raise ValueError("dedup exact: --output DIR is required unless the input is one annotate output folder")
-    from textsieve.stages.annotate import output_rel
+    from textsieve.stages.annotate.annotate import output_rel
     opts = ReadOptions(text_field=cfg.text_field, id_field=cfg.id_field,
                        max_doc_bytes=parse_max_doc_bytes(cfg.max_doc_bytes))
     shards = sorted(expand_inputs(cfg.inputs), key=lambda s: s.rel)
@@ -368,10 +368,10 @@ def run_exact(cfg: ExactConfig) -> ExactResult:
     start = time.perf_counter()
     check_choices(cfg)
     check_normalize(cfg.normalize)
-    budget = memory_plan("dedup exact", cfg.memory, 0).total
     sources, out, counted = _sources(cfg)
     cfg = _in_process(cfg, sources, counted)
     cfg, plan = _memory_plan(cfg, len(sources))  # --memory covers the process tree (exec.budget)
+    budget = plan.total
     set_name, prefix = exact_names(cfg.normalize, cfg.bloom_fp is not None)
     set_dir, fs, set_root = set_place(out, set_name)  # stale temps of killed writers removed
     n_known = sum(s.size for s in sources) if counted else None

@@ -21,7 +21,7 @@ import numpy as np
 from textsieve.mixing.shards import payload
 from textsieve.mixing.shuffle import Scatter, record_key, shard_hash
 from textsieve.mixing.spec import MixError
-from textsieve.stages.mix_sources import Counter, ShardPool, texts
+from textsieve.stages.training.mix_sources import Counter, ShardPool, texts
 
 BATCH = 256  # documents per tokenizer call
 _COUNTERS: dict[str | None, Counter] = {}

@@ -18,7 +18,7 @@ from textsieve.exec.arrow_memory import lean_arrow_memory
 from textsieve.io.attributes import LENGTH_COLUMN, SCORE_SUFFIX
 from textsieve.signals import REGISTRY, Signal
 from textsieve.signals.spans import span_type, to_arrow
-from textsieve.stages.annotate_lang import AUTO_LANG, attach_counts, count_lacking, lacking_lists, null_where_lacking
+from textsieve.stages.annotate.lang import AUTO_LANG, attach_counts, count_lacking, lacking_lists, null_where_lacking
 from textsieve.text.views import BatchViews, WordListTables
 
 MINHASH_GROUP = "minhash"

@@ -13,7 +13,7 @@ from textsieve.dedup.lsh import BAND_PREFIXES, band_values, estimated_jaccard, s
 from textsieve.io.atomic import AtomicParquetWriter
 from textsieve.io.attributes import attribute_shards
 from textsieve.io.parquet_read import read_table
-from textsieve.stages.dedup_fuzzy import FUZZY_SET, tkey
+from textsieve.stages.dedup.fuzzy import FUZZY_SET, tkey
 
 
 def _thresholds(names: list[str]) -> list[str]:
@@ -140,7 +140,7 @@ def show(directory: str, cluster: int | None = None, threshold: float | None = N
     """`dedup show`: one cluster's report with `cluster`, else the list of the largest clusters
     (`semantic`: of `dedup semantic` at `eps`, see `dedup_show_semantic`)."""
     if semantic or eps is not None:
-        from textsieve.stages.dedup_show_semantic import list_semantic, show_semantic_cluster
+        from textsieve.stages.dedup.show_semantic import list_semantic, show_semantic_cluster
 
         if cluster is None:
             return list_semantic(directory, eps, top)

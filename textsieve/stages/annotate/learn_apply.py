@@ -20,8 +20,8 @@ import numpy as np
 import pyarrow as pa
 
 from textsieve.options import address_option, executor_option, option, progress_option
+from textsieve.stages.annotate.embed import has_embeddings
 from textsieve.stages.descriptor import PROGRESS_REASON, Layout, Outcome, Stage, absolute
-from textsieve.stages.embed import has_embeddings
 from textsieve.stages.planning import SET_BYTES_PER_DOC, Corpus, PlanError, PlannedSet, StagePlan, set_schema
 
 STAGE_NAME = "learn apply"

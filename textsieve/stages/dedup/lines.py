@@ -65,8 +65,8 @@ from textsieve.io.parquet_read import read_table
 from textsieve.io.publish import Publication, content_key, settings_diff
 from textsieve.options import check_choices, memory_option, option, progress_option
 from textsieve.signals.spans import span_type
-from textsieve.stages.dedup_exact import DocSource
-from textsieve.stages.dedup_exact_out import write_tables
+from textsieve.stages.dedup.exact import DocSource
+from textsieve.stages.dedup.exact_out import write_tables
 from textsieve.stages.descriptor import PROGRESS_REASON, Outcome, Stage, set_named
 from textsieve.stages.doc_set import annotate_sources
 from textsieve.stages.planning import SET_BYTES_PER_DOC, Corpus, PlannedSet, StagePlan

@@ -19,7 +19,7 @@ from textsieve.exec.budget import memory_plan
 from textsieve.mixing.shards import RollingShards, token_dtype
 from textsieve.mixing.shuffle import KEY_SPACE, SortedBuckets, bucket_range
 from textsieve.mixing.spec import MixSpec, parse_shard_size
-from textsieve.stages.mix_sources import SourcePool
+from textsieve.stages.training.mix_sources import SourcePool
 
 WORK = ".work"  # inside the staging folder: hidden, never published
 MAX_PARTS = 1024
@@ -34,7 +34,7 @@ def write_shards(cfg: Any, spec: MixSpec, pools: list[SourcePool], draws: list[l
     from textsieve.exec.local import default_workers, ordered_map
     from textsieve.exec.progress import Progress
     from textsieve.io.locations import pool_workers
-    from textsieve.stages.mix_worker import ScatterTask, scatter_task
+    from textsieve.stages.training.mix_worker import ScatterTask, scatter_task
 
     memory = memory_plan("mix", cfg.memory, 0, floor=1).total  # split below: M/4 over the scatter workers
     work = os.path.join(staging, WORK)

@@ -15,7 +15,7 @@ from textsieve.dedup.corpus import ShardTable, first_lines, gather_texts
 from textsieve.dedup.semantic_vectors import VectorSet
 from textsieve.io.attributes import attribute_shards
 from textsieve.io.parquet_read import read_table
-from textsieve.stages.dedup_semantic import SEMANTIC_SET, SemanticError, ekey
+from textsieve.stages.dedup.semantic import SEMANTIC_SET, SemanticError, ekey
 
 STEM = "dup_semantic_e"
 SHOWN = 50  # members printed by --cluster

@@ -148,8 +148,8 @@ def embed_job(cfg: EmbedConfig) -> tuple[DocSetJob, Embedder]:
 
 def run_embed(cfg: EmbedConfig) -> EmbedResult:
     """Embed every document into DIR/_embed_<name> (or keep the published embeddings)."""
+    from textsieve.stages.annotate.kernel_timing import timed
     from textsieve.stages.doc_set import run_doc_set
-    from textsieve.stages.kernel_timing import timed
 
     job, emb = embed_job(cfg)
     # compile (or load from numba's cache) the model's kernels before the first batch's clock starts,

@@ -9,7 +9,7 @@ are streamed out in row order. Each record is the source record with every field
 (Parquet → Parquet keeps the schema, JSONL → JSONL every key), plus `id`, `shard` (source shard
 rel name) and `row`, so it can be joined back to every attribute set. JSONL → Parquet infers an
 Arrow schema from the records (objects as structs); Parquet → JSONL JSON-encodes each row, all
-columns. The rules, clashes included, are in `textsieve.stages.select_output`.
+columns. The rules, clashes included, are in `textsieve.stages.select.output`.
 
 One output shard per attribute shard, mirrored relative path, written atomically (an empty
 shard is still written: its existence means "done"). `selection.json` records the recipe, the
@@ -124,7 +124,7 @@ class SelectConfig:
         None, help="what --tokens and the reported tokens count: ts_tokens_NAME (after `textsieve tokens`), or "
                    "words (word/punctuation tokens). Default: the folder's one ts_tokens_* column if it has "
                    "exactly one, else words", metavar="COLUMN", group=DSIR_GROUP)
-    # training-ready shards instead of per-input selection files (`textsieve.stages.select_shards`)
+    # training-ready shards instead of per-input selection files (`textsieve.stages.select.shards`)
     shards: str | None = option(
         None, choices=SHARD_FORMATS, metavar="FORMAT", group=SHARDS_GROUP,
         help="write the selection as globally shuffled training shards of a fixed size (jsonl.zst, parquet, or bin: "
@@ -201,9 +201,9 @@ def _out_rel(attr_rel: str, fmt: str) -> str:
 
 def write_shard(task: ShardTask) -> tuple[str, int, int, dict[str, int]]:
     """Stream the source shard, write the selected rows with every source field (see
-    `textsieve.stages.select_output`). Returns (final path, records, characters, spans
+    `textsieve.stages.select.output`). Returns (final path, records, characters, spans
     redacted per label)."""
-    from textsieve.stages.select_output import stream_selected, write_selected
+    from textsieve.stages.select.output import stream_selected, write_selected
 
     selected, check = stream_selected(task, SelectError)
     records, chars = write_selected(task, selected)
@@ -317,7 +317,7 @@ def resolve_select_config(cfg: SelectConfig) -> SelectConfig:
     dsir = parse_dsir_targets(cfg.dsir) if cfg.dsir is not None else None
     if dsir is not None and (cfg.k is None) == (cfg.tokens is None):
         raise SelectError("DSIR resampling needs exactly one of --k N (documents) or --tokens N")
-    from textsieve.stages.select_shards import check_shard_options
+    from textsieve.stages.select.shards import check_shard_options
 
     out = replace(cfg, recipe=recipe, dsir=dsir)
     check_shard_options(out)
@@ -356,7 +356,7 @@ def run_select(cfg: SelectConfig) -> SelectResult:
     if cfg.format not in FORMATS:
         raise SelectError(f"--format must be one of {', '.join(FORMATS)}, not {cfg.format!r}")
     if cfg.shards is not None:  # training shards: the mix machinery with this selection as its one source
-        from textsieve.stages.select_shards import run_select_shards
+        from textsieve.stages.select.shards import run_select_shards
 
         return run_select_shards(cfg)
     t0 = time.perf_counter()

@@ -105,7 +105,7 @@ class Counter:
 
 
 def _attribute_pool(spec: SourceSpec, seed: int, threads: int | None, source_roots: list[str]) -> SourcePool:
-    from textsieve.stages.select import SelectConfig
+    from textsieve.stages.select.select import SelectConfig
 
     assert spec.attributes is not None
     cfg = SelectConfig(directory=spec.attributes, recipe=spec.recipe, dsir=spec.dsir, k=spec.k,
@@ -120,7 +120,7 @@ def select_pool(spec: SourceSpec, cfg: Any) -> SourcePool:
     """The documents `select` with config `cfg` (a `SelectConfig`, every setting of it) chooses
     from `spec.attributes` (`select --shards` passes its own config)."""
     from textsieve.io.publish import content_key
-    from textsieve.stages.select import published_inputs, resolve_select_config, selected_rows, shard_metas
+    from textsieve.stages.select.select import published_inputs, resolve_select_config, selected_rows, shard_metas
 
     assert spec.attributes is not None
     source_roots = list(cfg.source_roots)
@@ -289,7 +289,7 @@ def _selection_pool(spec: SourceSpec) -> SourcePool:
 def _selection_lang_fields(fs: fsspec.AbstractFileSystem, root: str, manifest: Any) -> tuple[FieldPath, ...]:
     """Where a selection's records hold their language: the `lang_field` its selection.json
     records (annotate's read option; the records keep the source's fields), else the usual names."""
-    from textsieve.stages.select import SUMMARY
+    from textsieve.stages.select.select import SUMMARY
 
     recorded = None
     if SUMMARY in manifest.files:
@@ -333,8 +333,8 @@ def texts(sp: ShardPool, want: np.ndarray | None = None, copies: np.ndarray | No
                                "in the source)")
             yield i, text
         return
-    from textsieve.stages.select import ShardTask
-    from textsieve.stages.select_output import stream_selected
+    from textsieve.stages.select.output import stream_selected
+    from textsieve.stages.select.select import ShardTask
 
     keep = np.ones(len(sp.rows), bool) if want is None else want
     idx = np.flatnonzero(keep)

@@ -29,7 +29,7 @@ from textsieve.exec.budget import memory_plan
 from textsieve.mixing.spec import WORDS, MixSpec, SourceSpec, parse_shard_size
 
 if TYPE_CHECKING:
-    from textsieve.stages.select import SelectConfig, SelectResult
+    from textsieve.stages.select.select import SelectConfig, SelectResult
 
 SOURCE = "select"  # the one mix source's name: every record's `source` field
 
@@ -37,7 +37,7 @@ SOURCE = "select"  # the one mix source's name: every record's `source` field
 def check_shard_options(cfg: SelectConfig) -> None:
     """One-line errors for option combinations that make no sense, for the CLI, the API and the
     YAML pipeline alike (called by `resolve_select_config`, so `--dry-run` checks them too)."""
-    from textsieve.stages.select import SelectConfig, SelectError, redact_names
+    from textsieve.stages.select.select import SelectConfig, SelectError, redact_names
 
     if cfg.shards is None:
         given = [flag for flag, v in (("--tokenizer", cfg.tokenizer), ("--shard-size", cfg.shard_size),
@@ -69,7 +69,7 @@ def check_shard_options(cfg: SelectConfig) -> None:
 
 def shard_spec(cfg: SelectConfig) -> MixSpec:
     """The one-source mix `cfg` is (its config resolved): every selected token, once."""
-    from textsieve.stages.select import recipe_and_targets, selection_fingerprint
+    from textsieve.stages.select.select import recipe_and_targets, selection_fingerprint
 
     recipe, targets = recipe_and_targets(cfg)
     source = SourceSpec(SOURCE, attributes=cfg.directory, recipe=recipe.name if recipe is not None else None,
@@ -88,9 +88,7 @@ def shard_spec(cfg: SelectConfig) -> MixSpec:
 
 def run_select_shards(cfg: SelectConfig) -> SelectResult:
     """Write the selection of `cfg` (resolved, `cfg.shards` set) as shuffled training shards."""
-    from textsieve.stages.mix import MixConfig, check_mix_apart, check_output, plan_pools, publish_mix
-    from textsieve.stages.mix_sources import select_pool
-    from textsieve.stages.select import (
+    from textsieve.stages.select.select import (
         SUMMARY,
         SelectError,
         SelectResult,
@@ -98,6 +96,8 @@ def run_select_shards(cfg: SelectConfig) -> SelectResult:
         recipe_and_targets,
         shard_metas,
     )
+    from textsieve.stages.training.mix import MixConfig, check_mix_apart, check_output, plan_pools, publish_mix
+    from textsieve.stages.training.mix_sources import select_pool
 
     t0 = time.perf_counter()
     check_output(cfg.output)

@@ -61,7 +61,7 @@ from textsieve.personal_data.redact import Region, redact
 from textsieve.personal_data.redact_plan import REDACTED_FIELD, load_regions
 
 if TYPE_CHECKING:
-    from textsieve.stages.select import ShardTask
+    from textsieve.stages.select.select import ShardTask
 
 KEYS = ("id", "shard", "row")
 KEY_TYPES = (pa.string(), pa.string(), pa.int64())

@@ -45,7 +45,7 @@ from textsieve.io.texts import input_texts, shard_texts
 if TYPE_CHECKING:
     from textsieve.dsir.model import DsirModel
     from textsieve.embedding.models import Embedder
-    from textsieve.stages.dsir_fit import DsirFitConfig, DsirFitResult
+    from textsieve.stages.select.dsir_fit import DsirFitConfig, DsirFitResult
     from textsieve.text.hashed_ngrams import HashedNgramParams
 
 
@@ -208,7 +208,7 @@ def _target_ngram_scores(ngram: DsirModel, texts: list[str], params: HashedNgram
 def run_fit_embed(cfg: DsirFitConfig) -> DsirFitResult:
     """Weigh every document of `cfg.raw` with the embedding (or combined) classifier (module doc)."""
     from textsieve.dsir.model import DsirModel
-    from textsieve.stages.dsir_fit import DsirFitResult
+    from textsieve.stages.select.dsir_fit import DsirFitResult
     from textsieve.text.hashed_ngrams import HashedNgramParams
 
     t0 = time.perf_counter()

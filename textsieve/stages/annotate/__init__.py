@@ -1,0 +1,1 @@
+"""Stages of annotation: signals, language id, models' predictions, embeddings."""

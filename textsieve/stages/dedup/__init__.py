@@ -1,0 +1,1 @@
+"""Stages of deduplication: exact, MinHash-LSH, CCNet lines, semantic."""

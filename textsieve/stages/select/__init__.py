@@ -1,0 +1,1 @@
+"""Stages of selection: recipes, DSIR fits and resampling, training-ready shards of a selection."""

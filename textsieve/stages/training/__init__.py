@@ -1,0 +1,1 @@
+"""Stages of the training end: decontamination, PII, token counts, the token-ratio mix."""
