@@ -120,3 +120,11 @@ def test_every_section_the_code_cites_is_on_the_signals_page():
 def test_the_pages_link_only_to_pages_that_exist(page):
     for target in re.findall(r"\]\(([\w./-]+\.md)\)", page.read_text(encoding="utf-8")):
         assert (page.parent / target).exists(), f"{page.name} links to {target}"
+
+
+def test_the_add_a_stage_example_is_the_real_stage():
+    """The `STAGE` shown under "Add a stage" is stages/training/pii.py's, as it is."""
+    section = _section(ARCHITECTURE.read_text(encoding="utf-8"), "## Add a stage")
+    shown = section.split("```python\n# pii.py\n", 1)[1].split("\n```", 1)[0]
+    source = (PACKAGE / "stages" / "training" / "pii.py").read_text(encoding="utf-8")
+    assert shown in source, "docs/architecture.md's STAGE example differs from stages/training/pii.py"

@@ -136,7 +136,6 @@ def run_pii(cfg: PiiConfig) -> DocSetResult:
                        overwrite=cfg.overwrite)
 
 
-
 def _pipeline_run(c: PiiConfig) -> Outcome:
     r = run_pii(c)
     return Outcome({"documents": r.documents, "spans": int(r.summary.get("ts_pii_count", 0))}, ran=not r.skipped)
