@@ -169,6 +169,9 @@ SLOW_TESTS = {
     "test_disk_full.py::test_disk_full_is_one_line_and_leaves_no_partial_file[dsir fit]",
     "test_extensions.py::test_registered_model_kind_adds_its_signal_in_workers",  # a 2-worker pool
     "test_learned_embed.py::test_pipeline_learn_section_applies_the_model_for_select_and_reruns_when_it_changes",
+    "test_disk_full.py::test_disk_full_is_one_line_and_leaves_no_partial_file[dedup exact: output]",
+    "test_embed.py::test_default_model_is_wordllamas_own_inference_of_the_normalised_text",  # loads the model
+    "test_extensions.py::test_registered_signal_is_annotated_by_workers_and_selected_on",  # a 2-worker pool
 }
 SLOW_MODULES = {"test_docs_commands.py", "test_ray.py",
                 "test_embed_transformer.py"}  # imports torch, builds a model (~10 s) before any test
@@ -183,6 +186,9 @@ SLOW_FIXTURES = {
     "test_pipeline_training.py": "folder",  # trains a BPE for a training-stage pipeline
     "test_models_classifier.py": "linear_model",  # trains the linear classifier on the dev corpora
     "test_dsir_embed.py": "pool",  # annotates and embeds a pool
+    "test_model_requests.py": "data",  # trains a classifier on the dev corpora
+    "test_select_combined.py": "routes",  # annotates, dedups and fits DSIR two ways
+    "test_select_engine.py": "corpus",  # annotates 3,000 dev documents
 }
 KILL_MODULES = {"test_resume.py", "test_resume_parts.py"}
 BROWSER_TESTS = {"test_report.py::test_report_renders_in_chromium", "test_report.py::test_views_render_in_chromium"}
