@@ -40,6 +40,9 @@ def main(argv: list[str] | None = None) -> int:
     from textsieve.errors import TextsieveError
 
     try:
+        from textsieve.commands.options import check_writes
+
+        check_writes(args)  # an output that is, holds or lies in an input: refused before anything runs
         return args.func(args)
     except (TextsieveError, ValueError, FileNotFoundError) as exc:
         print(f"textsieve: error: {exc}", file=sys.stderr)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from textsieve.commands.options import ExamplesFormatter, add_config_options, config_from_args, examples
+from textsieve.commands.options import ExamplesFormatter, add_config_options, config_from_args, examples, writes
 
 
 def run(args: argparse.Namespace) -> int:
@@ -32,3 +32,4 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 
     add_config_options(a, AnnotateConfig)
     a.set_defaults(func=run)
+    writes(a, "annotate", "output", "inputs", "resources", "models")

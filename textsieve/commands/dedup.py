@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from textsieve.commands.options import ExamplesFormatter, add_config_options, config_from_args, examples
+from textsieve.commands.options import ExamplesFormatter, add_config_options, config_from_args, examples, writes
 
 
 def run_exact(args: argparse.Namespace) -> int:
@@ -97,6 +97,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                                     "mode adds _bloom), so earlier results are kept.")
     add_config_options(e, ExactConfig)
     e.set_defaults(func=run_exact)
+    writes(e, "dedup exact", "output", "inputs")
 
     f = dsub.add_parser("fuzzy", parents=[common], help="MinHash-LSH clusters from annotate's bands",
                         formatter_class=ExamplesFormatter,

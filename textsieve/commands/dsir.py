@@ -14,7 +14,7 @@ import json
 import sys
 from collections import Counter
 
-from textsieve.commands.options import ExamplesFormatter, add_config_options, config_from_args, examples
+from textsieve.commands.options import ExamplesFormatter, add_config_options, config_from_args, examples, writes
 
 #: The `select` options that `dsir resample` shares (one definition: SelectConfig's).
 RESAMPLE_FIELDS = ("directory", "dsir", "k", "tokens", "replace", "seed", "temperature", "min_tokens",
@@ -90,6 +90,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     add_config_options(f, DsirFitConfig)
     f.add_argument("--json", action="store_true", help="print a JSON summary")
     f.set_defaults(func=run_fit_cmd)
+    writes(f, "dsir fit", "model_path", "targets", "raw")
     r = dsub.add_parser("resample", parents=[common], help="draw a selection and report its size, ESS and sources",
                         formatter_class=ExamplesFormatter,
                         epilog=examples("textsieve dsir resample attrs/ --dsir wiki --k 50",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from textsieve.commands.options import ExamplesFormatter, examples
+from textsieve.commands.options import ExamplesFormatter, examples, writes
 
 
 def run_rpv2(args: argparse.Namespace) -> int:
@@ -63,6 +63,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     erp.add_argument("dir", metavar="DIR", help="an annotate (or import rpv2) output folder")
     erp.add_argument("-o", "--output", required=True, metavar="FOLDER|FILE.jsonl.gz")
     erp.set_defaults(func=run_rpv2)
+    writes(erp, "export rpv2", "output", "dir")
     erc = esub.add_parser("rpv2-clusters", parents=[common],
                           help="RedPajama-V2 LSH cluster file (id, id_int, cluster_id) from `dedup fuzzy` "
                                "(RPv2's own clusters: run dedup fuzzy with --verify none)")
@@ -70,6 +71,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     erc.add_argument("--threshold", type=float, required=True, metavar="T")
     erc.add_argument("-o", "--output", required=True, metavar="FILE.parquet")
     erc.set_defaults(func=run_rpv2_clusters)
+    writes(erc, "export rpv2-clusters", "output", "dir")
     edo = esub.add_parser("dolma", parents=[common],
                           help="Dolma's layout: attributes/NAME/<rel> beside documents/<rel>, for Dolma's mixer",
                           epilog=examples("textsieve annotate sample.jsonl.gz -o rep-attrs --signals repetition",
@@ -88,4 +90,5 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                      help="write the documents to ROOT/documents/ unless they already lie there (auto), always, "
                           "or never (default: auto)")
     edo.set_defaults(func=run_dolma)
+    writes(edo, "export dolma", "output", "dir")
     # Other export formats add a subparser to `esub` here.

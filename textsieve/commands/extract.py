@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from textsieve.commands.options import ExamplesFormatter, add_config_options, config_from_args, examples
+from textsieve.commands.options import ExamplesFormatter, add_config_options, config_from_args, examples, writes
 
 
 def run(args: argparse.Namespace) -> int:
@@ -35,3 +35,4 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                                    "and empty extractions are left out and counted by reason in extract.json.")
     add_config_options(p, ExtractConfig)
     p.set_defaults(func=run)
+    writes(p, "extract", "output", "inputs")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from textsieve.commands.options import ExamplesFormatter, add_config_options, config_from_args, examples
+from textsieve.commands.options import ExamplesFormatter, add_config_options, config_from_args, examples, writes
 
 
 def run_rpv2(args: argparse.Namespace) -> int:
@@ -36,6 +36,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 
     add_config_options(r, ImportRpv2Config)
     r.set_defaults(func=run_rpv2)
+    writes(r, "import rpv2", "output", "root")
     from textsieve.commands.import_dolma import register_dolma
 
     register_dolma(isub, common)

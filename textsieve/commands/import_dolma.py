@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from textsieve.commands.options import ExamplesFormatter, add_config_options, config_from_args, examples
+from textsieve.commands.options import ExamplesFormatter, add_config_options, config_from_args, examples, writes
 
 
 def run_dolma(args: argparse.Namespace) -> int:
@@ -39,3 +39,4 @@ def register_dolma(isub: argparse._SubParsersAction, common: argparse.ArgumentPa
                                     "where each document has at most one span. Nothing is recomputed.")
     add_config_options(d, ImportDolmaConfig)
     d.set_defaults(func=run_dolma)
+    writes(d, "import dolma", "output", "root")

@@ -6,6 +6,8 @@ import argparse
 import json
 import sys
 
+from textsieve.commands.options import writes
+
 
 def run(args: argparse.Namespace) -> int:
     from textsieve.learned.model import LabelledSource, LearnConfig, train
@@ -113,6 +115,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--name", help="name of a model applied by `learn apply` (its set _learned_NAME; default: "
                                   "the output file's stem)")
     p.set_defaults(func=run)
+    writes(p, "learn", "output", "positive", "negative", "input", "features_file", "features_from")
     _register_apply(p, common)
 
 

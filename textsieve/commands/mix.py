@@ -7,7 +7,7 @@ import argparse
 import json
 import sys
 
-from textsieve.commands.options import ExamplesFormatter, add_config_options, config_from_args, examples
+from textsieve.commands.options import ExamplesFormatter, add_config_options, config_from_args, examples, writes
 
 
 def run(args: argparse.Namespace) -> int:
@@ -61,3 +61,4 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--json", action="store_true", help="print the plan / result as JSON")
     add_config_options(p, MixConfig)
     p.set_defaults(func=run)
+    writes(p, "mix", "output", "mix", "source_roots", "tokenizer")

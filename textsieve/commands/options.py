@@ -9,6 +9,7 @@ dataclass default and the pipeline file's default are the same value.
 from __future__ import annotations
 
 import argparse
+import os
 import types
 import typing
 from dataclasses import MISSING, fields
@@ -164,3 +165,57 @@ def examples(*commands: str) -> str:
     """An `--help` epilog listing example commands; `tests/test_docs_commands.py` runs each one
     on the bundled sample corpus, so they must stay runnable there."""
     return "examples:\n" + "\n".join(f"  {c}" for c in commands)
+
+
+#: the argparse dests that name what a command writes; a parser with one must declare it with
+#: `writes` (tests/test_output_checks.py walks every registered command)
+OUTPUT_DESTS = ("output", "model_path")
+_WRITES = "_writes"
+
+
+def writes(parser: argparse.ArgumentParser, command: str, output: str, *inputs: str) -> None:
+    """Declare that `parser`'s command writes to option `output` and reads options `inputs`:
+    `check_writes` then refuses, before the command runs, an output that is, contains or lies
+    inside one of those inputs (`io.overlap.check_apart`: symlinks resolved, URLs by protocol and
+    path). Why at the command line and not in each command: the check is then the same for every
+    command, including those that write one file (`learn -o`, `train tokenizer -o`)."""
+    known = {a.dest: a for a in parser._actions}
+    missing = [d for d in (output, *inputs) if d not in known]
+    if missing:
+        raise ValueError(f"{command}: writes() names options the parser lacks: {', '.join(missing)}")
+    action = known[output]
+    flag = action.option_strings[-1] if action.option_strings else str(action.metavar or action.dest)
+    shown = str(action.metavar or "")
+    folder = any(w in shown.upper() for w in ("DIR", "FOLDER", "ROOT", "ATTRS"))
+    file = "FILE" in shown.upper() or "." in shown or shown == "PATH"
+    what = "output folder" if folder and not file else "output file" if file and not folder else "output"
+    parser.set_defaults(**{_WRITES: (command, output, str(flag), inputs, what)})
+
+
+def _locations(value: Any) -> list[str]:
+    """The paths an option's value names: a list's items; `NAME=PATH` pairs (`--model`) by their
+    path. Only places that exist (or URLs and globs) can be overwritten or mixed into."""
+    items = value if isinstance(value, (list, tuple)) else [value]
+    out = []
+    for item in items:
+        if not isinstance(item, str) or not item:
+            continue
+        if "=" in item and "://" not in item.split("=", 1)[0]:
+            item = item.split("=", 1)[1]
+        if "://" in item or any(c in item for c in "*?[") or os.path.exists(item):
+            out.append(item)
+    return out
+
+
+def check_writes(args: argparse.Namespace) -> None:
+    """The one output check of every command that writes (see `writes`); OverlapError if it fails."""
+    declared = getattr(args, _WRITES, None)
+    if declared is None:
+        return
+    from textsieve.io.overlap import check_apart
+
+    command, output, flag, inputs, what = declared
+    target = getattr(args, output, None)
+    if target:
+        check_apart(command, str(target), [loc for dest in inputs for loc in _locations(getattr(args, dest, None))],
+                    flag, what)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from textsieve.commands.options import writes
+
 
 def run(args: argparse.Namespace) -> int:
     from textsieve.report import ReportConfig, write_report
@@ -41,3 +43,4 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     r.add_argument("--mix", default=None, metavar="DIR",
                    help="a `textsieve mix` output folder: add its tokens per source and per language")
     r.set_defaults(func=run)
+    writes(r, "report", "output", "run_dir", "selection", "mix")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from textsieve.commands.options import writes
+
 #: `textsieve run` options that are not pipeline-file keys, and why.
 CLI_ONLY = {"pipeline": "the pipeline file itself", "dry_run": "prints the plan instead of running",
             "verbose": "log level of this invocation", "quiet": "progress display of this invocation",
@@ -52,3 +54,6 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     r.add_argument("--executor", choices=("local", "ray"), default=None, help="override the file's `executor`")
     r.add_argument("--address", default=None, metavar="ADDR", help="Ray cluster address (with --executor ray)")
     r.set_defaults(func=run)
+    # each stage checks its own inputs; the pipeline file may lie in its output folder (a re-run
+    # from OUT/pipeline.resolved.yaml), so it is not an input here
+    writes(r, "run", "output")

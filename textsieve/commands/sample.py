@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from textsieve.commands.options import writes
+
 
 def run(args: argparse.Namespace) -> int:
     from textsieve.sample import build_sample
@@ -33,3 +35,4 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                     "image, a 404 and an empty response")
     sm.add_argument("--max-docs", type=int, default=500)
     sm.set_defaults(func=run)
+    writes(sm, "sample", "output")

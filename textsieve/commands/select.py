@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from textsieve.commands.options import ExamplesFormatter, add_config_options, config_from_args, examples
+from textsieve.commands.options import ExamplesFormatter, add_config_options, config_from_args, examples, writes
 
 
 def run_select_cmd(args: argparse.Namespace) -> int:
@@ -82,6 +82,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     s.add_argument("--json", action="store_true", help="print the result as JSON")
     add_config_options(s, SelectConfig)
     s.set_defaults(func=run_select_cmd)
+    writes(s, "select", "output", "directory", "source_roots", "tokenizer")
 
     r = sub.add_parser("recipes", parents=[common], help="list bundled selection recipes (rule language in --help)",
                        formatter_class=argparse.RawDescriptionHelpFormatter,

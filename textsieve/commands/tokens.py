@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from textsieve.commands.options import ExamplesFormatter, add_config_options, config_from_args, examples
+from textsieve.commands.options import ExamplesFormatter, add_config_options, config_from_args, examples, writes
 
 
 def run(args: argparse.Namespace) -> int:
@@ -73,3 +73,4 @@ def register_train(tsub: argparse._SubParsersAction, common: argparse.ArgumentPa
                                     "the same file.")
     add_config_options(t, TrainTokenizerConfig)
     t.set_defaults(func=run_train)
+    writes(t, "train tokenizer", "output", "corpus")

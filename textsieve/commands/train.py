@@ -12,6 +12,7 @@ import json
 import sys
 
 from textsieve.commands import train_more
+from textsieve.commands.options import writes
 
 
 def run_classifier(args: argparse.Namespace) -> int:
@@ -69,6 +70,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     c.add_argument("--epochs", type=int, default=5, help="fastText epochs (RPv2: 5, the default)")
     c.add_argument("--buckets", type=int, default=1 << 20, help="hash buckets of the linear backend")
     c.set_defaults(func=run_classifier)
+    writes(c, "train classifier", "output", "positive", "negative")
 
     u = tsub.add_parser("ut1", parents=[common], help="UT1 domain blocklist -> rps_doc_ut1_blacklist",
                         description="Index a UT1-style blacklists folder (CATEGORY/domains files) with RPv2's "
@@ -76,6 +78,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     u.add_argument("--blacklists", required=True, metavar="DIR", help="folder with CATEGORY/domains files")
     u.add_argument("-o", "--output", required=True, metavar="FILE", help="model file to write (.tsm)")
     u.set_defaults(func=run_ut1)
+    writes(u, "train ut1", "output", "blacklists")
     train_more.register_more(tsub, common)
     from textsieve.commands.tokens import register_train  # `train tokenizer` (a BPE for `textsieve tokens`)
 

@@ -6,6 +6,8 @@ import argparse
 import json
 import sys
 
+from textsieve.commands.options import writes
+
 
 def run_lm(args: argparse.Namespace) -> int:
     from textsieve.models.perplexity import LMTrainConfig, train_lm
@@ -73,6 +75,7 @@ def register_more(tsub: argparse._SubParsersAction, common: argparse.ArgumentPar
                    help="also write the model as an ARPA file (.arpa or .arpa.gz), readable by KenLM")
     m.add_argument("--seed", type=int, default=0, help="seed of the fold assignment")
     m.set_defaults(func=run_lm)
+    writes(m, "train lm", "output", "corpus", "cutoff_corpus")
 
     i = tsub.add_parser("importance", parents=[common],
                         help="RPv2 DSIR histograms -> rps_doc_NAME_importance(_length_correction)",
@@ -96,3 +99,4 @@ def register_more(tsub: argparse._SubParsersAction, common: argparse.ArgumentPar
                    "(RPv2's image: 42)")
     i.add_argument("--text-field", default="text", metavar="FIELD")
     i.set_defaults(func=run_importance)
+    writes(i, "train importance", "output", "target", "source")

@@ -59,7 +59,8 @@ def is_within(inner: str, outer: str) -> bool:
     return inner == outer or inner.startswith(outer if outer.endswith("/") else outer + "/")
 
 
-def check_apart(stage: str, output: str, inputs: Iterable[str], flag: str = "--output") -> None:
+def check_apart(stage: str, output: str, inputs: Iterable[str], flag: str = "--output",
+                what: str = "output folder") -> None:
     """Raise `OverlapError` when `output` equals, contains or lies inside one of `inputs`."""
     out_proto, out_path = place_of(output)
     places = []
@@ -72,5 +73,5 @@ def check_apart(stage: str, output: str, inputs: Iterable[str], flag: str = "--o
             continue
         if is_within(out_path, path) or is_within(path, out_path):
             how = ("is" if out_path == path else "lies inside" if is_within(out_path, path) else "contains")
-            raise OverlapError(f"{stage}: the output folder {output} ({flag}) {how} the input {raw}; its outputs "
-                               "would replace or mix with the inputs. Choose an output folder outside the inputs")
+            raise OverlapError(f"{stage}: the {what} {output} ({flag}) {how} the input {raw}; its outputs "
+                               f"would replace or mix with the inputs. Choose an {what} outside the inputs")

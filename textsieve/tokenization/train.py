@@ -48,8 +48,10 @@ class TrainTokenizerResult:
 
 def train_tokenizer(cfg: TrainTokenizerConfig) -> TrainTokenizerResult:
     """Train the BPE of `cfg` and write it to `cfg.output` (see the module doc)."""
+    from textsieve.io.overlap import check_apart
     from textsieve.io.texts import input_shards, shard_documents
 
+    check_apart("train tokenizer", cfg.output, cfg.corpus, what="output file")  # ts.train_tokenizer too
     if not cfg.special_tokens or any(not t for t in cfg.special_tokens):
         raise TokenizerError("train tokenizer: give at least one non-empty special token (the end-of-text token)")
     if len(set(cfg.special_tokens)) != len(cfg.special_tokens):
