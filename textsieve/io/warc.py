@@ -74,6 +74,7 @@ def archive_records(ctx: ShardReader, wanted: str) -> Iterator[tuple[int, Any, b
             location = f"{shard.path}:record {row}"
             start = records.offset  # where this record starts (for .gz: its member's offset)
             try:
+                records.no_uri = False
                 record = next(records, None)
                 if record is None:
                     break
@@ -139,6 +140,10 @@ def archive_records(ctx: ShardReader, wanted: str) -> Iterator[tuple[int, Any, b
                 ctx.bytes_read = raw.tell()
             except (OSError, ValueError):
                 pass
+            if records.no_uri and body is not None:  # a wanted record without a WARC-Target-URI: left out
+                ctx.bad(location, f"{record.rec_type} record without a WARC-Target-URI (a required header)")
+                row += 1
+                continue
             http = record.http_headers if body is not None else None
             if http is not None and not str(http.protocol).upper().startswith("HTTP/"):
                 # warcio takes any first line for the status line; a block whose HTTP head was
@@ -182,6 +187,21 @@ class _CheckedRecords(ArchiveIterator):
             return swallowing(data)  # the file's first block: warcio's test for "not gzip at all" stays
 
         reader._decompress = decompress
+        # warcio parses a response/request/revisit block's HTTP head by its WARC-Target-URI and
+        # fails on a record without one (AttributeError), losing its place in the file. Such a
+        # record is parsed as the HTTP response it says it is, flagged (`no_uri`) and then skipped
+        # by the reader, which goes on at the next record.
+        self.no_uri = False
+        loader = self.loader
+        load_http_headers = loader.load_http_headers
+
+        def load_http_headers_without_uri(rec_type: str, uri: str | None, stream: Any, length: int) -> Any:
+            if not uri:
+                self.no_uri = True
+                uri = "http://"
+            return load_http_headers(rec_type, uri, stream, length)
+
+        loader.load_http_headers = load_http_headers_without_uri
 
     def _consume_blanklines(self) -> tuple[bytes | None, int]:
         self.bad_end = None
