@@ -117,3 +117,30 @@ def test_the_api_refuses_a_tokenizer_written_over_its_corpus(tmp_path):
     with pytest.raises(OverlapError, match="train tokenizer: the output file .* is the input"):
         ts.train_tokenizer(str(corpus), output=str(corpus), vocab=300)
     assert _sha(corpus) == before
+
+
+def test_an_edited_annotate_json_is_refused_naming_it(tmp_path, capsys):
+    """Issue 25 item 4: editing annotate.json's `input_roots` made `select` open an arbitrary file
+    (only the id/length comparison stopped it). Bookkeeping files are checked against the
+    manifest's SHA-256 on every read: the edited file is refused, naming it; a restored one reads."""
+    from textsieve.sample import build_sample
+
+    corpus = tmp_path / "in" / "c.jsonl.gz"
+    corpus.parent.mkdir()
+    build_sample(corpus, max_docs=40)
+    attrs = tmp_path / "attrs"
+    assert main(["annotate", str(corpus.parent), "-o", str(attrs), "--signals", "rps_doc_word_count", "-q",
+                 "--workers", "1"]) == 0
+    summary = attrs / "annotate.json"
+    published = summary.read_bytes()
+    doc = json.loads(published)
+    doc["input_roots"] = ["/"]
+    summary.write_text(json.dumps(doc, indent=2))
+    (tmp_path / "r.yaml").write_text("name: words\nrules:\n  words: rps_doc_word_count >= 5\n")
+    recipe = ["--recipe", str(tmp_path / "r.yaml"), "-q"]
+    rc = main(["select", str(attrs), "-o", str(tmp_path / "sel"), *recipe])
+    err = capsys.readouterr().err
+    assert rc == 2 and f"{summary}: changed since it was published" in err and "Traceback" not in err, err
+    assert not (tmp_path / "sel").exists()
+    summary.write_bytes(published)
+    assert main(["select", str(attrs), "-o", str(tmp_path / "sel"), *recipe]) == 0

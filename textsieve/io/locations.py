@@ -14,11 +14,13 @@ Two things break once attributes live at a URL rather than a local folder:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 
 import fsspec
 
 from textsieve.errors import TextsieveError
+from textsieve.io.publish import read_bookkeeping
 
 LOCAL_PROTOCOLS = frozenset({"file", "local"})
 IN_PROCESS_PROTOCOLS = frozenset({"memory"})  # state that no other process can see
@@ -63,17 +65,22 @@ def register_filesystems(con, locations: Iterable[str]):
 def source_locations(directory: str) -> list[str]:
     """The inputs `annotate` read into the attribute folder `directory` (from its annotate.json;
     [] when absent): where a later stage re-reads texts from. One small read, not one per shard."""
-    import json
+    summary = annotate_summary(directory)
+    # absolute (`input_roots`), else as the user typed them (older folders)
+    inputs = (summary.get("input_roots") or summary.get("config", {}).get("inputs") or []) if summary else []
+    return [inputs] if isinstance(inputs, str) else [str(i) for i in inputs]
 
+
+def annotate_summary(directory: str) -> dict | None:
+    """The annotate.json of attribute folder `directory`, checked against its manifest (an edited
+    one raises `PublishError` naming it; `io.publish.read_bookkeeping`); None when there is none
+    or it is not JSON."""
     fs, root = fsspec.core.url_to_fs(directory)
     try:
-        with fs.open(f"{root.rstrip('/')}/annotate.json", "rb") as fh:
-            summary = json.loads(fh.read())
-        # absolute (`input_roots`), else as the user typed them (older folders)
-        inputs = summary.get("input_roots") or summary.get("config", {}).get("inputs") or []
+        summary = json.loads(read_bookkeeping(fs, root.rstrip("/"), "annotate.json"))
     except (OSError, ValueError):
-        return []
-    return [inputs] if isinstance(inputs, str) else [str(i) for i in inputs]
+        return None
+    return summary if isinstance(summary, dict) else None
 
 
 def pool_workers(stage: str, requested: int | None, planned: int, locations: Iterable[str],

@@ -180,6 +180,43 @@ def check_file(fs: fsspec.AbstractFileSystem, root: str, manifest: Manifest, rel
     return path
 
 
+#: bookkeeping files already checked against their manifest in this process: (file, its SHA-256,
+#: the manifest's size) -> True, so a reader opening many shards of one folder checks it once
+_CHECKED: dict[tuple[str, str, int], bool] = {}
+
+
+def read_bookkeeping(fs: fsspec.AbstractFileSystem, root: str, rel: str) -> bytes:
+    """The bytes of bookkeeping file `rel` under `root` (`annotate.json`, `summary.json`, ...),
+    checked against `root`'s manifest. Why: these files steer readers (`annotate.json`'s
+    `input_roots` say which files `select` may copy records from), so an edited one must not be
+    believed; the manifest records every published file's SHA-256. A folder without a manifest
+    (written by an older textsieve or by hand) is read as is. FileNotFoundError when the file
+    is missing; PublishError naming it when it is not the published one."""
+    root = _root(fs, root)
+    path = join_inside(root, rel)
+    data = fs.cat_file(path)
+    try:
+        manifest_size = int(fs.size(f"{root}/{MANIFEST}"))
+    except FileNotFoundError:
+        return data
+    digest = hashlib.sha256(data).hexdigest()
+    key = (fs.unstrip_protocol(path), digest, manifest_size)
+    if key not in _CHECKED:
+        manifest = read_manifest(fs, root)
+        if manifest is not None:
+            entry = manifest.files.get(rel)
+            if entry is None:
+                raise PublishError(f"{path}: not among the files {root}/{MANIFEST} lists, so it was not written by "
+                                   f"the stage that published {root} and is not trusted; remove it or run "
+                                   f"{manifest.stage} again")
+            if entry.get("sha256") != digest:
+                raise PublishError(f"{path}: changed since it was published (its SHA-256 is not the one "
+                                   f"{root}/{MANIFEST} records), so it is not trusted; restore it or run "
+                                   f"{manifest.stage} again")
+        _CHECKED[key] = True
+    return data
+
+
 def contents(fs: fsspec.AbstractFileSystem, root: str, rels: list[str] | None = None) -> dict[str, str]:
     """rel -> content fingerprint of the output files under `root` (`rels`, default: every
     `.parquet` shard, not the run summaries, which a re-run that changed nothing rewrites).

@@ -12,13 +12,13 @@ footer is turned into a reader.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable, Sequence
 
 import fsspec
 
 from textsieve.errors import TextsieveError
+from textsieve.io.locations import source_locations
 from textsieve.io.overlap import is_within, place_of
 
 SOURCE_ROOT_ENV = "TEXTSIEVE_SOURCE_ROOT"
@@ -31,14 +31,7 @@ class UntrustedSourceError(TextsieveError, ValueError):
 def recorded_roots(directory: str) -> list[str]:
     """The inputs annotate recorded for `directory` (annotate.json's `input_roots`, absolute; else
     its config.inputs), [] if none."""
-    fs, root = fsspec.core.url_to_fs(directory)
-    try:
-        with fs.open(f"{root.rstrip('/')}/annotate.json", "rb") as fh:
-            summary = json.loads(fh.read())
-    except (OSError, ValueError):
-        return []
-    inputs = summary.get("input_roots") or summary.get("config", {}).get("inputs") or []
-    return [inputs] if isinstance(inputs, str) else [str(i) for i in inputs]
+    return source_locations(directory)
 
 
 def absolute_root(location: str) -> str:

@@ -19,11 +19,10 @@ from textsieve.report.charts import count_bars_svg
 
 def extraction_summary(annotate_dir: str) -> dict[str, Any] | None:
     """The `extract.json` of the extract run annotate read (the first found), or None."""
-    try:
-        with fsspec.open(f"{annotate_dir.rstrip('/')}/annotate.json", "rb") as fh:
-            roots = json.loads(fh.read()).get("input_roots") or []
-    except (OSError, ValueError):
-        return None
+    from textsieve.io.locations import annotate_summary
+
+    summary = annotate_summary(annotate_dir)
+    roots = (summary.get("input_roots") or []) if summary else []
     for root in roots:
         try:
             with fsspec.open(f"{str(root).rstrip('/')}/extract.json", "rb") as fh:

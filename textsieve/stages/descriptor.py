@@ -21,7 +21,7 @@ import fsspec
 
 from textsieve.io.attributes import attribute_set_dir, attribute_sets, attribute_shards
 from textsieve.io.identity import input_identities
-from textsieve.io.publish import content_key, read_manifest
+from textsieve.io.publish import content_key, read_bookkeeping, read_manifest
 from textsieve.recipes.language import Recipe, RecipeError, load_recipe
 
 if TYPE_CHECKING:
@@ -99,7 +99,7 @@ class Layout:
     def set_summary(self, set_name: str) -> dict[str, Any]:
         """An attribute set's summary.json (OSError or ValueError when it is missing or unreadable)."""
         fs, root = fsspec.core.url_to_fs(attribute_set_dir(self.attrs, set_name))
-        return json.loads(fs.cat_file(f"{root.rstrip('/')}/summary.json"))
+        return json.loads(read_bookkeeping(fs, root.rstrip("/"), "summary.json"))  # checked against the manifest
 
     def sets_now(self, prefix: str = "", skip: tuple[str, ...] = ()) -> list[Any]:
         """The content keys of OUT/attrs' attribute sets named `prefix*` (less those starting
