@@ -241,3 +241,51 @@ def test_released_float_spelling_is_msgspecs():
     back = json.loads(line)["quality_signals"]
     assert [back[k] for k, _ in spans] == [v for _, v in spans]
     assert pj.read_json(io.BytesIO(line)).num_rows == 1
+
+
+def test_export_is_published_as_one_unit_and_import_refuses_a_killed_one(release, imported, tmp_path, capsys,
+                                                                          monkeypatch):
+    """Issue 25 item 2: a killed `export rpv2` left complete-looking files and `import rpv2` read
+    them (exit 0); exporting into a release folder replaced its files silently. Now the export is
+    staged and switched in by a manifest, a folder of other files needs --overwrite, and import
+    refuses a killed export's folder, naming what is missing, unless --incomplete."""
+    import shutil
+
+    from textsieve.interop import rpv2_release as rel_
+
+    root, _ = release
+    out, _ = imported
+    into_release = tmp_path / "copy"
+    shutil.copytree(root, into_release)
+    rc = main(["export", "rpv2", str(out), "-o", str(into_release), "-q"])
+    assert rc == 2 and "already holds files that no `export rpv2` published" in capsys.readouterr().err
+
+    target = tmp_path / "exp"  # documents beside the export, as a user assembling a release would
+    shutil.copytree(root / "documents", target / "documents")
+    write = rel_.write_parquet
+    calls = {"n": 0}
+
+    def dies_on_the_third(fs, path, table):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt  # a kill in the middle of the export
+        write(fs, path, table)
+
+    monkeypatch.setattr(rel_, "write_parquet", dies_on_the_third)
+    assert main(["export", "rpv2", str(out), "-o", str(target), "-q", "--overwrite"]) == 130
+    monkeypatch.setattr(rel_, "write_parquet", write)
+    assert not (target / "quality_signals").exists() and not (target / "manifest.json").exists()
+    capsys.readouterr()
+    rc = main(["import", "rpv2", str(target), "-o", str(tmp_path / "back"), "-q"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "is not a complete release" in err and ".staging-export_rpv2-" in err, err
+    assert main(["import", "rpv2", str(target), "-o", str(tmp_path / "partial"), "-q", "--incomplete"]) == 0
+
+    assert main(["export", "rpv2", str(out), "-o", str(target), "-q", "--overwrite"]) == 0  # finished this time
+    assert (target / "manifest.json").is_file() and not list(target.glob(".staging-*"))
+    assert not [p for p in target.rglob("*") if ".tmp-" in p.name]
+    assert main(["import", "rpv2", str(target), "-o", str(tmp_path / "back"), "-q"]) == 0
+    (target / "minhash" / "2023-06" / "0000" / "en_head.minhash.parquet").unlink()
+    rc = main(["import", "rpv2", str(target), "-o", str(tmp_path / "back2"), "-q"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "missing or changed (first: minhash/2023-06/0000/en_head.minhash.parquet)" in err, err

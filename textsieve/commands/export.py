@@ -11,7 +11,7 @@ from textsieve.commands.options import ExamplesFormatter, examples, writes
 def run_rpv2(args: argparse.Namespace) -> int:
     from textsieve.export.rpv2 import export_rpv2
 
-    n = export_rpv2(args.dir, args.output)
+    n = export_rpv2(args.dir, args.output, overwrite=args.overwrite)
     print(f"wrote {n:,} documents to {args.output}", file=sys.stderr)
     return 0
 
@@ -62,6 +62,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                                "folder, or with -o FILE.jsonl[.gz] one JSONL of id, quality_signals, minhash (hex)")
     erp.add_argument("dir", metavar="DIR", help="an annotate (or import rpv2) output folder")
     erp.add_argument("-o", "--output", required=True, metavar="FOLDER|FILE.jsonl.gz")
+    erp.add_argument("--overwrite", action="store_true",
+                     help="replace the files of a folder that holds files no `export rpv2` published")
     erp.set_defaults(func=run_rpv2)
     writes(erp, "export rpv2", "output", "dir")
     erc = esub.add_parser("rpv2-clusters", parents=[common],

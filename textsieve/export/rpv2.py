@@ -27,12 +27,12 @@ def _is_span_column(typ: pa.DataType) -> bool:
     return {typ.value_type.field(i).name for i in range(typ.value_type.num_fields)} == {"start", "end", "score"}
 
 
-def export_rpv2(directory: str, output: str) -> int:
+def export_rpv2(directory: str, output: str, overwrite: bool = False) -> int:
     """Write every document of every shard under `directory` to `output` (gzip if .gz): one
     JSONL record file when `output` ends in .jsonl or .jsonl.gz, else RPv2's released layout
     in the folder `output` (`export_rpv2_release`)."""
     if not output.rstrip("/").endswith((".jsonl", ".jsonl.gz")):
-        return export_rpv2_release(directory, output)
+        return export_rpv2_release(directory, output, overwrite)
     from textsieve.io.locations import source_locations
     from textsieve.io.overlap import check_apart
 
@@ -67,12 +67,13 @@ def export_rpv2(directory: str, output: str) -> int:
     return n
 
 
-def export_rpv2_release(directory: str, output: str) -> int:
+def export_rpv2_release(directory: str, output: str, overwrite: bool = False) -> int:
     """Write the attribute shards under `directory` in RPv2's released layout under `output`
     (`quality_signals/`, `minhash/` and, from the `_dedup_exact` set, `duplicates/`; the
     documents stay where they are). A shard made by `import rpv2` is written back exactly as it
     was released (same files, records, key order); an annotate shard whose input lies in the
-    layout (`{snapshot}/{shard}/{lang}_{bucket}.json.gz`) gets records with what it knows."""
+    layout (`{snapshot}/{shard}/{lang}_{bucket}.json.gz`) gets records with what it knows. The
+    files are published as one unit; a folder holding other files needs `overwrite`."""
     from textsieve.export.rpv2_layout import write_release
 
-    return write_release(directory, output)
+    return write_release(directory, output, overwrite)

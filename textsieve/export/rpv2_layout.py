@@ -7,9 +7,17 @@ the `_dedup_exact` set flags documents, `duplicates/K.duplicates.parquet` (§9).
 `import rpv2` made carry the released key order and which files their key had in the footer,
 so import -> export gives back the same files; rows without a released record (the tail
 bucket) get none.
+
+The files are published as one unit (`io.publish`: staged in `OUT/.staging-export_rpv2-KEY/`,
+switched in by `OUT/manifest.json`), so a killed export leaves the previous export, or nothing,
+never a part that looks complete; `import rpv2` refuses a folder an export left unfinished. A
+target that holds files no export published (a downloaded release, say) is refused unless
+`overwrite`.
 """
 
 from __future__ import annotations
+
+import hashlib
 
 import fsspec
 import pyarrow as pa
@@ -17,7 +25,9 @@ import pyarrow as pa
 from textsieve.errors import TextsieveError
 from textsieve.interop import rpv2_release as rel_
 from textsieve.io.attributes import attribute_shards, read_shard_meta
+from textsieve.io.leftovers import remove_stale_temps
 from textsieve.io.parquet_read import read_table
+from textsieve.io.publish import Publication, content_key
 
 
 class ExportLayoutError(TextsieveError, ValueError):
@@ -50,8 +60,32 @@ def _spans(value: list | None) -> list | None:
     return None if value is None else [[s["start"], s["end"], s["score"]] for s in value]
 
 
-def write_release(directory: str, output: str) -> int:
-    """Write the layout; returns the number of quality_signals records written."""
+STAGE = "export_rpv2"
+
+
+def _open(directory: str, ofs: fsspec.AbstractFileSystem, out: str, overwrite: bool) -> Publication:
+    """The export's publication: keyed by the annotate folder's and the exact set's contents; a
+    target holding other files is refused unless `overwrite`."""
+    import json
+
+    from textsieve.io.publish import read_manifest
+    from textsieve.io.runstate import holds_output
+
+    afs, aroot = fsspec.core.url_to_fs(directory)
+    sets = {}
+    for name in ("", "_dedup_exact"):
+        where = f"{aroot.rstrip('/')}/{name}".rstrip("/")
+        sets[name] = content_key(afs, where) if afs.exists(where) else None
+    key = hashlib.sha256(json.dumps(sorted(sets.items())).encode()).hexdigest()[:16]
+    previous = read_manifest(ofs, out) if ofs.exists(out) else None
+    if not overwrite and (previous is None or previous.stage != STAGE) and holds_output(ofs, out, ()):
+        raise ExportLayoutError(f"export rpv2: {out} already holds files that no `export rpv2` published (a release "
+                                "folder?); choose an empty folder, or pass --overwrite to replace its files")
+    return Publication(ofs, out, STAGE, key, info={"settings": key})
+
+
+def write_release(directory: str, output: str, overwrite: bool = False) -> int:
+    """Write the layout, published as one unit; returns the number of quality_signals records written."""
     from textsieve.io.locations import source_locations
     from textsieve.io.overlap import check_apart
 
@@ -60,8 +94,30 @@ def write_release(directory: str, output: str) -> int:
     root = fsspec.core.url_to_fs(directory)[1].rstrip("/")
     ofs, out = fsspec.core.url_to_fs(output)
     out = out.rstrip("/")
+    ofs.makedirs(out, exist_ok=True)
+    remove_stale_temps(ofs, out)
+    pub = _open(directory, ofs, out, overwrite)
+    try:
+        n = _write_files(fs, paths, root, directory, pub)
+    except BaseException:
+        pub.abandon()
+        raise
+    pub.commit()
+    return n
+
+
+def _write_files(fs: fsspec.AbstractFileSystem, paths: list[str], root: str, directory: str,
+                 pub: Publication) -> int:
+    ofs = pub.fs
     exact = _exact_flags(directory)
     n = 0
+
+    def add(rel: str) -> str:
+        """Stage `rel` (the caller writes `pub.staged(rel)` next) and list it in the export."""
+        staged.append(rel)
+        return pub.staged(rel)
+
+    staged: list[str] = []
     for path in paths:
         meta = read_shard_meta(fs, path)
         key = _key(meta, path)
@@ -82,13 +138,13 @@ def write_release(directory: str, output: str) -> int:
             lines = (rel_.signals_line(ids[i], id_ints[i], _metadata(cols, key, meta_order, i),
                                        [(s, _spans(cols[s][i])) for s in order])
                      for i in rows if in_sig[i])
-            n += rel_.write_gzip_lines(ofs, f"{out}/quality_signals/{key}{rel_.COMPONENTS['quality_signals']}", lines)
+            n += rel_.write_gzip_lines(ofs, add(f"quality_signals/{key}{rel_.COMPONENTS['quality_signals']}"), lines)
         if "minhash" in present and all(s in cols for s in rel_.SIGNATURES):
             in_mh = cols.get("rpv2_minhash") or [True] * table.num_rows
             keep = [i for i in rows if in_mh[i]]
             mh = rel_.minhash_table(key, [ids[i] for i in keep], [id_ints[i] for i in keep],
                                     {s: [cols[s][i] for i in keep] for s in rel_.SIGNATURES})
-            rel_.write_parquet(ofs, f"{out}/minhash/{key}{rel_.COMPONENTS['minhash']}", mh)
+            rel_.write_parquet(ofs, add(f"minhash/{key}{rel_.COMPONENTS['minhash']}"), mh)
         flags_path = exact.get(path[len(root) + 1:])
         if flags_path is not None:
             efs = fsspec.core.url_to_fs(directory)[0]
@@ -98,9 +154,11 @@ def write_release(directory: str, output: str) -> int:
             dup = [i for i in rows if by_row.get(cols["row"][i]) is False]
             if dup or "duplicates" in present:
                 digests = cols.get("ccnet_digest") or [None] * table.num_rows
-                rel_.write_parquet(ofs, f"{out}/duplicates/{key}{rel_.COMPONENTS['duplicates']}",
+                rel_.write_parquet(ofs, add(f"duplicates/{key}{rel_.COMPONENTS['duplicates']}"),
                                    rel_.duplicates_table(key, [ids[i] for i in dup],
                                                          [_digest(digests[i]) for i in dup]))
+    for rel in staged:
+        pub.add(rel)
     return n
 
 

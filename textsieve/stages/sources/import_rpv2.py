@@ -71,6 +71,8 @@ class ImportRpv2Config:
     progress: bool = progress_option()
     overwrite: bool = option(False, help="replace an output folder another stage published, and re-import "
                                          "shards that are already done")
+    incomplete: bool = option(False, help="import a release folder that an interrupted `export rpv2` left "
+                                          "unfinished, as far as it goes (refused otherwise)")
 
 
 @dataclass
@@ -262,6 +264,40 @@ def _identity(fs: fsspec.AbstractFileSystem, root: str, sh: rel_.ReleaseShard) -
     return "|".join(parts)
 
 
+def _check_complete(location: str, allow: bool) -> None:
+    """Refuse a release folder that `export rpv2` left unfinished (it publishes as one unit: a
+    staging folder and no manifest of its own is a killed export; a published file missing or
+    changed is a damaged one), naming what is missing; `allow` imports what is there."""
+    from textsieve.export.rpv2_layout import STAGE as EXPORT
+    from textsieve.io.publish import STAGING_PREFIX, PublishError, check_file, read_manifest
+
+    fs, root = fsspec.core.url_to_fs(location)
+    root = root.rstrip("/")
+    if not fs.isdir(root):
+        return
+    names = [p.rstrip("/").rsplit("/", 1)[-1] for p in fs.ls(root, detail=False)]
+    staging = sorted(n for n in names if n.startswith(f"{STAGING_PREFIX}{EXPORT}-"))
+    manifest = read_manifest(fs, root)
+    problems = []
+    if manifest is not None and manifest.stage == EXPORT:
+        damaged = []
+        for rel in sorted(manifest.files):
+            try:
+                check_file(fs, root, manifest, rel)
+            except PublishError:
+                damaged.append(rel)
+        if damaged:
+            problems.append(f"{len(damaged)} file(s) the export published are missing or changed (first: "
+                            f"{damaged[0]})")
+    elif staging:
+        problems.append(f"an interrupted `export rpv2` left {root}/{staging[0]} and never published its files")
+    if problems and not allow:
+        raise ImportError_(f"import rpv2: {root} is not a complete release: {'; '.join(problems)}. Run the export "
+                           "again, or pass --incomplete to import what is there")
+    for problem in problems:
+        log.warning("import rpv2: %s: %s (--incomplete)", root, problem)
+
+
 def run_import_rpv2(cfg: ImportRpv2Config) -> ImportRpv2Result:
     """Import the release shards under `cfg.root` into `cfg.output` (see the module doc)."""
     start = time.perf_counter()
@@ -271,6 +307,7 @@ def run_import_rpv2(cfg: ImportRpv2Config) -> ImportRpv2Result:
     if not cfg.output:
         raise ImportError_("import rpv2: --output is required")
     check_apart("import rpv2", cfg.output, [cfg.root])
+    _check_complete(cfg.root, cfg.incomplete)
     fs, root, shards = rel_.list_release(cfg.root, cfg.snapshots, cfg.langs, cfg.buckets)
     if not shards:
         raise ImportError_(f"{cfg.root}: no release shard matches --snapshot/--lang/--bucket "
