@@ -36,6 +36,7 @@ import fsspec
 
 from textsieve._version import __version__
 from textsieve.errors import TextsieveError
+from textsieve.io import write_lock
 from textsieve.io.atomic import atomic_open
 from textsieve.io.leftovers import writer_gone, writer_tag
 from textsieve.io.safe_paths import join_inside
@@ -300,6 +301,7 @@ class Publication:
         re-runs those settings). Without it, such staging folders are removed."""
         self.fs, self.root, self.stage, self.key = fs, _root(fs, root), stage, key
         self.info = dict(info or {})
+        self._lock = write_lock.take(fs, self.root, stage)  # one writer per output (io.write_lock)
         self.previous = read_manifest(fs, self.root)
         self.staging_rel = f"{STAGING_PREFIX}{stage}-{key}"
         self.staging = f"{self.root}/{self.staging_rel}"
@@ -401,6 +403,7 @@ class Publication:
             json.dump(journal, fh, ensure_ascii=False)
         _apply(self.fs, self.root, journal)
         self.previous = manifest
+        write_lock.release(self._lock)
         return manifest
 
     def up_to_date(self, fingerprints: Mapping[str, str | None], summary: str = SUMMARY,
@@ -445,8 +448,10 @@ class Publication:
         if fs.exists(self.staging) and all(n.startswith(_WRITER_MARK) or n == _INFO for n in (
                 p.rstrip("/").rsplit("/", 1)[-1] for p in fs.ls(self.staging, detail=False))):
             fs.rm(self.staging, recursive=True)
+        write_lock.release(self._lock)
 
     def discard(self) -> None:
         """Drop this run's staging folder (e.g. when the stage found nothing to do)."""
         if self.fs.exists(self.staging):
             self.fs.rm(self.staging, recursive=True)
+        write_lock.release(self._lock)
