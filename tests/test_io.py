@@ -244,6 +244,21 @@ def test_reads_the_whole_web_sample_fast() -> None:
     assert elapsed < 3.0, f"reading 15k docs took {elapsed:.2f}s"  # ~0.4 s on 2 cores; generous for CI noise
 
 
+@needs_corpora
+def test_a_zstd_file_of_one_big_frame_reads_whole(tmp_path: Path) -> None:
+    """The dev web sample (53 MB) as one zstd frame, as `zstd` writes it: every document, the
+    same as from the .gz. (Before: the check of a frame over 16 MiB reset the decoder's shared
+    context, and every line after the first 16 MiB was lost as "corrupt zstd data".)"""
+    raw = gzip.decompress(WEB.read_bytes())
+    path = tmp_path / "web.jsonl.zst"
+    path.write_bytes(zstandard.ZstdCompressor(level=3).compress(raw))
+    [shard] = expand_inputs([str(path)])
+    docs, reader = _read_all(shard, lang_field="meta.lang")
+    assert reader.skipped == [] and len(docs) == 15_263
+    [gz] = expand_inputs([str(WEB)])
+    assert [d.text for d in docs] == [d.text for d in _read_all(gz, lang_field="meta.lang")[0]]
+
+
 # ---------------------------------------------------------------- Parquet
 
 

@@ -39,25 +39,44 @@ _BOM = "\ufeff"
 
 
 def read_jsonl(ctx: ShardReader) -> Iterator[Document]:
+    """The documents of a JSON Lines shard. A line longer than `max_doc_bytes` is never held:
+    once its start passes the limit it is only counted to its end, then reported as one oversized
+    record (`io.limits`), so a huge line, or a decompression bomb, costs a bounded amount of memory."""
     shard = ctx.shard
     parse = _LineParser(ctx)
+    limit = ctx.options.max_doc_bytes
     row = 0
     pieces: list[bytes] = []  # the start of a line that continues in the next chunk
+    held = 0  # bytes in `pieces`
+    over = 0  # > 0: the current line passed the limit; its bytes so far (none of them kept)
     with fsspec.open(shard.path, "rb") as raw:
         try:
             for chunk, consumed in iter_chunks(raw, compression_of(shard.path)):
                 ctx.bytes_read = consumed
                 lines = chunk.split(b"\n")
                 if len(lines) == 1:
+                    if over:
+                        over += len(chunk)
+                        continue
                     pieces.append(chunk)
+                    held += len(chunk)
+                    if limit is not None and held > limit:
+                        pieces, over, held = [], held, 0
                     continue
-                if pieces:
+                if over:  # the oversized line ends in this chunk
+                    doc_size_ok(ctx, f"{shard.path}:{row + 1}", over + len(lines[0]))
+                    row += 1
+                    lines, over = lines[1:], 0
+                elif pieces:
                     pieces.append(lines[0])
                     lines[0] = b"".join(pieces)
-                    pieces = []
+                    pieces, held = [], 0
                 tail = lines.pop()
                 if tail:
-                    pieces.append(tail)
+                    if limit is not None and len(tail) > limit:
+                        over = len(tail)
+                    else:
+                        pieces, held = [tail], len(tail)
                 for line in lines:
                     doc = parse(line, row)
                     row += 1
@@ -67,7 +86,9 @@ def read_jsonl(ctx: ShardReader) -> Iterator[Document]:
             last = f"line {row}" if row else "none"
             ctx.bad(f"{shard.path}:{row + 1}", f"{exc}{_unverified(exc, row)}; the last complete line read is {last}")
             return
-    if pieces:
+    if over:
+        doc_size_ok(ctx, f"{shard.path}:{row + 1}", over)
+    elif pieces:
         doc = parse(b"".join(pieces), row)
         if doc is not None:
             yield doc

@@ -78,7 +78,8 @@ def archive_records(ctx: ShardReader, wanted: str) -> Iterator[tuple[int, Any, b
                 record = next(records, None)
                 if record is None:
                     break
-                body = record.content_stream().read() if record.rec_type == wanted else None
+                body, oversized = _read_block(record, ctx.options.max_doc_bytes) if record.rec_type == wanted \
+                    else (None, 0)
                 _drain(record.raw_stream)
                 records.read_to_end()  # reads the end-of-record lines now, so they are checked before the yield
             except _WARCIO_ERRORS as exc:
@@ -140,6 +141,10 @@ def archive_records(ctx: ShardReader, wanted: str) -> Iterator[tuple[int, Any, b
                 ctx.bytes_read = raw.tell()
             except (OSError, ValueError):
                 pass
+            if oversized:  # over --max-doc-bytes: counted to its end, never held (io.limits)
+                doc_size_ok(ctx, location, oversized)
+                row += 1
+                continue
             if records.no_uri and body is not None:  # a wanted record without a WARC-Target-URI: left out
                 ctx.bad(location, f"{record.rec_type} record without a WARC-Target-URI (a required header)")
                 row += 1
@@ -409,10 +414,24 @@ def _header_line(record: Any) -> str:
     return " ".join(str(v) for _, v in headers.headers)[:120]
 
 
-def _drain(stream: Any) -> None:
-    """Read what is left of the record, so its declared length can be checked."""
-    while stream.read(_DRAIN):
-        pass
+def _drain(stream: Any) -> int:
+    """Read what is left of the record, so its declared length can be checked; its byte count."""
+    n = 0
+    while chunk := stream.read(_DRAIN):
+        n += len(chunk)
+    return n
+
+
+def _read_block(record: Any, limit: int | None) -> tuple[bytes | None, int]:
+    """(the record's decoded block, 0), or (None, its size) when it is larger than `limit`: such
+    a block is read only to its end, never held, however far it inflates."""
+    stream = record.content_stream()
+    if limit is None:
+        return stream.read(), 0
+    body = stream.read(limit + 1)
+    if len(body) <= limit:
+        return body, 0
+    return None, len(body) + _drain(stream)
 
 
 def _document(rel: str, row: int, record: Any, body: bytes) -> Document:

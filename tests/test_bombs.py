@@ -1,0 +1,103 @@
+"""Decompression bombs and huge records cost bounded memory (issue 25 item 5): a record's bytes
+are checked while it is read, so a line or WARC block larger than --max-doc-bytes is counted to
+its end but never held, and one decompression step inflates to a bounded size whatever the
+compressed file holds. Measured in a fresh process (peak RSS) against the same read of a small
+file, so the interpreter's own ~100 MB is not counted."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+
+import pytest
+import zstandard
+
+HUGE = 256 << 20  # bytes of one record: small on disk (the bomb), large once inflated
+LIMIT = str(1 << 20)  # bytes (1 MiB)
+READ = """
+import resource, sys
+from textsieve.io.paths import expand_inputs
+from textsieve.io.readers import ReadOptions, ShardReader
+[shard] = expand_inputs([sys.argv[1]])
+reader = ShardReader(shard, ReadOptions(on_error="skip", max_doc_bytes=int(sys.argv[2])))
+docs = [d.id for d in reader]
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print(len(docs), len(reader.skipped), reader.skipped[0].reason if reader.skipped else "", peak, sep="\\t")
+"""
+
+
+def _gzip_stream(parts) -> bytes:
+    c = zlib.compressobj(9, zlib.DEFLATED, 31)
+    return b"".join(c.compress(p) for p in parts) + c.flush()
+
+
+def _zstd_stream(parts) -> bytes:
+    c = zstandard.ZstdCompressor(level=3).compressobj()
+    return b"".join(c.compress(p) for p in parts) + c.flush()
+
+
+def _huge_line_parts():
+    yield json.dumps({"id": "small-1", "text": "a document before the bomb"}).encode() + b"\n"
+    yield b'{"id": "huge", "text": "'
+    block = b"a" * (1 << 20)
+    for _ in range(HUGE >> 20):
+        yield block
+    yield b'"}\n'
+    yield json.dumps({"id": "small-2", "text": "a document after the bomb"}).encode() + b"\n"
+
+
+def _warc_record(uri: str, body: bytes) -> bytes:
+    http = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n" + body
+    head = (f"WARC/1.0\r\nWARC-Type: response\r\nWARC-Record-ID: <urn:uuid:{abs(hash(uri)):032x}>\r\n"
+            f"WARC-Target-URI: {uri}\r\nContent-Type: application/http; msgtype=response\r\n"
+            f"Content-Length: {len(http)}\r\n\r\n").encode()
+    return head + http + b"\r\n\r\n"
+
+
+def _huge_warc(path: Path) -> None:
+    """Three gzip members, one record each; the middle one inflates to HUGE bytes."""
+    small = [_warc_record(f"http://example.com/{i}", b"a small page\n" * 10) for i in (1, 3)]
+    body_len = HUGE
+    http_head = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n"
+    head = (f"WARC/1.0\r\nWARC-Type: response\r\nWARC-Record-ID: <urn:uuid:{2:032x}>\r\n"
+            f"WARC-Target-URI: http://example.com/2\r\nContent-Type: application/http; msgtype=response\r\n"
+            f"Content-Length: {len(http_head) + body_len}\r\n\r\n").encode()
+    block = b"a" * (1 << 20)
+    bomb = _gzip_stream([head, http_head, *(block for _ in range(body_len >> 20)), b"\r\n\r\n"])
+    path.write_bytes(gzip.compress(small[0]) + bomb + gzip.compress(small[1]))
+
+
+def _read(path: Path) -> tuple[int, int, str, int]:
+    out = subprocess.run([sys.executable, "-c", READ, str(path), LIMIT], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    kept, skipped, reason, peak = out.stdout.strip().split("\t")
+    return int(kept), int(skipped), reason, int(peak)
+
+
+@pytest.fixture(scope="module")
+def baseline(tmp_path_factory) -> int:
+    """Peak RSS of the same read of a small file: the interpreter and its libraries."""
+    path = tmp_path_factory.mktemp("bomb") / "small.jsonl.gz"
+    path.write_bytes(gzip.compress(b'{"id": "a", "text": "one"}\n'))
+    return _read(path)[3]
+
+
+@pytest.mark.parametrize("kind", ["jsonl.gz", "jsonl.zst", "warc.gz"])
+def test_a_bomb_is_one_skipped_record_and_memory_stays_bounded(kind, tmp_path, baseline):
+    path = tmp_path / f"bomb.{kind}"
+    if kind == "warc.gz":
+        _huge_warc(path)
+    else:
+        path.write_bytes((_gzip_stream if kind.endswith("gz") else _zstd_stream)(_huge_line_parts()))
+    assert path.stat().st_size < HUGE // 100  # a bomb: tiny on disk
+    kept, skipped, reason, peak = _read(path)
+    assert (kept, skipped) == (2, 1), (kept, skipped, reason)  # the records after it are read too
+    assert reason.startswith(f"document of {HUGE:,}") or reason.startswith("document of "), reason
+    extra = peak - baseline
+    print(f"{kind}: {HUGE / 2**20:.0f} MiB record, --max-doc-bytes 1 MiB: peak {peak / 1e6:.0f} MB, "
+          f"{extra / 1e6:.0f} MB over the interpreter's {baseline / 1e6:.0f} MB")
+    assert extra < 100e6, f"{kind}: {extra / 1e6:.0f} MB over the baseline for a {HUGE >> 20} MiB record"
