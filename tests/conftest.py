@@ -172,8 +172,14 @@ SLOW_TESTS = {
     "test_disk_full.py::test_disk_full_is_one_line_and_leaves_no_partial_file[dedup exact: output]",
     "test_embed.py::test_default_model_is_wordllamas_own_inference_of_the_normalised_text",  # loads the model
     "test_extensions.py::test_registered_signal_is_annotated_by_workers_and_selected_on",  # a 2-worker pool
+    "test_resume_parts.py::test_killed_per_document_set_stages_resume_to_identical_sets",  # 3 runs per stage
+    "test_write_lock.py::test_a_second_writer_fails_naming_the_holder_and_a_killed_holders_lock_is_taken",
+    "test_output_checks.py::test_learn_onto_a_published_attribute_shard_and_train_tokenizer_onto_its_corpus",
+    "test_output_checks.py::test_an_edited_annotate_json_is_refused_naming_it",  # annotate + select twice
+    "test_import_rpv2.py::test_export_is_published_as_one_unit_and_import_refuses_a_killed_one",
+    "test_io.py::test_a_zstd_file_of_one_big_frame_reads_whole",  # 53 MB read twice
 }
-SLOW_MODULES = {"test_docs_commands.py", "test_ray.py",
+SLOW_MODULES = {"test_docs_commands.py", "test_ray.py", "test_bombs.py",  # bombs: 256 MiB inflated, 4 processes
                 "test_embed_transformer.py"}  # imports torch, builds a model (~10 s) before any test
 #: Module or session fixtures that cost 3 s or more to build (they annotate, extract, fit or train
 #: before the first test): every test that uses one is slow, so the quick suite does not pay for

@@ -286,3 +286,52 @@ def test_select_resumes_an_interrupted_run_and_never_needs_overwrite_for_it(anno
     (staging / ".info.json").write_text(json.dumps({"settings": "other settings"}))
     _run(select(crashed))
     assert _selection(crashed) == reference
+
+
+# --------------------------------------------------------------------------- per-document sets
+
+def _doc_set_command(stage: str, a: Path, extra: Path) -> tuple[list[str], str]:
+    """(command, set folder) of a per-document-set stage over the annotate folder `a`; `extra`
+    holds what the stage reads besides it (a tokenizer, a benchmark)."""
+    if stage == "pii":
+        return _cli("pii", str(a), "--workers", "1", "-q"), "_pii"
+    if stage == "tokens":
+        return _cli("tokens", str(a), "--tokenizer", str(extra / "tok.json"), "--name", "tok", "--workers", "1",
+                    "-q"), "_tokens_tok"
+    if stage == "decontaminate":
+        return _cli("decontaminate", str(a), "--against", f"bench={extra / 'bench.jsonl'}", "--workers", "1",
+                    "-q"), "_decontam"
+    if stage == "embed":
+        return _cli("embed", str(a), "--workers", "1", "-q"), "_embed_wordllama"
+    raise AssertionError(stage)
+
+
+@pytest.fixture(scope="module")
+def doc_set_inputs(annotated, tmp_path_factory) -> Path:
+    """A tokenizer trained on the documents, and a benchmark of three of them."""
+    extra = tmp_path_factory.mktemp("doc-set-inputs")
+    _run(_cli("train", "tokenizer", str(annotated / "docs"), "--vocab", "400", "-o", str(extra / "tok.json"), "-q"))
+    lines = _web_docs(SHARED, 6)
+    with open(extra / "bench.jsonl", "w", encoding="utf-8") as fh:
+        fh.writelines(json.dumps({"text": json.loads(x)["text"][:3000]}) + "\n" for x in lines[3:6])
+    return extra
+
+
+@pytest.mark.parametrize("stage", ["pii", "tokens", "decontaminate", "embed"])
+def test_killed_per_document_set_stages_resume_to_identical_sets(stage, annotated, doc_set_inputs, tmp_path):
+    """Issue 25 item 9: pii, tokens, decontaminate and embed (the `doc_set` scaffold) killed with
+    some shards finished: nothing is published, and the same command finishes without
+    --overwrite, to the files of an uninterrupted run, adopting the finished shards."""
+    clean = _copy(annotated, tmp_path / "clean")
+    attrs = _copy(annotated, tmp_path / "attrs")
+    cmd, folder = _doc_set_command(stage, clean, doc_set_inputs)
+    _run(cmd)
+    reference = _files(clean / folder)
+    cmd, folder = _doc_set_command(stage, attrs, doc_set_inputs)
+    out = attrs / folder
+    kill_when(cmd, lambda: _count(out) >= 1, 0.4, f"{stage} had finished a shard")
+    finished = _staged(out, "s[0-9]*.parquet")
+    assert finished and not (out / "manifest.json").exists(), "a killed run published something"
+    _run(cmd)
+    assert _files(out) == reference, f"{stage}: the resumed set differs from an uninterrupted run's"
+    assert not _temps(attrs) and not list(out.glob(".staging-*")) and not (out / ".lock").exists()
