@@ -73,3 +73,28 @@ def test_the_lock_is_reentrant_in_one_process_and_released_on_commit(tmp_path):
     lock = write_lock.take(fs, str(tmp_path / "out"), "other")  # free for the next writer
     assert lock is not None and (tmp_path / "out" / ".lock").read_text().startswith("other, pid@host ")
     write_lock.release(lock)
+
+
+@pytest.mark.parametrize("family", ["annotate", "dedup exact", "select", "pii"])
+def test_a_second_writer_is_refused_in_every_stage_family(family, attrs, tmp_path, capsys):
+    """One stage per family (annotate; dedup; select; the training end's per-document sets): with
+    another process holding the output's lock, the run fails in one line naming the holder and
+    publishes nothing."""
+    corpus = attrs.parent / "c.jsonl.gz"
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text("name: words\nrules:\n  words: rps_doc_word_count >= 5\n")
+    runs = {"annotate": (tmp_path / "out", ["annotate", str(corpus), "-o", str(tmp_path / "out"), "--signals",
+                                            "rps_doc_word_count"]),
+            "dedup exact": (attrs / "_dedup_exact", ["dedup", "exact", str(attrs)]),
+            "select": (tmp_path / "sel", ["select", str(attrs), "-o", str(tmp_path / "sel"), "--recipe", str(recipe)]),
+            "pii": (attrs / "_pii", ["pii", str(attrs)])}
+    root, argv = runs[family]
+    holder = _holder(root, "another run")
+    try:
+        rc = main([*argv, "-q", "--workers", "1"])
+        err = capsys.readouterr().err
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and "another run is writing here" in err, err
+    assert not (root / "manifest.json").exists()
