@@ -179,6 +179,7 @@ SLOW_TESTS = {
     "test_output_checks.py::test_an_edited_annotate_json_is_refused_naming_it",  # annotate + select twice
     "test_import_rpv2.py::test_export_is_published_as_one_unit_and_import_refuses_a_killed_one",
     "test_io.py::test_a_zstd_file_of_one_big_frame_reads_whole",  # 53 MB read twice
+    "test_extract.py::test_library_log_records_follow_textsieves_levels",  # three CLI runs with workers
 }
 SLOW_MODULES = {"test_docs_commands.py", "test_ray.py", "test_bombs.py",  # bombs: 256 MiB inflated, 4 processes
                 "test_embed_transformer.py"}  # imports torch, builds a model (~10 s) before any test

@@ -392,3 +392,26 @@ def test_oversized_pages_are_counted_and_a_gzip_bomb_is_not_inflated(tmp_path):
     grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
     assert res.documents == 1 and res.skipped == {"too_large": 1}
     assert grown_mb < 200, f"peak RSS grew by {grown_mb:.0f} MB: the bomb was inflated"
+
+
+def test_library_log_records_follow_textsieves_levels(tmp_path):
+    """Issue 25: trafilatura logged `ERROR trafilatura.utils: lxml parsing failed` under `-q` for a
+    page it could not parse (extract counts such pages itself). Its records are hidden by default
+    and under -q, and shown with -v, in worker processes too."""
+    import subprocess
+    import sys
+
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    (pages / "garbled.html").write_bytes(b"\x00\x01")
+    (pages / "good.html").write_text("<html><body><p>" + "a real sentence of words. " * 30 + "</p></body></html>")
+
+    def run(*flags: str) -> str:
+        out = tmp_path / f"out{len(flags)}{'-'.join(flags)}"
+        proc = subprocess.run([sys.executable, "-m", "textsieve.cli", "extract", str(pages), "-o", str(out),
+                               "--workers", "2", *flags], capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stderr
+
+    assert "trafilatura" not in run("-q") and "trafilatura" not in run()
+    assert "ERROR trafilatura" in run("-v", "--workers", "1")

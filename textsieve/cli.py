@@ -13,8 +13,11 @@ from textsieve.commands import COMMAND_MODULES
 
 
 def _setup_logging(verbose: int, quiet: bool) -> None:
+    from textsieve.exec.library_logs import library_level, set_library_level
+
     level = logging.ERROR if quiet else (logging.DEBUG if verbose > 1 else logging.INFO if verbose else logging.WARNING)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    set_library_level(library_level(verbose, quiet))  # extraction libraries log per page: not our errors
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -18,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from textsieve.exec.library_logs import apply_library_level
+
 
 @dataclass(frozen=True)
 class Extracted:
@@ -68,6 +70,7 @@ def get_engine(name: str) -> Engine:
     reg = _REGISTRY.get(name)
     if reg is None:
         raise UnknownEngineError(f"unknown extraction engine {name!r}; choose one of: {', '.join(_REGISTRY)}")
+    apply_library_level()  # the libraries' per-page log records follow textsieve's levels, in workers too
     try:
         return reg.factory()
     except ImportError as err:
