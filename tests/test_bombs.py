@@ -101,3 +101,30 @@ def test_a_bomb_is_one_skipped_record_and_memory_stays_bounded(kind, tmp_path, b
     print(f"{kind}: {HUGE / 2**20:.0f} MiB record, --max-doc-bytes 1 MiB: peak {peak / 1e6:.0f} MB, "
           f"{extra / 1e6:.0f} MB over the interpreter's {baseline / 1e6:.0f} MB")
     assert extra < 100e6, f"{kind}: {extra / 1e6:.0f} MB over the baseline for a {HUGE >> 20} MiB record"
+
+
+EXTRACT = """
+import json, resource, sys
+from textsieve.cli import main
+rc = main(["extract", sys.argv[1], "-o", sys.argv[2], "--workers", "1", "-q", "--max-doc-bytes", "1MiB"])
+summary = json.load(open(sys.argv[2] + "/extract.json"))
+print(rc, json.dumps(summary["result"]), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, sep="\\t")
+"""
+
+
+def test_extract_passes_over_a_bomb_record_without_holding_it(tmp_path, baseline):
+    """The issue's case: one huge record inside a small .warc.gz drove `extract` to 18.5 GB before
+    it was classified too_large. Now a record whose Content-Length is over --max-doc-bytes is
+    inflated to its end without being kept, counted too_large, and the pages after it are kept."""
+    path = tmp_path / "bomb.warc.gz"
+    _huge_warc(path)
+    out = subprocess.run([sys.executable, "-c", EXTRACT, str(path), str(tmp_path / "docs")], capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    rc, result, peak = out.stdout.strip().split("\t")
+    result = json.loads(result)
+    assert rc == "0" and result["skipped"].get("too_large") == 1, result
+    extra = int(peak) - baseline
+    print(f"extract: {HUGE >> 20} MiB record in a {path.stat().st_size / 1e3:.0f} KB .warc.gz: peak "
+          f"{int(peak) / 1e6:.0f} MB, {extra / 1e6:.0f} MB over the interpreter")
+    assert extra < 250e6, f"{extra / 1e6:.0f} MB over the baseline"  # the engine and language-id model load too

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 _CHUNK = 1 << 16  # small reads: zlib copies what follows a member's end once per member
-_MAX_HEAD = 1 << 16  # WARC headers longer than this are not headers
+MAX_HEAD = 1 << 16  # WARC headers longer than this are not headers (nor HTTP ones: room allowed over a cap)
 _SLACK = 1 << 20  # how far a gzip member may run past its record before we stop keeping it
 GZIP_MAGIC = b"\x1f\x8b\x08"
 _VERSION = re.compile(rb"\nWARC/1\.[01]\r?\n")
@@ -42,14 +42,16 @@ class Frame:
     stop: bool = False  # nothing after it can be read (truncated file)
     checked: bool = False  # the block digest matched
     end: int | None = None  # where the next record starts (None: the end of the file)
+    oversize: bool = False  # its block is over the reader's cap: read to its end, not kept (`block` is empty)
 
 
 # ------------------------------------------------------------------ framing: .warc.gz
 
 
-def gzip_frames(raw: Any, pos: int) -> Iterator[Frame]:
+def gzip_frames(raw: Any, pos: int, cap: int | None = None) -> Iterator[Frame]:
     """One frame per gzip member (each must hold one whole record) from byte `pos` on (where
-    `raw` stands), resyncing after damage."""
+    `raw` stands), resyncing after damage. A record whose Content-Length is over `cap` (plus
+    room for HTTP headers) is inflated to its member's end but not kept: an `oversize` frame."""
     buf = b""
     while True:
         if len(buf) < len(GZIP_MAGIC):
@@ -69,7 +71,9 @@ def gzip_frames(raw: Any, pos: int) -> Iterator[Frame]:
         inflate = zlib.decompressobj(31)
         parts: list[bytes] = []
         kept = 0
+        total = 0  # bytes the member inflated to (kept or not)
         limit: int | None = None
+        oversize = False
         error: str | None = None
         while True:
             try:
@@ -77,11 +81,14 @@ def gzip_frames(raw: Any, pos: int) -> Iterator[Frame]:
             except zlib.error as exc:
                 error = str(exc)
                 break
-            if kept <= (limit if limit is not None else _MAX_HEAD) + _SLACK:  # bounded memory
+            total += len(out)
+            if not oversize and kept <= (limit if limit is not None else MAX_HEAD) + _SLACK:  # bounded memory
                 parts.append(out)
                 kept += len(out)
             if limit is None and kept:
                 limit = _expected_size(b"".join(parts))
+                if limit is not None and cap is not None and limit > cap + 2 * MAX_HEAD:
+                    oversize = True  # its headers are kept (they are in `parts`), the rest only counted
             if inflate.eof:
                 buf = inflate.unused_data
                 pos = raw.tell() - len(buf)
@@ -109,10 +116,18 @@ def gzip_frames(raw: Any, pos: int) -> Iterator[Frame]:
             yield Frame(start, problem=f"the gzip member at byte {start} does not hold a WARC record (it starts "
                                         f"with {data[:40]!r}); reading goes on with the next member", is_record=False)
             continue
-        if limit is not None and kept > limit + _SLACK:
+        if limit is not None and max(kept, total if oversize else 0) > limit + _SLACK:
             yield Frame(start, problem=f"the gzip member of this record (at byte {start}) goes on more than {_SLACK} "
                                         "bytes after the record (a .gz that is not one member per record, or a "
                                         "wrong Content-Length)")
+            continue
+        if oversize and limit is not None:
+            head = data[: data.find(b"\r\n\r\n") + 2]
+            if total < limit:
+                yield Frame(start, problem=_length_problem(head, start, f"its gzip member ends {limit - total} bytes "
+                                                                        "early"))
+                continue
+            yield Frame(start, head, b"", oversize=True, end=pos)
             continue
         frame = _split(data, start)
         frame.end = pos
@@ -121,7 +136,7 @@ def gzip_frames(raw: Any, pos: int) -> Iterator[Frame]:
 
 def _expected_size(data: bytes) -> int | None:
     """Header + block + end size that a record's headers declare (None: headers not complete)."""
-    head_end = data.find(b"\r\n\r\n", 0, _MAX_HEAD)
+    head_end = data.find(b"\r\n\r\n", 0, MAX_HEAD)
     if head_end < 0:
         return None
     length = _CONTENT_LENGTH.search(data, 0, head_end + 2)
@@ -153,8 +168,10 @@ def _next_member(raw: Any, start: int) -> int | None:
 # ------------------------------------------------------------------ framing: plain .warc
 
 
-def plain_frames(raw: Any) -> Iterator[Frame]:
-    """One frame per record of an uncompressed WARC, resyncing on the next ``WARC/1.x`` line."""
+def plain_frames(raw: Any, cap: int | None = None) -> Iterator[Frame]:
+    """One frame per record of an uncompressed WARC, resyncing on the next ``WARC/1.x`` line. A
+    record whose Content-Length is over `cap` (plus room for HTTP headers) is passed over, not
+    read: an `oversize` frame."""
     pending: bytes | None = None
     while True:
         start = raw.tell() - (len(pending) if pending is not None else 0)
@@ -179,7 +196,7 @@ def plain_frames(raw: Any) -> Iterator[Frame]:
         while (line := raw.readline()) not in (b"\r\n", b"\n", b""):
             head.append(line)
             size += len(line)
-            if size > _MAX_HEAD:
+            if size > MAX_HEAD:
                 break
         head_bytes = b"".join(head)
         length = _CONTENT_LENGTH.search(head_bytes)
@@ -187,14 +204,22 @@ def plain_frames(raw: Any) -> Iterator[Frame]:
             yield Frame(start, problem=f"record is truncated (at byte {start}): the file ends inside its WARC "
                                         "headers; the file is cut", stop=True)
             return
-        if size > _MAX_HEAD or length is None:
-            why = f"its WARC headers run over {_MAX_HEAD} bytes" if size > _MAX_HEAD else "it has no Content-Length"
+        if size > MAX_HEAD or length is None:
+            why = f"its WARC headers run over {MAX_HEAD} bytes" if size > MAX_HEAD else "it has no Content-Length"
             yield _bad_and_resync(raw, start, f"unreadable WARC record (at byte {start}): {why}")
             continue
         declared = int(length.group(1))
-        block = raw.read(declared)
-        if len(block) < declared:
-            yield Frame(start, problem=f"record is truncated (at byte {start}): {declared - len(block)} bytes of its "
+        oversize = cap is not None and declared > cap + 2 * MAX_HEAD
+        if oversize:  # passed over: the block is never held
+            here = raw.tell()
+            got = min(declared, max(0, _size(raw) - here))
+            raw.seek(here + got)
+            block = b""
+        else:
+            block = raw.read(declared)
+            got = len(block)
+        if got < declared:
+            yield Frame(start, problem=f"record is truncated (at byte {start}): {declared - got} bytes of its "
                                         f"block (Content-Length {declared}) missing; the file is cut", stop=True)
             return
         block_end = raw.tell()
@@ -202,7 +227,7 @@ def plain_frames(raw: Any) -> Iterator[Frame]:
         if tail[:2] == b"\n\n":
             tail = b"\n\n"
             raw.seek(block_end + 2)
-        frame = _checked(head_bytes, block, start)
+        frame = Frame(start, head_bytes, b"", oversize=True) if oversize else _checked(head_bytes, block, start)
         seen = f"found {tail!r} after the block"
         if tail in _ENDS:
             after = raw.tell()
@@ -257,7 +282,7 @@ def _next_version(raw: Any, start: int) -> int | None:
 
 def _split(data: bytes, start: int) -> Frame:
     """A gzip member's record: headers, a block of exactly Content-Length bytes, the end lines."""
-    head_end = data.find(b"\r\n\r\n", 0, _MAX_HEAD)
+    head_end = data.find(b"\r\n\r\n", 0, MAX_HEAD)
     if head_end < 0:
         return Frame(start, problem=f"unreadable WARC record (at byte {start}): no end of its WARC headers")
     head = data[: head_end + 2]

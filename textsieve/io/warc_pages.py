@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import fsspec
 
-from .warc_frames import GZIP_MAGIC, Frame, gzip_frames, plain_frames
+from .warc_frames import GZIP_MAGIC, MAX_HEAD, Frame, gzip_frames, plain_frames
 
 if TYPE_CHECKING:
     from .readers import ShardReader
@@ -71,10 +71,13 @@ class Page:
     body: bytes
     record_offset: int  # byte offset of the record (for .gz: of its gzip member) in the file
     body_error: str | None = None
+    oversize: bool = False  # its block is over the reader's cap: passed over, never held (`body` is empty)
 
 
-def read_pages(ctx: ShardReader) -> Iterator[Page]:
-    """The `Page` of every response record of the WARC (every record of the ARC) `ctx.shard`."""
+def read_pages(ctx: ShardReader, cap: int | None = None) -> Iterator[Page]:
+    """The `Page` of every response record of the WARC (every record of the ARC) `ctx.shard`. A
+    record whose block is over `cap` bytes (plus room for its HTTP headers) comes as an
+    `oversize` Page without its body: it is passed over, never held, however large it inflates."""
     shard = ctx.shard
     if _is_arc(shard.path):
         yield from _arc_pages(ctx)
@@ -84,13 +87,13 @@ def read_pages(ctx: ShardReader) -> Iterator[Page]:
         offset: int | None = 0
         row = 0
         while offset is not None:
-            offset, row, done = yield from _fast_pages(ctx, raw, offset, row)
+            offset, row, done = yield from _fast_pages(ctx, raw, offset, row, cap)
             if offset is not None:  # a record FastWARC cannot vouch for: the checked framing reads it
-                offset, row = yield from _checked_pages(ctx, raw, gz, offset, row, done)
+                offset, row = yield from _checked_pages(ctx, raw, gz, offset, row, done, cap)
 
 
-def _fast_pages(ctx: ShardReader, raw: Any, offset: int,
-                row: int) -> Generator[Page, None, tuple[int | None, int, int]]:
+def _fast_pages(ctx: ShardReader, raw: Any, offset: int, row: int,
+                cap: int | None = None) -> Generator[Page, None, tuple[int | None, int, int]]:
     """FastWARC's pages from byte `offset` on, while every record proves itself intact; returns
     where the checked framing must take over: (offset, or None at the end of the file; the row
     there; how many frames there were yielded already and are to be passed over).
@@ -118,6 +121,15 @@ def _fast_pages(ctx: ShardReader, raw: Any, offset: int,
             # on, is found and located there
             return (offset, row, 0) if last is None else (last, row - 1, 1)
         at = record.stream_pos
+        if cap is not None and record.content_length > cap + 2 * MAX_HEAD:  # passed over, not read into memory
+            if record.record_type == WarcRecordType.response:
+                yield _oversize_page(record.headers.get(WarcHeader.WARC_RECORD_ID),
+                                     record.headers.get(WarcHeader.WARC_TARGET_URI),
+                                     record.headers.get(WarcHeader.WARC_DATE), rel, row, at)
+            last = at
+            _progress(ctx, raw)
+            row += 1
+            continue
         digest = record.headers.get(WarcHeader.WARC_BLOCK_DIGEST) or ""  # enum keys: 20x faster than str
         if digest[:5].lower() != "sha1:":
             return at, row, 0
@@ -136,13 +148,13 @@ def _fast_pages(ctx: ShardReader, raw: Any, offset: int,
         row += 1
 
 
-def _checked_pages(ctx: ShardReader, raw: Any, gz: bool, offset: int, row: int,
-                   done: int) -> Generator[Page, None, tuple[int | None, int]]:
+def _checked_pages(ctx: ShardReader, raw: Any, gz: bool, offset: int, row: int, done: int,
+                   cap: int | None = None) -> Generator[Page, None, tuple[int | None, int]]:
     """Pages of the checked framing from byte `offset`, up to and including the first intact
     record after the `done` ones passed over; returns where FastWARC can go on (None: the end)."""
     shard = ctx.shard
     raw.seek(offset)
-    for frame in gzip_frames(raw, offset) if gz else plain_frames(raw):
+    for frame in gzip_frames(raw, offset, cap) if gz else plain_frames(raw, cap):
         location = f"{shard.path}:record {row}"
         if done:  # the last record FastWARC gave, framed again to find where it ends
             done -= 1
@@ -185,6 +197,19 @@ def _fast_page(record: Any, rel: str, row: int, offset: int) -> Page | bool:
     return Page(record_id, row, url, date, content_type, status, record.reader.read(), offset)
 
 
+def _oversize_page(record_id: str | None, url: str | None, date: str | None, rel: str, row: int,
+                   offset: int) -> Page:
+    """The Page of a response over the cap: who it is, no body (extract counts it `too_large`)."""
+    return Page((record_id or "").strip().strip("<>") or f"{rel}/{row}", row, (url or "").strip().strip("<>") or None,
+                date, None, None, b"", offset, oversize=True)
+
+
+def _header(head: str, name: str) -> str | None:
+    """A WARC header's value from the header block (None when absent)."""
+    found = re.search(rf"(?im)^{re.escape(name)}:[ \t]*(.*?)[ \t]*\r?$", head)
+    return found.group(1) if found else None
+
+
 def _is_http(warc_content_type: str | None, url: str | None) -> bool:
     """Whether a response's block is an HTTP message (dns:, whois: ... responses are not)."""
     kind = (warc_content_type or "").strip().lower()
@@ -199,6 +224,10 @@ def _page(ctx: ShardReader, location: str, rel: str, row: int, frame: Frame) -> 
     kind = _TYPE.search(frame.head)
     if kind is None or kind.group(1).lower() != b"response":
         return None
+    if frame.oversize:
+        head = frame.head.decode("utf-8", "replace")
+        return _oversize_page(_header(head, "WARC-Record-ID"), _header(head, "WARC-Target-URI"),
+                              _header(head, "WARC-Date"), rel, row, frame.offset)
     from fastwarc.warc import ArchiveIterator
 
     data = frame.head + b"\r\n" + frame.block + b"\r\n\r\n"

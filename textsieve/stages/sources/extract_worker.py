@@ -137,10 +137,10 @@ class _Pages:
             return
         from textsieve.io.warc_pages import read_pages
 
-        for p in read_pages(self.reader):
+        for p in read_pages(self.reader, cap):  # a record over the cap is never read into memory
             body = None if p.body_error else p.body
             yield (p.id, p.row, p.url, p.date, p.content_type, p.status, body,
-                   cap is not None and body is not None and len(body) > cap)
+                   p.oversize or (cap is not None and body is not None and len(body) > cap))
 
 
 def extract_shard(task: ExtractTask, on_page: Callable[[int, int], None] | None = None) -> dict[str, Any]:
