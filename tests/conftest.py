@@ -129,6 +129,7 @@ SLOW_TESTS = {
     "test_fast_minhash.py::test_kernel_equals_reference_definition",
     "test_fsspec_stages.py::test_memory_attributes_through_every_stage",
     "test_fuzz_readers.py::test_fuzz_readers",
+    "test_fuzz_readers.py::test_fuzz_extract_page_reader",
     "test_lang_wordlists.py::test_languages_without_lists_get_null_and_are_counted",
     "test_learned.py::test_cross_validated_quality_beats_majority",
     "test_minhash.py::test_golden_bands",

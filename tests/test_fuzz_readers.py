@@ -21,7 +21,8 @@ and names it. Seeds take turns, so a run cut short by its overall time budget st
 every format.
 
 The quick suite runs `test_fuzz_readers_smoke` (a few seconds); `test_fuzz_readers` (in
-SLOW_TESTS, so CI's full run) runs up to 400 cases per format within 20 s. Longer runs, e.g.
+SLOW_TESTS, so CI's full run) runs up to 400 cases per format within 20 s, and
+`test_fuzz_extract_page_reader` the WARC seeds through extract's page reader the same way. Longer runs, e.g.
 thousands of cases, are the same test with environment variables::
 
     TEXTSIEVE_FUZZ_CASES=5000 TEXTSIEVE_FUZZ_SECONDS=3600 pytest tests/test_fuzz_readers.py -k 'not smoke'
@@ -220,7 +221,36 @@ def _check_case(path: Path, mode: str, texts: frozenset[str] | None = None) -> N
         assert skip.location.startswith(str(path)), skip
 
 
-def _run(seeds: list[Seed], tmp_path: Path, cases: int, budget: float, base_seed: int) -> dict[str, int]:
+def _check_pages(path: Path, mode: str, texts: frozenset[str] | None = None) -> None:
+    """`_check_case` for extract's page reader (`io.warc_pages`, FastWARC plus the checked
+    framing): pages with rising rows and readable ids, or a located error; a 1 MiB cap on."""
+    from textsieve.io.warc_pages import read_pages
+
+    try:
+        [shard] = expand_inputs([str(path)])
+    except InputError as exc:
+        assert str(exc).startswith(str(path)), exc
+        return
+    reader = ShardReader(shard, ReadOptions(on_error=mode))
+    last = -1
+    try:
+        for page in read_pages(reader, 1 << 20):
+            assert page.row > last, (page.row, last)
+            last = page.row
+            for value in (page.id, page.url, page.date, page.content_type):
+                if value is not None:
+                    value.encode("utf-8")
+            assert isinstance(page.body, bytes) and (page.status is None or 0 <= page.status < 1000)
+    except InputError as exc:
+        assert mode == "fail", f"skip mode raised: {exc}"
+        assert str(exc).startswith(str(path)), exc
+        return
+    for skip in reader.skipped:
+        assert skip.location.startswith(str(path)), skip
+
+
+def _run(seeds: list[Seed], tmp_path: Path, cases: int, budget: float, base_seed: int,
+         check: Callable[[Path, str, frozenset[str] | None], None] = _check_case) -> dict[str, int]:
     """Round-robin over the seeds until `cases` per seed ran or `budget` seconds passed; returns
     the cases run per seed. Fails on the first bad case, naming it."""
     done = {s.name: 0 for s in seeds}
@@ -238,7 +268,7 @@ def _run(seeds: list[Seed], tmp_path: Path, cases: int, budget: float, base_seed
                 for mode in ("fail", "skip"):
                     signal.alarm(CASE_SECONDS)
                     try:
-                        _check_case(path, mode, texts)
+                        check(path, mode, texts)
                     except CaseTimeout:
                         pytest.fail(f"{seed.name} case {case} ({mode}, seed {base_seed}): no result after "
                                     f"{CASE_SECONDS} s (a hang)")
@@ -290,6 +320,17 @@ def test_fuzz_readers(seeds, tmp_path) -> None:
     done = _run(seeds, tmp_path, cases=cases, budget=budget, base_seed=int(os.environ.get("TEXTSIEVE_FUZZ_SEED", "16")))
     assert all(n > 0 for n in done.values()), done
     print(f"fuzz cases per format: {done}")
+
+
+def test_fuzz_extract_page_reader(seeds, tmp_path) -> None:
+    """Issue 25 item 8: the same mutations through extract's WARC page reader."""
+    warcs = [s for s in seeds if s.name in ("warc.gz", "warc")]
+    cases = int(os.environ.get("TEXTSIEVE_FUZZ_CASES", "400"))
+    budget = float(os.environ.get("TEXTSIEVE_FUZZ_SECONDS", "20"))
+    done = _run(warcs, tmp_path, cases=cases, budget=budget, base_seed=int(os.environ.get("TEXTSIEVE_FUZZ_SEED", "16")),
+                check=_check_pages)
+    assert len(done) == 2 and all(n > 0 for n in done.values()), done
+    print(f"fuzz cases of the page reader per format: {done}")
 
 
 # ---------------------------------------------------------------- what the fuzzer found (fixed)
