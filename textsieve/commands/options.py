@@ -15,6 +15,7 @@ import typing
 from dataclasses import MISSING, fields
 from typing import Any
 
+from textsieve.io.overlap import check_apart
 from textsieve.options import default_of, option_of, type_hints
 
 _SCALARS = (int, float, str)
@@ -212,8 +213,6 @@ def check_writes(args: argparse.Namespace) -> None:
     declared = getattr(args, _WRITES, None)
     if declared is None:
         return
-    from textsieve.io.overlap import check_apart
-
     command, output, flag, inputs, what = declared
     target = getattr(args, output, None)
     if target:

@@ -18,6 +18,7 @@ target that holds files no export published (a downloaded release, say) is refus
 from __future__ import annotations
 
 import hashlib
+import json
 
 import fsspec
 import pyarrow as pa
@@ -27,7 +28,8 @@ from textsieve.interop import rpv2_release as rel_
 from textsieve.io.attributes import attribute_shards, read_shard_meta
 from textsieve.io.leftovers import remove_stale_temps
 from textsieve.io.parquet_read import read_table
-from textsieve.io.publish import Publication, content_key
+from textsieve.io.publish import Publication, content_key, read_manifest
+from textsieve.io.runstate import holds_output
 
 
 class ExportLayoutError(TextsieveError, ValueError):
@@ -66,11 +68,6 @@ STAGE = "export_rpv2"
 def _open(directory: str, ofs: fsspec.AbstractFileSystem, out: str, overwrite: bool) -> Publication:
     """The export's publication: keyed by the annotate folder's and the exact set's contents; a
     target holding other files is refused unless `overwrite`."""
-    import json
-
-    from textsieve.io.publish import read_manifest
-    from textsieve.io.runstate import holds_output
-
     afs, aroot = fsspec.core.url_to_fs(directory)
     sets = {}
     for name in ("", "_dedup_exact"):

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from textsieve.io.overlap import check_apart
 from textsieve.options import option, progress_option
 from textsieve.tokenization.tokenizer import ENDOFTEXT, TokenizerError, train_bpe
 
@@ -48,7 +49,6 @@ class TrainTokenizerResult:
 
 def train_tokenizer(cfg: TrainTokenizerConfig) -> TrainTokenizerResult:
     """Train the BPE of `cfg` and write it to `cfg.output` (see the module doc)."""
-    from textsieve.io.overlap import check_apart
     from textsieve.io.texts import input_shards, shard_documents
 
     check_apart("train tokenizer", cfg.output, cfg.corpus, what="output file")  # ts.train_tokenizer too

@@ -32,12 +32,22 @@ from textsieve._version import __version__
 from textsieve.errors import TextsieveError
 from textsieve.exec.local import default_workers, ordered_map
 from textsieve.exec.progress import Progress
+from textsieve.export.rpv2_layout import STAGE as EXPORT
 from textsieve.interop import rpv2_release as rel_
 from textsieve.io.atomic import AtomicParquetWriter
 from textsieve.io.attributes import META_KEY, SCORE_SUFFIX, attribute_set_dir
 from textsieve.io.overlap import check_apart
 from textsieve.io.paths import Shard
-from textsieve.io.publish import FOLDER_SUMMARY, Publication, SummaryStyle, content_key
+from textsieve.io.publish import (
+    FOLDER_SUMMARY,
+    STAGING_PREFIX,
+    Publication,
+    PublishError,
+    SummaryStyle,
+    check_file,
+    content_key,
+    read_manifest,
+)
 from textsieve.io.readers import ReadOptions
 from textsieve.io.source_roots import absolute_root
 from textsieve.options import option, progress_option
@@ -268,9 +278,6 @@ def _check_complete(location: str, allow: bool) -> None:
     """Refuse a release folder that `export rpv2` left unfinished (it publishes as one unit: a
     staging folder and no manifest of its own is a killed export; a published file missing or
     changed is a damaged one), naming what is missing; `allow` imports what is there."""
-    from textsieve.export.rpv2_layout import STAGE as EXPORT
-    from textsieve.io.publish import STAGING_PREFIX, PublishError, check_file, read_manifest
-
     fs, root = fsspec.core.url_to_fs(location)
     root = root.rstrip("/")
     if not fs.isdir(root):
