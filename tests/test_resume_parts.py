@@ -303,6 +303,8 @@ def _doc_set_command(stage: str, a: Path, extra: Path) -> tuple[list[str], str]:
                     "-q"), "_decontam"
     if stage == "embed":
         return _cli("embed", str(a), "--workers", "1", "-q"), "_embed_wordllama"
+    if stage == "learn apply":
+        return _cli("learn", "apply", str(extra / "long.json"), str(a), "--workers", "1", "-q"), "_learned_long"
     raise AssertionError(stage)
 
 
@@ -311,15 +313,20 @@ def doc_set_inputs(annotated, tmp_path_factory) -> Path:
     """A tokenizer trained on the documents, and a benchmark of three of them."""
     extra = tmp_path_factory.mktemp("doc-set-inputs")
     _run(_cli("train", "tokenizer", str(annotated / "docs"), "--vocab", "400", "-o", str(extra / "tok.json"), "-q"))
+    # a boosted model (not SQL: `learn apply` stores its predictions) of even vs odd rows
+    attrs = str(annotated / "attrs")
+    _run(_cli("learn", "--positive", attrs, "--positive-where", "row % 2 = 0", "--negative", attrs,
+              "--negative-where", "row % 2 = 1", "--model", "boosted", "--name", "long", "-o",
+              str(extra / "long.json"), "-q"))
     lines = _web_docs(SHARED, 6)
     with open(extra / "bench.jsonl", "w", encoding="utf-8") as fh:
         fh.writelines(json.dumps({"text": json.loads(x)["text"][:3000]}) + "\n" for x in lines[3:6])
     return extra
 
 
-@pytest.mark.parametrize("stage", ["pii", "tokens", "decontaminate", "embed"])
+@pytest.mark.parametrize("stage", ["pii", "tokens", "decontaminate", "embed", "learn apply"])
 def test_killed_per_document_set_stages_resume_to_identical_sets(stage, annotated, doc_set_inputs, tmp_path):
-    """Issue 25 item 9: pii, tokens, decontaminate and embed (the `doc_set` scaffold) killed with
+    """Issue 25 item 9: pii, tokens, decontaminate, embed and learn apply (the `doc_set` scaffold) killed with
     some shards finished: nothing is published, and the same command finishes without
     --overwrite, to the files of an uninterrupted run, adopting the finished shards."""
     clean = _copy(annotated, tmp_path / "clean")
