@@ -195,17 +195,31 @@ def _vouched(seed: Seed, case: Case) -> bool:
             and any(a < start and end < b for a, b in seed.blocks()))
 
 
-def _check_case(path: Path, mode: str, texts: frozenset[str] | None = None) -> None:
-    """Read `path` in `mode`; raise AssertionError on any behaviour the module doc rules out.
-    With `texts`, every document must have one of them (nothing altered passes)."""
+def _checked(path: Path, mode: str, read: Callable[[ShardReader], None]) -> None:
+    """Open `path` in `mode` and run `read` (which checks what the reader yields): in fail mode
+    an `InputError` must start with the file's path, in skip mode none may be raised, and every
+    skip names the file."""
     try:
         [shard] = expand_inputs([str(path)])
     except InputError as exc:  # e.g. a file that reads as nothing at all
         assert str(exc).startswith(str(path)), exc
         return
     reader = ShardReader(shard, ReadOptions(on_error=mode))
-    last = -1
     try:
+        read(reader)
+    except InputError as exc:
+        assert mode == "fail", f"skip mode raised: {exc}"
+        assert str(exc).startswith(str(path)), exc
+        return
+    for skip in reader.skipped:
+        assert skip.location.startswith(str(path)), skip
+
+
+def _check_case(path: Path, mode: str, texts: frozenset[str] | None = None) -> None:
+    """Read `path` in `mode`; raise AssertionError on any behaviour the module doc rules out.
+    With `texts`, every document must have one of them (nothing altered passes)."""
+    def read(reader: ShardReader) -> None:
+        last = -1
         for doc in reader:
             assert doc.row > last, (doc.row, last)
             last = doc.row
@@ -213,12 +227,8 @@ def _check_case(path: Path, mode: str, texts: frozenset[str] | None = None) -> N
                 if value is not None:
                     value.encode("utf-8")
             assert texts is None or doc.text in texts, f"row {doc.row}: an altered text passed: {doc.text[:80]!r}"
-    except InputError as exc:
-        assert mode == "fail", f"skip mode raised: {exc}"
-        assert str(exc).startswith(str(path)), exc
-        return
-    for skip in reader.skipped:
-        assert skip.location.startswith(str(path)), skip
+
+    _checked(path, mode, read)
 
 
 def _check_pages(path: Path, mode: str, texts: frozenset[str] | None = None) -> None:
@@ -226,14 +236,8 @@ def _check_pages(path: Path, mode: str, texts: frozenset[str] | None = None) -> 
     framing): pages with rising rows and readable ids, or a located error; a 1 MiB cap on."""
     from textsieve.io.warc_pages import read_pages
 
-    try:
-        [shard] = expand_inputs([str(path)])
-    except InputError as exc:
-        assert str(exc).startswith(str(path)), exc
-        return
-    reader = ShardReader(shard, ReadOptions(on_error=mode))
-    last = -1
-    try:
+    def read(reader: ShardReader) -> None:
+        last = -1
         for page in read_pages(reader, 1 << 20):
             assert page.row > last, (page.row, last)
             last = page.row
@@ -241,12 +245,8 @@ def _check_pages(path: Path, mode: str, texts: frozenset[str] | None = None) -> 
                 if value is not None:
                     value.encode("utf-8")
             assert isinstance(page.body, bytes) and (page.status is None or 0 <= page.status < 1000)
-    except InputError as exc:
-        assert mode == "fail", f"skip mode raised: {exc}"
-        assert str(exc).startswith(str(path)), exc
-        return
-    for skip in reader.skipped:
-        assert skip.location.startswith(str(path)), skip
+
+    _checked(path, mode, read)
 
 
 def _run(seeds: list[Seed], tmp_path: Path, cases: int, budget: float, base_seed: int,
