@@ -165,8 +165,6 @@ def test_load_regions_converts_only_the_selected_rows(corpus, tmp_path):
     """A selection of a few rows of a large shard gets exactly the spans a whole-shard read gives
     them, and Python memory stays that of a batch, not of the shard (before: every row's spans
     became Python objects, ~27 MB for 40k rows)."""
-    import tracemalloc
-
     import numpy as np
 
     from textsieve.personal_data.redact_plan import load_regions
@@ -183,13 +181,22 @@ def test_load_regions_converts_only_the_selected_rows(corpus, tmp_path):
     whole = {c: big.column(c).to_pylist() for c in cols}  # the reference: every row converted
     expected = [[(s["start"], s["end"], rep, lab) for _, c, rep, lab in sources for s in whole[c][r]]
                 for r in rows.tolist()]
-    tracemalloc.start()
-    try:
-        got = load_regions(sources, rows)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    got = load_regions(sources, rows)
     assert got == expected and sum(map(len, got)) > 0
+    # the peak is traced in a fresh process: tracemalloc in a test process whose earlier tests
+    # left native threads running (Arrow, DuckDB) once crashed a CI worker
+    import subprocess
+
+    measure = ("import json, sys, tracemalloc\nimport numpy as np\n"
+               "from textsieve.personal_data.redact_plan import load_regions\n"
+               "sources, rows = json.loads(sys.argv[1])\nsources = [tuple(s) for s in sources]\n"
+               "load_regions(sources, np.array(rows[:1], np.int64))  # imports and first-use caches\n"
+               "tracemalloc.start()\nload_regions(sources, np.array(rows, np.int64))\n"
+               "print(tracemalloc.get_traced_memory()[1])\n")
+    out = subprocess.run([sys.executable, "-c", measure, json.dumps([sources, rows.tolist()])], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    peak = int(out.stdout.strip())
     assert peak < 5_000_000, peak
     assert load_regions(sources, np.array([big.num_rows + 5], np.int64)) == [[]]  # a row the set lacks
 
