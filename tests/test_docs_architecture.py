@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "textsieve"
 ARCHITECTURE = ROOT / "docs" / "architecture.md"
 SIGNALS = ROOT / "docs" / "signals.md"
-_NAME = re.compile(r"[A-Za-z_][\w.]*(\.py|/)\Z")
+_NAME = re.compile(r"[A-Za-z_][\w.]*(\.pyi?|/)\Z")
 
 
 def _section(text: str, heading: str) -> str:

@@ -22,6 +22,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "textsieve"
 TIERS: list[set[str]] = [
     {"__init__", "cli"},  # the facade (`ts.annotate`, loaded lazily) and the command line
     {"commands", "api"},
+    {"api_stages", "api_stub"},  # the API's stage functions (and their stub), made from the registry
+    {"api_keywords"},
     {"pipeline"},
     {"stages"},
     # the domain packages, ordered
@@ -36,7 +38,7 @@ TIERS: list[set[str]] = [
 TIER = {name: i for i, names in enumerate(TIERS) for name in names}
 #: imports of textsieve modules inside functions, conditionals or `TYPE_CHECKING` blocks (509 when
 #: issue 24 began; lower this when you move one to the top of its module)
-FUNCTION_LEVEL_CEILING = 470
+FUNCTION_LEVEL_CEILING = 420
 
 
 def _top(module: str) -> str:

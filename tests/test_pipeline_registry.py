@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import io
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
@@ -67,3 +68,34 @@ def test_the_pipeline_names_no_stage():
         named = sorted({n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and n.value in names
                         and id(n) not in docstrings})
         assert not named, f"{path.name} names stages {named}"
+
+
+def test_the_commands_and_the_api_name_no_stage():
+    """`commands/` and `api.py` build every stage's command and function from its descriptor:
+    none names a stage's command or API function, nor calls its run function; what is left there
+    is commands that are not stages (`dedup show`, `recipes`, `train ...`) and groups. (A
+    non-stage command may still import a stage's config to share its options: `dsir resample`
+    takes select's.)"""
+    root = Path(textsieve.__file__).parent
+    commands = {s.cli for s in STAGES} | {s.api_name for s in STAGES if s.call is not None}
+    runs = {s.call.__name__ for s in STAGES if s.call is not None}
+    for path in [root / "api.py", *sorted((root / "commands").glob("*.py"))]:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        made = [n.args[0] for n in ast.walk(tree) if isinstance(n, ast.Call) and n.args
+                and isinstance(n.func, ast.Attribute) and n.func.attr in ("parser", "add_parser", "group")]
+        named = sorted({n.value for n in made if isinstance(n, ast.Constant) and n.value in commands})
+        named += sorted({n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+                         and n.value.startswith("textsieve.stages.") and n.value.count(".") > 2})
+        called = sorted({n.id if isinstance(n, ast.Name) else n.attr for n in ast.walk(tree)
+                         if isinstance(n, (ast.Name, ast.Attribute)) and (n.id if isinstance(n, ast.Name)
+                                                                          else n.attr) in runs})
+        imported = sorted({a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names
+                           if a.name in runs})
+        assert not named and not called and not imported, f"{path.name}: {named} {called} {imported}"
+
+
+def test_every_stage_has_a_command_an_api_function_and_help_text():
+    for s in STAGES:
+        assert s.cli_spec is not None and s.call is not None, s.name
+        assert s.cli_spec.help and s.cli_spec.description, s.name
+        assert s.first in {f.name for f in fields(s.config)}, s.name

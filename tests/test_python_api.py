@@ -20,6 +20,9 @@ import pytest
 from _shared import SHARED, missing_reason
 
 import textsieve as ts
+from textsieve.stages.registry import stages
+
+STAGES = stages()
 
 REPO = Path(__file__).resolve().parent.parent
 DOC = REPO / "docs" / "python-api.md"
@@ -37,40 +40,23 @@ def _head(src: Path, dst: Path, n: int) -> Path:
     return dst
 
 
-STAGE_IDS = ["annotate", "decontaminate", "pii", "tokens", "embed", "learn_apply", "train_tokenizer", "mix",
-             "dedup_exact", "dedup_fuzzy", "dedup_semantic", "dsir_fit", "select"]
+STAGE_IDS = [s.api_name for s in STAGES if s.call is not None] + ["train_tokenizer"]
 
 
 def _stages():
-    """(API function, module and name of the stage's run function, config class, first argument)."""
-    from textsieve.stages.annotate.annotate import AnnotateConfig
-    from textsieve.stages.annotate.embed import EmbedConfig
-    from textsieve.stages.annotate.learn_apply import LearnApplyConfig
-    from textsieve.stages.dedup.exact import ExactConfig
-    from textsieve.stages.dedup.fuzzy import FuzzyConfig
-    from textsieve.stages.dedup.semantic import SemanticConfig
-    from textsieve.stages.select.dsir_fit import DsirFitConfig
-    from textsieve.stages.select.select import SelectConfig
-    from textsieve.stages.training.decontaminate import DecontamConfig
-    from textsieve.stages.training.mix import MixConfig
-    from textsieve.stages.training.pii import PiiConfig
-    from textsieve.stages.training.tokens import TokensConfig
+    """(API function, its stage (None: train_tokenizer, not a stage), config class, first argument)."""
     from textsieve.tokenization.train import TrainTokenizerConfig
 
-    return [(ts.annotate, "textsieve.stages.annotate.annotate", "run_annotate", AnnotateConfig, "inputs"),
-            (ts.decontaminate, "textsieve.stages.training.decontaminate", "run_decontaminate", DecontamConfig,
-             "directory"),
-            (ts.pii, "textsieve.stages.training.pii", "run_pii", PiiConfig, "directory"),
-            (ts.tokens, "textsieve.stages.training.tokens", "run_tokens", TokensConfig, "directory"),
-            (ts.embed, "textsieve.stages.annotate.embed", "run_embed", EmbedConfig, "directory"),
-            (ts.learn_apply, "textsieve.stages.annotate.learn_apply", "run_learn_apply", LearnApplyConfig, "directory"),
-            (ts.train_tokenizer, "textsieve.tokenization.train", "train_tokenizer", TrainTokenizerConfig, "corpus"),
-            (ts.mix, "textsieve.stages.training.mix", "run_mix", MixConfig, "mix"),
-            (ts.dedup_exact, "textsieve.stages.dedup.exact", "run_exact", ExactConfig, "inputs"),
-            (ts.dedup_fuzzy, "textsieve.stages.dedup.fuzzy", "run_fuzzy", FuzzyConfig, "directory"),
-            (ts.dedup_semantic, "textsieve.stages.dedup.semantic", "run_semantic", SemanticConfig, "directory"),
-            (ts.dsir_fit, "textsieve.stages.select.dsir_fit", "run_fit", DsirFitConfig, "raw"),
-            (ts.select, "textsieve.stages.select.select", "run_select", SelectConfig, "directory")]
+    out = [(getattr(ts, s.api_name), s, s.config, s.first) for s in STAGES if s.call is not None]
+    return out + [(ts.train_tokenizer, None, TrainTokenizerConfig, "corpus")]
+
+
+def _patch_run(monkeypatch, stage, fake) -> None:
+    """Replace what the API function calls: the stage's `call`, or train_tokenizer's function."""
+    if stage is None:
+        monkeypatch.setattr(sys.modules["textsieve.tokenization.train"], "train_tokenizer", fake)
+    else:  # a frozen descriptor: its instance dict still holds the field
+        monkeypatch.setitem(stage.__dict__, "call", fake)
 
 
 def _default(f: dataclasses.Field):
@@ -91,9 +77,9 @@ def _required_kwargs(cls, first: str) -> dict:
 
 @pytest.mark.parametrize("i", range(len(STAGE_IDS)), ids=STAGE_IDS)
 def test_keywords_build_the_stage_config_with_its_defaults(i, monkeypatch, tmp_path):
-    fn, module, run_name, cls, first = _stages()[i]
+    fn, stage, cls, first = _stages()[i]
     seen = []
-    monkeypatch.setattr(sys.modules[module], run_name, lambda cfg: seen.append(cfg) or "result")
+    _patch_run(monkeypatch, stage, lambda cfg: seen.append(cfg) or "result")
     extra = {"recipe": "gopher"} if cls.__name__ == "SelectConfig" else {}
     assert fn(tmp_path / "in", **_required_kwargs(cls, first), **extra) == "result"
     cfg = seen[0]
@@ -108,7 +94,7 @@ def test_keywords_build_the_stage_config_with_its_defaults(i, monkeypatch, tmp_p
 
 @pytest.mark.parametrize("i", range(len(STAGE_IDS)), ids=STAGE_IDS)
 def test_signature_lists_every_config_field(i):
-    fn, _, _, cls, first = _stages()[i]
+    fn, _, cls, first = _stages()[i]
     params = inspect.signature(fn).parameters
     names = [f.name for f in dataclasses.fields(cls)]
     assert [p for p in params if p != "dry_run"] == [first] + [n for n in names if n != first]
@@ -120,7 +106,7 @@ def test_signature_lists_every_config_field(i):
 
 @pytest.mark.parametrize("i", range(len(STAGE_IDS)), ids=STAGE_IDS)
 def test_unknown_keyword_names_the_valid_ones(i):
-    fn, _, _, cls, first = _stages()[i]
+    fn, _, cls, first = _stages()[i]
     with pytest.raises(TypeError) as err:
         fn("attrs", **_required_kwargs(cls, first), progres=False)
     msg = str(err.value)
@@ -160,9 +146,21 @@ def test_import_is_cheap_and_select_is_both_function_and_package():
         ts.no_such_thing  # noqa: B018
 
 
+def test_the_typed_stub_of_the_stage_functions_is_current():
+    """`api_stages.pyi` (what type checkers see of the generated stage functions) is what
+    `python -m textsieve.api_stub` writes for the registry as it is."""
+    from textsieve.api_stub import STUB, stub_text
+
+    assert STUB.read_text(encoding="utf-8") == stub_text(), "run `python -m textsieve.api_stub`"
+    for stage in STAGES:
+        if stage.call is not None:
+            assert f"def {stage.api_name}(" in stub_text()
+    assert "dry_run: Literal[True], **options: Any) -> Funnel | Resample" in stub_text()
+
+
 def test_py_typed_is_shipped():
     assert (REPO / "textsieve" / "py.typed").is_file()
-    assert '"textsieve" = ["py.typed"]' in (REPO / "pyproject.toml").read_text()
+    assert '"textsieve" = ["py.typed", "*.pyi"]' in (REPO / "pyproject.toml").read_text()
 
 
 def test_load_recipe_forms(tmp_path):
@@ -232,7 +230,7 @@ def test_select_results_funnel_and_draw(annotated, tmp_path):
     assert isinstance(draw, Resample) and draw.documents == 20
     picked = ts.select(annotated, dsir="wiki", k=20, output=tmp_path / "wiki-like", workers=1, progress=False)
     assert picked.documents == 20 and picked.dsir["k"] == 20
-    with pytest.raises(ValueError, match="recipe=... and/or dsir="):
+    with pytest.raises(ValueError, match=r"give a recipe, DSIR targets, or both \(--recipe R / recipe=\.\.\."):
         ts.select(annotated, output=tmp_path / "none")
 
 

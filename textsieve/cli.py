@@ -1,4 +1,4 @@
-"""The `textsieve` command: wires the subcommands of `textsieve.commands` together."""
+"""The `textsieve` command: wires the subcommands of `textsieve.commands` and every stage's command together."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import os
 import sys
 
 from textsieve._version import __version__
-from textsieve.commands import COMMAND_MODULES
+from textsieve.commands import COMMAND_MODULES, stage_commands
+from textsieve.commands.tree import CommandTree
 
 
 def _setup_logging(verbose: int, quiet: bool) -> None:
@@ -28,9 +29,10 @@ def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv for debug)")
     common.add_argument("-q", "--quiet", action="store_true", help="no progress bar, errors only")
-    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in COMMAND_MODULES:
-        importlib.import_module(f"textsieve.commands.{name}").register(sub, common)
+    tree = CommandTree(p.add_subparsers(dest="command", required=True, metavar="COMMAND"), common)
+    for name in COMMAND_MODULES:  # first: they make the groups (`dedup`, `learn`) stage commands join
+        importlib.import_module(f"textsieve.commands.{name}").register(tree)
+    tree.order(stage_commands.register(tree))  # help lists the stages first, in run order
     return p
 
 

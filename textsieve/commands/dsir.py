@@ -1,4 +1,4 @@
-"""`textsieve dsir fit|resample`: DSIR importance weights toward a target, and draws from them.
+"""`textsieve dsir resample` (draws from DSIR weights); `dsir fit` is a stage (`stages.select.dsir_fit`).
 
 `fit` stores the weights as attribute columns (ts_dsir_<name>, ts_dsir_<name>_norm,
 ts_dsir_<name>_tokens) beside an annotated pool; recipes can filter on them, and
@@ -11,32 +11,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections import Counter
 
-from textsieve.commands.options import ExamplesFormatter, add_config_options, config_from_args, examples, writes
+from textsieve.commands.options import ExamplesFormatter, add_config_options, config_from_args, examples
+from textsieve.commands.tree import CommandTree
 
 #: The `select` options that `dsir resample` shares (one definition: SelectConfig's).
 RESAMPLE_FIELDS = ("directory", "dsir", "k", "tokens", "replace", "seed", "temperature", "min_tokens",
                    "prior_ngrams", "dsir_weight", "token_column")
-
-
-def run_fit_cmd(args: argparse.Namespace) -> int:
-    from textsieve.stages.select.dsir_fit import DsirFitConfig, run_fit
-
-    res = run_fit(config_from_args(DsirFitConfig, args))
-    summary = {"model": res.model_path, "attribute_set": res.set_dir, "columns": list(res.columns),
-               "documents": res.documents, "target_docs": res.target_docs, "model_reused": res.model_reused,
-               "shards_written": len(res.shards_written), "shards_skipped": len(res.shards_skipped),
-               "seconds": round(res.seconds, 3)}
-    if args.json:
-        print(json.dumps(summary))
-    elif not args.quiet:
-        print(f"dsir {args.name}: weighed {res.documents:,} documents against {res.target_docs:,} target "
-              f"documents in {res.seconds:.1f} s; {len(res.shards_written)} shard(s) written, "
-              f"{len(res.shards_skipped)} already done -> {res.set_dir} (columns {', '.join(res.columns)})",
-              file=sys.stderr)
-    return 0
 
 
 def run_resample_cmd(args: argparse.Namespace) -> int:
@@ -67,36 +49,17 @@ def run_resample_cmd(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    d = sub.add_parser("dsir", parents=[common], help="DSIR importance weights toward a target (fit, resample)",
-                       description=__doc__.split("\n\n", 1)[1])
-    dsub = d.add_subparsers(dest="dsir_command", required=True, metavar="SUBCOMMAND")
-    f = dsub.add_parser("fit", parents=[common], help="fit target/raw n-gram models, store per-document weights",
-                        formatter_class=ExamplesFormatter,
-                        epilog=examples("textsieve dsir fit --target wiki.jsonl.gz --raw attrs/ --name wiki",
-                                        "textsieve dsir fit --target wiki.jsonl.gz --raw attrs/ --name wiki_gopher "
-                                        "--recipe gopher",
-                                        "textsieve dsir fit --target wiki.jsonl.gz --raw attrs-emb/ --name wiki_emb "
-                                        "--features embed"),
-                        description="Fit bag-of-hashed-n-gram models on the target and on the annotated pool, "
-                                    "save the model and write the attribute set RAW/_dsir_NAME with columns "
-                                    "ts_dsir_NAME (sum log ratio), ts_dsir_NAME_norm (mean per n-gram) and "
-                                    "ts_dsir_NAME_tokens. Deduplicate the pool first. With --features "
-                                    "embed|combined the weights come from a target-vs-pool classifier on the "
-                                    "pool's embeddings (run `textsieve embed RAW` first), in the same columns.")
-    from textsieve.stages.select.dsir_fit import DsirFitConfig
+def register(tree: CommandTree) -> None:
+    tree.group("dsir", help="DSIR importance weights toward a target (fit, resample)",
+               description=__doc__.split("\n\n", 1)[1], dest="dsir_command", metavar="SUBCOMMAND")
     from textsieve.stages.select.select import SelectConfig
 
-    add_config_options(f, DsirFitConfig)
-    f.add_argument("--json", action="store_true", help="print a JSON summary")
-    f.set_defaults(func=run_fit_cmd)
-    writes(f, "dsir fit", "model_path", "targets", "raw")
-    r = dsub.add_parser("resample", parents=[common], help="draw a selection and report its size, ESS and sources",
-                        formatter_class=ExamplesFormatter,
-                        epilog=examples("textsieve dsir resample attrs/ --dsir wiki --k 50",
-                                        "textsieve dsir resample attrs/ --dsir wiki --tokens 20000 --temperature 0.1"),
-                        description="Draw from the stored DSIR weights without writing documents (use "
-                                    "`textsieve select --dsir` for that) and report what the draw looks like.")
+    r = tree.parser("dsir resample", help="draw a selection and report its size, ESS and sources",
+                    formatter_class=ExamplesFormatter,
+                    epilog=examples("textsieve dsir resample attrs/ --dsir wiki --k 50",
+                                    "textsieve dsir resample attrs/ --dsir wiki --tokens 20000 --temperature 0.1"),
+                    description="Draw from the stored DSIR weights without writing documents (use "
+                                "`textsieve select --dsir` for that) and report what the draw looks like.")
     add_config_options(r, SelectConfig, only=RESAMPLE_FIELDS)
     r.add_argument("--json", action="store_true", help="print one JSON object")
     r.set_defaults(func=run_resample_cmd)

@@ -7,6 +7,7 @@ import argparse
 import json
 
 from textsieve.commands import eval_lm
+from textsieve.commands.tree import CommandTree
 
 
 def run_kl(args: argparse.Namespace) -> int:
@@ -27,7 +28,8 @@ def run_kl(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+def register(tree: CommandTree) -> None:
+    sub, common = tree.top, tree.common
     e = sub.add_parser("eval", parents=[common], help="measure a selection (kl, lm)",
                        description="Measure how close a selection is to a target, beside a random selection "
                                    "of equal size.")

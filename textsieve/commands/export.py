@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from textsieve.commands.options import ExamplesFormatter, examples, writes
+from textsieve.commands.tree import CommandTree
 
 
 def run_rpv2(args: argparse.Namespace) -> int:
@@ -54,7 +55,8 @@ def _fuzzy_verify_mode(directory: str) -> str | None:
         return None
 
 
-def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+def register(tree: CommandTree) -> None:
+    sub, common = tree.top, tree.common
     e = sub.add_parser("export", parents=[common], help="export attributes in another tool's format")
     esub = e.add_subparsers(dest="format", required=True, metavar="FORMAT")
     erp = esub.add_parser("rpv2", parents=[common],

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from textsieve.commands.options import ExamplesFormatter, add_config_options, config_from_args, examples, writes
+from textsieve.commands.tree import CommandTree
 
 
 def run_rpv2(args: argparse.Namespace) -> int:
@@ -21,7 +22,8 @@ def run_rpv2(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+def register(tree: CommandTree) -> None:
+    sub, common = tree.top, tree.common
     i = sub.add_parser("import", parents=[common], help="read another tool's released files as attribute shards")
     isub = i.add_subparsers(dest="format", required=True, metavar="FORMAT")
     r = isub.add_parser("rpv2", parents=[common], formatter_class=ExamplesFormatter,

@@ -7,6 +7,7 @@ import json
 import sys
 
 from textsieve.commands.options import writes
+from textsieve.commands.tree import CommandTree
 
 
 def run(args: argparse.Namespace) -> int:
@@ -71,8 +72,8 @@ def _C_arg(value: str) -> float | str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("learn", parents=[common], help="fit a learned quality filter over stored signals",
+def register(tree: CommandTree) -> None:
+    p = tree.parser("learn", help="fit a learned quality filter over stored signals",
                        description="Fit a logistic regression (standardised features, median imputation) on "
                                    "the stored signals of labelled documents, report stratified k-fold "
                                    "cross-validated accuracy and AUC and the most important signals, and save "
@@ -116,38 +117,5 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                                   "the output file's stem)")
     p.set_defaults(func=run)
     writes(p, "learn", "output", "positive", "negative", "input", "features_file", "features_from")
-    _register_apply(p, common)
-
-
-def run_apply(args: argparse.Namespace) -> int:
-    from textsieve.commands.options import config_from_args
-    from textsieve.stages.annotate.learn_apply import LearnApplyConfig, run_learn_apply
-
-    res = run_learn_apply(config_from_args(LearnApplyConfig, args))
-    summary = {"attribute_set": res.output, "column": res.column, "documents": res.documents, "shards": res.shards,
-               "computed": res.computed, "skipped": res.skipped, "seconds": round(res.seconds, 3),
-               "mean_probability": res.mean_probability, "model": res.model}
-    if getattr(args, "json", False):
-        print(json.dumps(summary))
-    elif not args.quiet:
-        what = ("unchanged (same inputs, same model)" if res.skipped
-                else f"{res.computed} of {res.shards} shard(s) scored")
-        mean = f", mean probability {res.mean_probability:.3f}" if res.mean_probability is not None else ""
-        print(f"learn apply: {res.documents:,} documents with {res.model['model_kind']}{mean}; {what} in "
-              f"{res.seconds:.1f} s -> {res.output} (column {res.column})", file=sys.stderr)
-    return 0
-
-
-def _register_apply(p: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
-    from textsieve.commands.options import add_config_options
-    from textsieve.stages.annotate.learn_apply import LearnApplyConfig
-
-    sub = p.add_subparsers(dest="learn_action", metavar="apply")
-    a = sub.add_parser("apply", parents=[common], help="store a model's probability per document (_learned_NAME)",
-                       description="Apply a model that does not compile to SQL (embeddings, n-grams, boosted "
-                                   "trees) to every document of an annotate folder and store its probability as "
-                                   "the set ATTRS/_learned_NAME (column ts_learned_NAME), which select reads for "
-                                   "the recipe rule NAME.predict. Re-runs keep unchanged shards.")
-    a.add_argument("--json", action="store_true", help="print the summary as one JSON line")
-    add_config_options(a, LearnApplyConfig)
-    a.set_defaults(func=run_apply)
+    # `learn apply` is a stage (`stages.annotate.learn_apply`): its command comes from its descriptor
+    tree.group("learn", dest="learn_action", required=False, metavar="apply")

@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from textsieve.commands.tree import CommandTree
+
 
 def run_show(args: argparse.Namespace) -> int:
     from textsieve.models.format import is_model_file, read_header
@@ -42,7 +44,8 @@ def _embedding_header(path: str) -> dict | None:
     return {"path": path, "fingerprint": emb.fingerprint, "kind": "embedding", **info}
 
 
-def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+def register(tree: CommandTree) -> None:
+    sub, common = tree.top, tree.common
     m = sub.add_parser("models", parents=[common], help="inspect model files",
                        description="Inspect textsieve model files (.tsm) and foreign models usable with "
                                    "`annotate --model NAME=PATH`.")

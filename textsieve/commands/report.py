@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from textsieve.commands.options import writes
+from textsieve.commands.tree import CommandTree
 
 
 def run(args: argparse.Namespace) -> int:
@@ -21,7 +22,8 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+def register(tree: CommandTree) -> None:
+    sub, common = tree.top, tree.common
     r = sub.add_parser("report", parents=[common], help="write a self-contained HTML report of a run",
                        description="One HTML file (opens offline): per-signal histograms with the recipe's "
                                    "thresholds (log axes for heavy tails), the selection funnel, the funnel per "

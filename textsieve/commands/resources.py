@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from textsieve.commands.tree import CommandTree
+
 
 def run(args: argparse.Namespace) -> int:
     from textsieve.signals.resources import add_resources, load_word_lists, missing_message, resolve_resources_dir
@@ -23,7 +25,8 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+def register(tree: CommandTree) -> None:
+    sub, common = tree.top, tree.common
     r = sub.add_parser("resources", parents=[common], help="install or show the stop-word / bad-word lists")
     rsub = r.add_subparsers(dest="action", required=True, metavar="ACTION")
     radd = rsub.add_parser("add", help="copy a word-list folder (stopwords/{lang}.json, ldnoobw/{lang}) "

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from textsieve.commands.options import writes
+from textsieve.commands.tree import CommandTree
 
 #: `textsieve run` options that are not pipeline-file keys, and why.
 CLI_ONLY = {"pipeline": "the pipeline file itself", "dry_run": "prints the plan instead of running",
@@ -42,7 +43,8 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+def register(tree: CommandTree) -> None:
+    sub, common = tree.top, tree.common
     r = sub.add_parser("run", parents=[common], help="run a whole pipeline (annotate, dedup, select) from a YAML file",
                        description="Run read -> annotate -> dedup -> DSIR -> select as declared in one YAML file "
                                    "(see examples/pipeline.yaml). Outputs: OUT/attrs (attributes and their sets), "

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from textsieve.commands.options import writes
+from textsieve.commands.tree import CommandTree
 
 
 def run(args: argparse.Namespace) -> int:
@@ -26,7 +27,8 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+def register(tree: CommandTree) -> None:
+    sub, common = tree.top, tree.common
     sm = sub.add_parser("sample", parents=[common], help="assemble the bundled sample corpus (Python and "
                         "Debian documentation and licences found on this machine)")
     sm.add_argument("output", metavar="FILE.jsonl.gz|DIR")

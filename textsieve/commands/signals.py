@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from textsieve.commands.tree import CommandTree
+
 
 def run(args: argparse.Namespace) -> int:
     from textsieve.signals import REGISTRY
@@ -24,7 +26,8 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+def register(tree: CommandTree) -> None:
+    sub, common = tree.top, tree.common
     s = sub.add_parser("signals", parents=[common], help="list the signals with level, type and definition")
     s.add_argument("--json", action="store_true", help="machine-readable list")
     s.set_defaults(func=run)

@@ -1,8 +1,9 @@
 """`textsieve train`: build model files (.tsm) from data the user points at, offline.
 
-Subcommands here: `classifier` (fastText-style quality classifier, RPv2 §4.5/§5.1) and `ut1`
-(UT1 domain blocklist index, RPv2 §5.4). `textsieve.commands.train_more` adds `lm` and
-`importance` through `register_more(train_subparsers, common)`.
+Subcommands here: `classifier` (fastText-style quality classifier, RPv2 §4.5/§5.1), `ut1`
+(UT1 domain blocklist index, RPv2 §5.4) and `tokenizer` (a byte-level BPE for `textsieve
+tokens`). `textsieve.commands.train_more` adds `lm` and `importance` through
+`register_more(train_subparsers, common)`.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ import json
 import sys
 
 from textsieve.commands import train_more
-from textsieve.commands.options import writes
+from textsieve.commands.options import ExamplesFormatter, add_config_options, config_from_args, examples, writes
+from textsieve.commands.tree import CommandTree
 
 
 def run_classifier(args: argparse.Namespace) -> int:
@@ -41,11 +43,12 @@ def run_ut1(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    t = sub.add_parser("train", parents=[common], help="train model files for model-based signals",
-                       description="Build textsieve model files (.tsm: JSON header + arrays) for "
-                                   "`annotate --model NAME=PATH`. Nothing is downloaded.")
-    tsub = t.add_subparsers(dest="train_command", required=True, metavar="MODEL")
+def register(tree: CommandTree) -> None:
+    common = tree.common
+    tsub = tree.group("train", help="train model files for model-based signals",
+                      description="Build textsieve model files (.tsm: JSON header + arrays) for "
+                                  "`annotate --model NAME=PATH`. Nothing is downloaded.", dest="train_command",
+                      metavar="MODEL")
 
     c = tsub.add_parser("classifier", parents=[common], help="quality classifier -> rps_doc_ml_NAME_score",
                         description="Train a fastText-style binary quality classifier (positives vs negatives) "
@@ -80,6 +83,31 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     u.set_defaults(func=run_ut1)
     writes(u, "train ut1", "output", "blacklists")
     train_more.register_more(tsub, common)
-    from textsieve.commands.tokens import register_train  # `train tokenizer` (a BPE for `textsieve tokens`)
+    register_train(tsub, common)  # `train tokenizer` (a BPE for `textsieve tokens`)
 
-    register_train(tsub, common)
+
+def run_train(args: argparse.Namespace) -> int:
+    from textsieve.tokenization.train import TrainTokenizerConfig, train_tokenizer
+
+    res = train_tokenizer(config_from_args(TrainTokenizerConfig, args))
+    if not args.quiet:
+        print(json.dumps({"output": res.output, "documents": res.documents, "vocab_size": res.vocab_size,
+                          "eos_id": res.eos_id, "fingerprint": res.fingerprint}, indent=1), file=sys.stderr)
+    return 0
+
+
+def register_train(tsub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    """`textsieve train tokenizer` (called by `textsieve.commands.train`)."""
+    from textsieve.tokenization.train import TrainTokenizerConfig
+
+    t = tsub.add_parser("tokenizer", parents=[common], help="byte-level BPE tokenizer -> tokenizer.json",
+                        formatter_class=ExamplesFormatter,
+                        epilog=examples("textsieve train tokenizer data/ --vocab 1000 --output tok-train.json"),
+                        description="Train a byte-level BPE (GPT-2 style: every byte is a token, so nothing "
+                                    "is unknown) on your documents with the tokenizers library and write a "
+                                    "Hugging Face tokenizer.json, the offline default for `textsieve tokens`. "
+                                    "The special tokens take ids 0, 1, ...; the same documents and settings give "
+                                    "the same file.")
+    add_config_options(t, TrainTokenizerConfig)
+    t.set_defaults(func=run_train)
+    writes(t, "train tokenizer", "output", "corpus")

@@ -156,6 +156,28 @@ def recipe_path(value: Any, base: Path) -> Any:
 
 
 @dataclass(frozen=True)
+class CliSpec:
+    """How `textsieve <command>` shows a stage; its options are the config's fields
+    (`commands.stage_commands` builds the parser, so no command module names the stage).
+
+    `report(result)`: the closing line printed to stderr (not with --quiet); `summary(result)`:
+    the JSON object `--json` prints instead (the flag exists only with it); `writes`: the field
+    the command writes to, then the fields it must not overwrite (the one output check);
+    `flags`: extra `store_true` flags as (flag, help), read by `main`; `main(config, args)`:
+    the command's body where it does more than run and report (select's `--dry-run` funnel),
+    returning the exit code. `examples` are run by tests/test_docs_commands.py on the sample."""
+
+    help: str
+    description: str
+    examples: tuple[str, ...] = ()
+    report: Callable[[Any], str] | None = None
+    summary: Callable[[Any], dict[str, Any]] | None = None
+    writes: tuple[str, ...] = ()
+    flags: tuple[tuple[str, str], ...] = ()
+    main: Callable[[Any, Any], int] | None = None
+
+
+@dataclass(frozen=True)
 class Stage:
     """One stage, as the pipeline runs it.
 
@@ -183,7 +205,13 @@ class Stage:
     written; `stages.planning`); `output_sets(config, layout, where)` lists the attribute sets it
     will write with their columns, so recipe rules are checked against them before anything runs
     (`planning.PlanError` naming `where` for a config that cannot work). A config with a
-    `recipe` has it compiled against the sets of the stages before it."""
+    `recipe` has it compiled against the sets of the stages before it.
+
+    For the CLI and the API: `call(config)` runs the stage and returns its result dataclass
+    (what `ts.<api_name>()` returns); `first` names the config field the API takes positionally
+    (`directory`, `inputs`); `prepare(value, options)` turns that argument into the field's value
+    (annotate takes a Hugging Face dataset); `preview(config)` is what `dry_run=True` returns
+    instead of running (select's funnel, mix's plan); `cli_spec` is its `textsieve` command."""
 
     name: str
     config: type
@@ -205,6 +233,11 @@ class Stage:
     record: Callable[[dict[str, Any]], None] | None = None
     estimate: Callable[[Any, Corpus], StagePlan] | None = None
     output_sets: Callable[[Any, Layout, str], list[PlannedSet]] | None = None
+    call: Callable[[Any], Any] | None = None
+    first: str = "directory"
+    prepare: Callable[[Any, dict[str, Any]], Any] | None = None
+    preview: Callable[[Any], Any] | None = None
+    cli_spec: CliSpec | None = None
     command: str = ""  # its `textsieve` command, when not the name with spaces (`learn apply`)
     api: str = ""  # its `textsieve.api` function, when not the name (`learn_apply`)
 
@@ -220,6 +253,8 @@ class Stage:
         if (self.complete is None) == (self.output_key is None):
             raise ValueError(f"stage {self.name}: give exactly one of complete (state-tracked) or output_key "
                              "(self-resuming)")
+        if self.cli_spec is not None and self.call is None and self.cli_spec.main is None:
+            raise ValueError(f"stage {self.name}: a command needs call (or its own main)")
         if self.section.endswith("[]") != (self.label is not None):
             raise ValueError(f"stage {self.name}: a list section ({self.section}) needs a label, and only it")
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -69,7 +70,7 @@ from textsieve.stages.annotate.worker import (
     output_schema,
     warm_up,
 )
-from textsieve.stages.descriptor import PROGRESS_REASON, Layout, Outcome, Stage, absolute, key_of
+from textsieve.stages.descriptor import PROGRESS_REASON, CliSpec, Layout, Outcome, Stage, absolute, key_of
 from textsieve.stages.planning import Corpus, PlannedSet, StagePlan
 
 if TYPE_CHECKING:  # pyarrow is only named in annotations here; the workers and writers import it
@@ -586,8 +587,32 @@ def _estimate(c: AnnotateConfig, e: Corpus) -> StagePlan:
 def _output_sets(c: AnnotateConfig, layout: Layout, where: str) -> list[PlannedSet]:
     return [PlannedSet("", planned_schema(c))]
 
+def _report(res: AnnotateResult) -> str:
+    return (f"annotated {res.documents:,} documents in {len(res.shards_written)} shard(s) ({res.rate_text()}); "
+            f"{len(res.shards_skipped)} shard(s) already done; {res.skipped_records} bad record(s) skipped -> "
+            f"{res.output}")
+
+
+def _prepare(inputs: Any, options: dict[str, Any]) -> Any:
+    """`ts.annotate(a datasets.Dataset or save_to_disk folder)`: its Arrow files, read in place
+    (a dataset not backed by files is written once beside `output`; `textsieve.interop.hf`)."""
+    from textsieve.interop.hf import dataset_inputs
+
+    out = options.get("output")
+    return dataset_inputs(inputs, os.fspath(out) if out is not None else None)
+
+
+CLI = CliSpec(
+    help="compute quality signals into attribute shards",
+    description="Write one Parquet attribute shard per input shard: id, shard, row and one column of RPv2 spans "
+                "[start, end, score] per signal. Documents are not copied.",
+    examples=("textsieve annotate data/*.jsonl.gz -o attrs-all/",
+              "textsieve annotate data/ -o attrs-lines/ --signals lines,repetition --workers 1"),
+    report=_report, writes=("output", "inputs", "resources", "models"))
+
 STAGE = Stage(
-    "annotate", AnnotateConfig, "annotate", _pipeline_run, order=20, always=True,
+    "annotate", AnnotateConfig, "annotate", _pipeline_run, order=20, always=True, call=run_annotate,
+    first="inputs", prepare=_prepare, cli_spec=CLI,
     shared={"inputs": "inputs", "text_field": "read.text_field", "id_field": "read.id_field",
             "lang_field": "read.lang_field", "on_error": "read.on_error", "overwrite": "overwrite"},
     # after extract, annotate reads extract's documents instead of the inputs

@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from textsieve.embedding.store import column_name, embedding_type, set_name, to_arrow
 from textsieve.options import address_option, executor_option, option, progress_option
-from textsieve.stages.descriptor import PROGRESS_REASON, Layout, Outcome, Stage, absolute
+from textsieve.stages.descriptor import PROGRESS_REASON, CliSpec, Layout, Outcome, Stage, absolute
 from textsieve.stages.planning import SET_BYTES_PER_DOC, Corpus, PlannedSet, StagePlan
 
 if TYPE_CHECKING:
@@ -214,7 +214,32 @@ def _output_sets(c: EmbedConfig, layout: Layout, where: str) -> list[PlannedSet]
     emb = load_embedder(c.model, c.name)
     return [PlannedSet(set_name(emb.name), output_schema(emb.name, emb.dim))]
 
-STAGE = Stage("embed", EmbedConfig, "embed", _pipeline_run, order=30,
+def _summary(res: EmbedResult) -> dict[str, Any]:
+    return {"attribute_set": res.output, "column": res.column, "documents": res.documents, "shards": res.shards,
+            "computed": res.computed, "skipped": res.skipped, "seconds": round(res.seconds, 3),
+            "compile_seconds": round(res.compile_seconds, 3), "model": res.model}
+
+
+def _report(res: EmbedResult) -> str:
+    what = ("unchanged (same inputs, same model)" if res.skipped
+            else f"{res.computed} of {res.shards} shard(s) embedded ({res.rate_text()})")
+    return (f"embed: {res.documents:,} documents with {res.model['model']} ({res.model['dim']}-d, fingerprint "
+            f"{res.model['model_fingerprint']}); {what} in {res.seconds:.1f} s -> {res.output} "
+            f"(column {res.column})")
+
+
+CLI = CliSpec(
+    help="one embedding per document (offline; default model in a wheel)",
+    description="Embed every document of an annotate folder into the attribute set ATTRS/_embed_MODEL (column "
+                "ts_embed_MODEL, fixed_size_list<float16>, unit length). The default model, WordLlama L2-Supercat "
+                "(256-d), ships inside the wordllama wheel; a Model2Vec or sentence-transformers folder is used by "
+                "path. Nothing is downloaded. Semantic dedup (dedup semantic), embedding DSIR (dsir fit --features "
+                "embed) and learn --features embed read the set.",
+    examples=("textsieve annotate data/ -o attrs-emb/ --signals rps_doc_word_count", "textsieve embed attrs-emb/",
+              "textsieve embed attrs-emb/ --workers 1 --json"),
+    report=_report, summary=_summary)
+
+STAGE = Stage("embed", EmbedConfig, "embed", _pipeline_run, order=30, call=run_embed, cli_spec=CLI,
               placed=lambda layout: {"directory": layout.attrs},
               derived={"directory": "always the annotate folder OUT/attrs", "progress": PROGRESS_REASON},
               complete=_complete, upstream=_model, resolve=_resolve,

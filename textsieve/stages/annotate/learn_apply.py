@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from textsieve.options import address_option, executor_option, option, progress_option
 from textsieve.stages.annotate.embed import has_embeddings
-from textsieve.stages.descriptor import PROGRESS_REASON, Layout, Outcome, Stage, absolute
+from textsieve.stages.descriptor import PROGRESS_REASON, CliSpec, Layout, Outcome, Stage, absolute
 from textsieve.stages.planning import SET_BYTES_PER_DOC, Corpus, PlanError, PlannedSet, StagePlan, set_schema
 
 STAGE_NAME = "learn apply"
@@ -255,7 +255,29 @@ def _estimate(c: LearnApplyConfig, e: Corpus) -> StagePlan:
                      f"the model's probability per document -> _{load_model(c.model).set_name}", 200_000_000,
                      e.docs * SET_BYTES_PER_DOC)
 
+def _summary(res: LearnApplyResult) -> dict[str, Any]:
+    return {"attribute_set": res.output, "column": res.column, "documents": res.documents, "shards": res.shards,
+            "computed": res.computed, "skipped": res.skipped, "seconds": round(res.seconds, 3),
+            "mean_probability": res.mean_probability, "model": res.model}
+
+
+def _report(res: LearnApplyResult) -> str:
+    what = "unchanged (same inputs, same model)" if res.skipped else f"{res.computed} of {res.shards} shard(s) scored"
+    mean = f", mean probability {res.mean_probability:.3f}" if res.mean_probability is not None else ""
+    return (f"learn apply: {res.documents:,} documents with {res.model['model_kind']}{mean}; {what} in "
+            f"{res.seconds:.1f} s -> {res.output} (column {res.column})")
+
+
+CLI = CliSpec(
+    help="store a model's probability per document (_learned_NAME)",
+    description="Apply a model that does not compile to SQL (embeddings, n-grams, boosted trees) to every document "
+                "of an annotate folder and store its probability as the set ATTRS/_learned_NAME (column "
+                "ts_learned_NAME), which select reads for the recipe rule NAME.predict. Re-runs keep unchanged "
+                "shards.",
+    report=_report, summary=_summary)
+
 STAGE = Stage("learn", LearnApplyConfig, "learn[]", _pipeline_run, command="learn apply", api="learn_apply", order=110,
+              call=run_learn_apply, cli_spec=CLI,
               label=learn_label,
               placed=lambda layout: {"directory": layout.attrs},
               derived={"directory": "always the annotate folder OUT/attrs", "progress": PROGRESS_REASON},

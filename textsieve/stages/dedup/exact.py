@@ -59,7 +59,7 @@ from textsieve.io.readers import ReadOptions, ShardReader
 from textsieve.io.source_roots import trusted
 from textsieve.options import address_option, check_choices, executor_option, memory_option, option, progress_option
 from textsieve.stages.dedup.exact_out import bloom_tables, member_records, out_table, with_empty, write_tables
-from textsieve.stages.descriptor import PROGRESS_REASON, Layout, Outcome, Stage
+from textsieve.stages.descriptor import PROGRESS_REASON, CliSpec, Layout, Outcome, Stage
 from textsieve.stages.planning import SET_BYTES_PER_DOC, Corpus, PlannedSet, StagePlan, human, set_schema
 
 EXACT_SET = "dedup_exact"
@@ -559,13 +559,24 @@ def _output_sets(c: ExactConfig, layout: Layout, where: str) -> list[PlannedSet]
     return [PlannedSet(name, set_schema([(f"{prefix}_group", pa.uint64()), (f"{prefix}_size", pa.int64()),
                                          (f"{prefix}_keep", pa.bool_())]))]
 
+CLI = CliSpec(
+    help="flag documents with identical (normalized) text",
+    description="Documents with identical text form duplicate groups; the first in corpus order (shards sorted by "
+                "path, then record order) is kept. Writes dup_exact_group, dup_exact_size, dup_exact_keep to "
+                "OUT/_dedup_exact/; other settings get a set of their own (--normalize rpv2: _dedup_exact_rpv2/ with "
+                "dup_exact_rpv2_*; Bloom mode adds _bloom), so earlier results are kept.",
+    examples=("textsieve dedup exact attrs/", "textsieve dedup exact attrs/ --normalize rpv2",
+              "textsieve dedup exact data/*.jsonl.gz -o exact-out/"),
+    report=lambda res: (f"dedup exact: {res.removed:,} of {res.documents:,} documents are duplicates "
+                        f"({res.seconds:.1f} s) -> {res.output}"),
+    writes=("output", "inputs"))
+
 STAGE = Stage(
-    "dedup_exact", ExactConfig, "dedup.exact", _pipeline_run, order=40,
+    "dedup_exact", ExactConfig, "dedup.exact", _pipeline_run, order=40, call=run_exact, first="inputs", cli_spec=CLI,
     shared={"text_field": "read.text_field", "id_field": "read.id_field", "overwrite": "overwrite"},
     placed=lambda layout: {"inputs": [layout.attrs], "output": layout.attrs},
     derived={"inputs": "always the annotate folder OUT/attrs (texts are re-read from its sources)",
              "output": "always OUT/attrs (the set goes to OUT/attrs/_dedup_exact, or _dedup_exact_rpv2 etc. named "
                        "by the settings)",
              "progress": PROGRESS_REASON},
-    complete=_complete,
-              estimate=_estimate, output_sets=_output_sets)
+    complete=_complete, estimate=_estimate, output_sets=_output_sets)

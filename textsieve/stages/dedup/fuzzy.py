@@ -44,7 +44,7 @@ from textsieve.io.attributes import LENGTH_COLUMN, META_KEY, open_set, set_place
 from textsieve.io.leftovers import finish_work, start_work, work_parent
 from textsieve.io.locations import pool_workers, source_locations
 from textsieve.options import address_option, check_choices, executor_option, memory_option, option, progress_option
-from textsieve.stages.descriptor import PROGRESS_REASON, Layout, Outcome, Stage, set_named
+from textsieve.stages.descriptor import PROGRESS_REASON, CliSpec, Layout, Outcome, Stage, set_named
 from textsieve.stages.planning import SET_BYTES_PER_DOC, Corpus, PlannedSet, StagePlan, set_schema
 
 FUZZY_SET = "dedup_fuzzy"
@@ -493,7 +493,27 @@ def _output_sets(c: FuzzyConfig, layout: Layout, where: str) -> list[PlannedSet]
         cols += [(f"{tkey(t)}_cluster", pa.uint64()), (f"{tkey(t)}_size", pa.int64()), (f"{tkey(t)}_keep", pa.bool_())]
     return [PlannedSet(FUZZY_SET, set_schema(cols))]
 
-STAGE = Stage("dedup_fuzzy", FuzzyConfig, "dedup.fuzzy", _pipeline_run, order=50,
+def _report(res: FuzzyResult) -> str:
+    lines = [f"dedup fuzzy: already done with this configuration ({res.output}); --overwrite to redo"] \
+        if res.skipped else []
+    lines += [f"  threshold {t}: {s['n_clusters']:,} clusters, {s['n_docs_in_clusters']:,} docs in clusters, "
+              f"{s['n_removed']:,} to drop ({100 * s['duplicate_fraction']:.2f}%)"
+              for t, s in res.summary["thresholds"].items()]
+    if not res.skipped:
+        lines.append(f"dedup fuzzy: done in {res.seconds:.1f} s -> {res.output}")
+    return "\n".join(lines)
+
+
+CLI = CliSpec(
+    help="MinHash-LSH clusters from annotate's bands",
+    description="Clusters near-duplicates over the stored MinHash bands (RPv2 §8): equal bands in the same band "
+                "index are candidate pairs; connected components; cluster id = smallest id_int. Writes "
+                "dup_fuzzy_t<P>_cluster/_size/_keep per threshold to DIR/_dedup_fuzzy/ and summary.json.",
+    examples=("textsieve dedup fuzzy attrs/ --threshold 0.8 --threshold 0.7 --memory 2GB",
+              "textsieve dedup show attrs/ --top 5"),
+    report=_report)
+
+STAGE = Stage("dedup_fuzzy", FuzzyConfig, "dedup.fuzzy", _pipeline_run, order=50, call=run_fuzzy, cli_spec=CLI,
               placed=lambda layout: {"directory": layout.attrs},
               derived={"directory": "always the annotate folder OUT/attrs", "progress": PROGRESS_REASON},
               complete=set_named("dedup_fuzzy"), check=_check_pipeline,

@@ -67,7 +67,7 @@ from textsieve.options import check_choices, memory_option, option, progress_opt
 from textsieve.signals.spans import span_type
 from textsieve.stages.dedup.exact import DocSource
 from textsieve.stages.dedup.exact_out import write_tables
-from textsieve.stages.descriptor import PROGRESS_REASON, Outcome, Stage, set_named
+from textsieve.stages.descriptor import PROGRESS_REASON, CliSpec, Outcome, Stage, set_named
 from textsieve.stages.doc_set import annotate_sources
 from textsieve.stages.planning import SET_BYTES_PER_DOC, Corpus, PlannedSet, StagePlan
 
@@ -455,7 +455,28 @@ def _estimate(c: LinesConfig, e: Corpus) -> StagePlan:
                      e.docs * SET_BYTES_PER_DOC + lines * (LINE_KEY_BYTES + 24),
                      f"~{lines:,} lines; key partitions are temporary")
 
-STAGE = Stage("dedup_lines", LinesConfig, "dedup.lines", _pipeline_run, order=60,
+def _report(res: LinesResult) -> str:
+    first = (f"dedup lines: already done with these settings ({res.output}); --overwrite to redo\n"
+             if res.skipped else "")
+    share = res.duplicate_lines / res.lines if res.lines else 0.0
+    return (f"{first}dedup lines: {res.duplicate_lines:,} of {res.lines:,} lines are duplicates ({100 * share:.1f}%) "
+            f"in {res.documents:,} documents, {res.groups:,} group(s) ({res.seconds:.1f} s) -> {res.output}")
+
+
+CLI = CliSpec(
+    help="flag lines repeated across documents (CCNet line dedup)",
+    description="CCNet's line dedup: lines are normalised (strip, lowercase, digits -> 0, CCNet's punctuation "
+                "removed) and hashed; within each group of --group-shards consecutive shards, a line whose "
+                "normalised text occurs in two or more documents is a duplicate (every occurrence, the first "
+                "included), as is a repeat within one document; blank lines never are. Writes the line-level span "
+                "column dup_lines_seen (1 = duplicate) and dup_lines_count/_chars/_frac to DIR/_dedup_lines/. Drop "
+                "the lines in a recipe: 'line: dup_lines_seen == 0'.",
+    examples=("textsieve dedup lines attrs/",
+              "textsieve dedup lines attrs/ --group-shards 2 --memory 512MB --overwrite",
+              "textsieve dedup lines attrs/ --normalize punct --bloom-fp 0.001 --overwrite"),
+    report=_report)
+
+STAGE = Stage("dedup_lines", LinesConfig, "dedup.lines", _pipeline_run, order=60, call=run_lines, cli_spec=CLI,
               placed=lambda layout: {"directory": layout.attrs},
               derived={"directory": "always the annotate folder OUT/attrs", "progress": PROGRESS_REASON},
               complete=set_named("dedup_lines"),

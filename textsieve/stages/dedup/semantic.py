@@ -71,7 +71,7 @@ from textsieve.io.attributes import META_KEY, open_set, set_place
 from textsieve.io.leftovers import finish_work, start_work
 from textsieve.options import check_choices, memory_option, option, progress_option
 from textsieve.stages.annotate.embed import has_embeddings
-from textsieve.stages.descriptor import PROGRESS_REASON, Layout, Outcome, Stage, set_named
+from textsieve.stages.descriptor import PROGRESS_REASON, CliSpec, Layout, Outcome, Stage, set_named
 from textsieve.stages.planning import SET_BYTES_PER_DOC, Corpus, PlannedSet, StagePlan
 
 SEMANTIC_SET = "dedup_semantic"
@@ -392,7 +392,31 @@ def _estimate(c: SemanticConfig, e: Corpus) -> StagePlan:
                      min(budget, spill) + 16 * e.docs, spill + e.docs * SET_BYTES_PER_DOC,
                      "per-cluster partitions are temporary")
 
-STAGE = Stage("dedup_semantic", SemanticConfig, "dedup.semantic", _pipeline_run, order=70,
+def _report(res: SemanticResult) -> str:
+    lines = [f"dedup semantic: already done with this configuration ({res.output}); --overwrite to redo"] \
+        if res.skipped else []
+    lines += [f"  eps {e} (cosine >= {s['min_cosine']:g}): {s['n_clusters']:,} clusters, "
+              f"{s['n_docs_in_clusters']:,} docs in clusters, {s['n_removed']:,} to drop "
+              f"({100 * s['duplicate_fraction']:.2f}%)" for e, s in res.summary["eps"].items()]
+    if not res.skipped:
+        lines.append(f"dedup semantic: done in {res.seconds:.1f} s -> {res.output}")
+    return "\n".join(lines)
+
+
+CLI = CliSpec(
+    help="SemDeDup: near-duplicates by embedding similarity",
+    description="SemDeDup on the CPU over the embeddings of `textsieve embed DIR`: seeded mini-batch k-means (fit on "
+                "a sample, assignment streamed), then within each cluster the pairs with cosine similarity >= 1 - "
+                "EPS are duplicates; connected components; cluster id = the corpus ordinal of the earliest member. "
+                "Writes dup_semantic_e<D>_cluster/_size/_keep per eps (0.05 -> e05) to DIR/_dedup_semantic/ and "
+                "summary.json.",
+    examples=("textsieve dedup semantic attrs-emb/ --eps 0.05",
+              "textsieve dedup semantic attrs-emb/ --eps 0.05 --eps 0.1 --keep longest --overwrite",
+              "textsieve dedup show attrs-emb/ --semantic --top 5"),
+    report=_report)
+
+STAGE = Stage("dedup_semantic", SemanticConfig, "dedup.semantic", _pipeline_run, order=70, call=run_semantic,
+              cli_spec=CLI,
               placed=lambda layout: {"directory": layout.attrs},
               derived={"directory": "always the annotate folder OUT/attrs (its _embed_MODEL set)",
                        "progress": PROGRESS_REASON},

@@ -54,7 +54,15 @@ from textsieve.io.publish import content_key, contents
 from textsieve.io.texts import input_texts, shard_texts
 from textsieve.options import option, progress_option
 from textsieve.recipes.language import Recipe
-from textsieve.stages.descriptor import PROGRESS_REASON, Layout, Outcome, Stage, recipe_path, recipe_value
+from textsieve.stages.descriptor import (
+    PROGRESS_REASON,
+    CliSpec,
+    Layout,
+    Outcome,
+    Stage,
+    recipe_path,
+    recipe_value,
+)
 from textsieve.stages.planning import SET_BYTES_PER_DOC, Corpus, PlannedSet, StagePlan, set_schema
 
 if TYPE_CHECKING:  # the numba feature code loads on first use, not when the CLI builds its parser
@@ -372,7 +380,35 @@ def _output_sets(c: DsirFitConfig, layout: Layout, where: str) -> list[PlannedSe
     raw, norm, tokens = column_names(c.name)
     return [PlannedSet(set_name(c.name), set_schema([(raw, pa.float64()), (norm, pa.float64()), (tokens, pa.int64())]))]
 
+def _summary(res: DsirFitResult) -> dict[str, Any]:
+    return {"model": res.model_path, "attribute_set": res.set_dir, "columns": list(res.columns),
+            "documents": res.documents, "target_docs": res.target_docs, "model_reused": res.model_reused,
+            "shards_written": len(res.shards_written), "shards_skipped": len(res.shards_skipped),
+            "seconds": round(res.seconds, 3)}
+
+
+def _report(res: DsirFitResult) -> str:
+    name = res.set_dir.rstrip("/").rsplit("/", 1)[-1].removeprefix("_dsir_")
+    return (f"dsir {name}: weighed {res.documents:,} documents against {res.target_docs:,} target documents in "
+            f"{res.seconds:.1f} s; {len(res.shards_written)} shard(s) written, {len(res.shards_skipped)} already "
+            f"done -> {res.set_dir} (columns {', '.join(res.columns)})")
+
+
+CLI = CliSpec(
+    help="fit target/raw n-gram models, store per-document weights",
+    description="Fit bag-of-hashed-n-gram models on the target and on the annotated pool, save the model and write "
+                "the attribute set RAW/_dsir_NAME with columns ts_dsir_NAME (sum log ratio), ts_dsir_NAME_norm "
+                "(mean per n-gram) and ts_dsir_NAME_tokens. Deduplicate the pool first. With --features "
+                "embed|combined the weights come from a target-vs-pool classifier on the pool's embeddings (run "
+                "`textsieve embed RAW` first), in the same columns.",
+    examples=("textsieve dsir fit --target wiki.jsonl.gz --raw attrs/ --name wiki",
+              "textsieve dsir fit --target wiki.jsonl.gz --raw attrs/ --name wiki_gopher --recipe gopher",
+              "textsieve dsir fit --target wiki.jsonl.gz --raw attrs-emb/ --name wiki_emb --features embed"),
+    report=_report, summary=_summary, flags=(("--json", "print a JSON summary"),),
+    writes=("model_path", "targets", "raw"))
+
 STAGE = Stage("dsir", DsirFitConfig, "dsir[]", _pipeline_run, command="dsir fit", api="dsir_fit", order=120,
+              call=run_fit, first="raw", cli_spec=CLI,
               label=lambda item: str(item["name"]),
               placed=lambda layout: {"raw": layout.attrs},
               derived={"raw": "always the annotate folder OUT/attrs", "progress": PROGRESS_REASON},

@@ -58,14 +58,19 @@ from textsieve.stages.descriptor import (
     recipe_value,
 )
 from textsieve.stages.planning import Corpus, StagePlan
+from textsieve.stages.select.select_cli import CLI
 
 if TYPE_CHECKING:
     from textsieve.dsir.resample import Resample
+    from textsieve.recipes.funnel import Funnel
 
 FORMATS = ("jsonl.gz", "parquet")
 DSIR_GROUP = "DSIR resampling (after `textsieve dsir fit`)"
 SHARDS_GROUP = "training shards (shuffled, fixed-size, as `textsieve mix` writes them)"
 SUMMARY = "selection.json"
+#: the one message for a selection without a recipe or DSIR targets (CLI, API and pipeline)
+NOTHING_TO_SELECT = ("give a recipe, DSIR targets, or both (--recipe R / recipe=..., --dsir NAME / dsir=...; DSIR "
+                     "then draws from the recipe's survivors); see `textsieve recipes`")
 
 
 class SelectError(ValueError):
@@ -244,7 +249,7 @@ def selected_rows(cfg: SelectConfig) -> tuple[dict[str, dict], dict | None, list
         kept, used = recipe_rows(cfg.directory, recipe, cfg.threads)
     if targets is None:
         if kept is None:
-            raise SelectError("give a recipe, DSIR targets, or both (DSIR then draws from the recipe's survivors)")
+            raise SelectError(NOTHING_TO_SELECT)
         return kept, None, used
     from textsieve.dsir.resample import resample
 
@@ -271,6 +276,21 @@ def selected_rows(cfg: SelectConfig) -> tuple[dict[str, dict], dict | None, list
                                "seed": cfg.seed, "temperature": cfg.temperature, "weight": cfg.dsir_weight,
                                "min_tokens": cfg.min_tokens, "prior_ngrams": cfg.prior_ngrams}
     return out, summary, used + [f"dsir_{n}" for n, _ in targets if f"dsir_{n}" not in used]
+
+
+def preview_select(cfg: SelectConfig) -> Funnel | Resample:
+    """What `select --dry-run` prints and `ts.select(..., dry_run=True)` returns, nothing written:
+    the recipe's funnel (attribute columns only, no text read), or with DSIR targets the draw."""
+    from textsieve.recipes.funnel import compute_funnel
+
+    cfg = resolve_select_config(cfg)
+    recipe, targets = recipe_and_targets(cfg)
+    if recipe is None and targets is None:
+        raise SelectError(NOTHING_TO_SELECT)
+    if targets is None:
+        assert recipe is not None
+        return compute_funnel(cfg.directory, recipe, threads=cfg.threads)
+    return preview_draw(cfg)
 
 
 def preview_draw(cfg: SelectConfig) -> Resample:
@@ -346,13 +366,13 @@ def run_select(cfg: SelectConfig) -> SelectResult:
     """Materialize a selection into `cfg.output` (see module doc)."""
     cfg = resolve_select_config(cfg)
     recipe, _ = recipe_and_targets(cfg)
+    if cfg.recipe is None and cfg.dsir is None:
+        raise SelectError(NOTHING_TO_SELECT)
     if not cfg.output:
         raise SelectError("--output DIR is required unless --dry-run")
     from textsieve.exec.local import default_workers
     from textsieve.exec.progress import Progress
 
-    if cfg.recipe is None and cfg.dsir is None:
-        raise SelectError("give a recipe, DSIR targets, or both (DSIR then draws from the recipe's survivors)")
     if cfg.format not in FORMATS:
         raise SelectError(f"--format must be one of {', '.join(FORMATS)}, not {cfg.format!r}")
     if cfg.shards is not None:  # training shards: the mix machinery with this selection as its one source
@@ -524,7 +544,8 @@ def _estimate(c: SelectConfig, e: Corpus) -> StagePlan:
     return StagePlan("select", f"{', then '.join(parts)} -> {e.layout.selected}", 100 * e.docs + 200_000_000,
                      e.docs * e.mean_chars, "disk: at most every document's text once")
 
-STAGE = Stage("select", SelectConfig, "select", _pipeline_run, order=130,
+STAGE = Stage("select", SelectConfig, "select", _pipeline_run, order=130, call=run_select, preview=preview_select,
+              cli_spec=CLI,
               placed=lambda layout: {"directory": layout.attrs, "output": layout.selected},
               derived={"directory": "always the annotate folder OUT/attrs", "output": "always OUT/selected",
                        "progress": PROGRESS_REASON},
@@ -533,4 +554,5 @@ STAGE = Stage("select", SelectConfig, "select", _pipeline_run, order=130,
               estimate=_estimate)
 
 
-__all__ = ["STAGE", "FORMATS", "SelectConfig", "SelectError", "SelectResult", "run_select", "selection_sql", "lit"]
+__all__ = ["STAGE", "FORMATS", "SelectConfig", "SelectError", "SelectResult", "preview_select", "run_select",
+           "selection_sql", "lit"]

@@ -46,7 +46,7 @@ from textsieve.io.paths import SUFFIX_FORMATS, Shard, expand_inputs
 from textsieve.io.publish import Publication, SummaryStyle
 from textsieve.io.safe_paths import safe_rel
 from textsieve.options import address_option, check_choices, executor_option, option, progress_option
-from textsieve.stages.descriptor import PROGRESS_REASON, Outcome, Stage, key_of
+from textsieve.stages.descriptor import PROGRESS_REASON, CliSpec, Outcome, Stage, key_of
 from textsieve.stages.planning import Corpus, StagePlan
 from textsieve.stages.sources.extract_worker import REASONS, ExtractTask, extract_shard, read_done
 
@@ -351,11 +351,29 @@ def _estimate(c: ExtractConfig, e: Corpus) -> StagePlan:
                      workers * EXTRACT_WORKER_BYTES, e.docs * EXTRACT_BYTES_PER_DOC,
                      f"{workers} worker(s); ~{e.docs:,} response records, pages that are not HTML are left out")
 
+def _report(res: ExtractResult) -> str:
+    left = ", ".join(f"{n:,} {reason}" for reason, n in res.skipped.items()) or "none"
+    return (f"extracted {res.documents:,} of {res.pages:,} pages in {len(res.shards_written)} shard(s) "
+            f"({res.docs_per_second:,.0f} docs/s); {len(res.shards_skipped)} shard(s) already done; left out: "
+            f"{left}; {res.bad_records} damaged record(s) skipped -> {res.output}")
+
+
+CLI = CliSpec(
+    help="WARC/ARC archives and HTML pages to document shards",
+    description="Main-content text of every HTML response record (WARC/ARC) or page file (.html, .htm, .html.gz; a "
+                "folder's pages are one shard), one document shard per input shard with id, text, url, title, "
+                "date, content_type, charset, lang, lang_score and meta.extract. Pages that are not HTML, redirects, "
+                "empty bodies and empty extractions are left out and counted by reason in extract.json.",
+    examples=("textsieve extract crawl/*.warc.gz -o docs/",
+              "textsieve extract pages/ -o docs-html/ --engine trafilatura --fix-text",
+              "textsieve extract crawl/ -o docs-skip/ --on-error skip --workers 2"),
+    report=_report, writes=("output", "inputs"))
+
 STAGE = Stage(
-    "extract", ExtractConfig, "extract", _pipeline_run, order=10,
+    "extract", ExtractConfig, "extract", _pipeline_run, order=10, call=run_extract, first="inputs", cli_spec=CLI,
     shared={"inputs": "inputs", "on_error": "read.on_error", "overwrite": "overwrite"},
     placed=lambda layout: {"output": layout.docs},
     derived={"output": "always OUT/docs (annotate then reads OUT/docs instead of the inputs)",
              "progress": PROGRESS_REASON},
     output_key=lambda layout: key_of(layout.folder_key(layout.docs)),
-              estimate=_estimate)  # resumes shard by shard by itself
+    estimate=_estimate)  # resumes shard by shard by itself

@@ -41,7 +41,7 @@ from typing import Any
 import pyarrow as pa
 
 from textsieve.options import memory_option, option, progress_option
-from textsieve.stages.descriptor import PROGRESS_REASON, Layout, Outcome, Stage, absolute, set_named
+from textsieve.stages.descriptor import PROGRESS_REASON, CliSpec, Layout, Outcome, Stage, absolute, set_named
 from textsieve.stages.planning import PlannedSet, doc_set_plan
 
 STAGE_NAME = "decontaminate"
@@ -321,7 +321,45 @@ def _check_pipeline(data: Mapping[str, Any], errors: list[str]) -> None:
         errors.append("decontaminate.against: give at least one benchmark file or folder (name=path or path)")
 
 
-STAGE = Stage("decontaminate", DecontamConfig, "decontaminate", _pipeline_run, order=80,
+def _summary(res: DecontamResult) -> dict[str, Any]:
+    return {"attribute_set": res.output, "documents": res.documents, "contaminated": res.contaminated,
+            "matched_ngrams": res.matched_ngrams, "shards": res.shards, "computed": res.computed,
+            "skipped": res.skipped, "mode": res.mode, "seconds": round(res.seconds, 3), "benchmarks": res.benchmarks}
+
+
+def _examples_of(bench: dict[str, Any]) -> str:
+    """"1,000 examples", and how many were left out as shorter than --min-words when any were (a
+    user otherwise cannot tell that part of a benchmark was never matched)."""
+    text = f"{bench.get('examples', 0):,} examples"
+    left = bench.get("short_examples_left_out", 0)
+    return f"{text}, {left:,} left out as shorter than --min-words" if left else text
+
+
+def _report(res: DecontamResult) -> str:
+    what = ("unchanged (same inputs, benchmarks and settings)" if res.skipped
+            else f"{res.computed} of {res.shards} shard(s) matched")
+    names = ", ".join(f"{name} ({_examples_of(b)})" for name, b in res.benchmarks.items())
+    return (f"decontaminate: {res.contaminated:,} of {res.documents:,} documents share n-grams with {names} "
+            f"({res.matched_ngrams:,} matched n-grams; {res.mode} index); {what} in {res.seconds:.1f} s -> "
+            f"{res.output} (keep clean documents with ts_contam_count == 0)")
+
+
+CLI = CliSpec(
+    help="n-gram overlap of documents with benchmark data",
+    description="Mark every document that shares an n-gram (13 normalised words by default: lowercase, punctuation "
+                "and diacritics ignored, GPT-3's rule) with evaluation data you provide: JSONL, Parquet or text "
+                "files or folders, one benchmark per --against. Writes the attribute set ATTRS/_decontam with "
+                "ts_contam_count (matched n-grams), ts_contam_spans (the matched text, character offsets) and "
+                "ts_contam_bench (benchmarks matched). Keep clean documents with a recipe rule ts_contam_count == 0, "
+                "or cut the matched text out with select --redact ts_contam_spans. A changed benchmark file is "
+                "matched again on the next run.",
+    examples=("textsieve decontaminate attrs/ --against wiki=wiki.jsonl.gz",
+              "textsieve decontaminate attrs/ --against wiki.jsonl.gz --field text --bloom-fp 1e-6 --overwrite "
+              "--workers 1"),
+    report=_report, summary=_summary)
+
+STAGE = Stage("decontaminate", DecontamConfig, "decontaminate", _pipeline_run, order=80, call=run_decontaminate,
+              cli_spec=CLI,
               placed=lambda layout: {"directory": layout.attrs},
               derived={"directory": "always the annotate folder OUT/attrs", "progress": PROGRESS_REASON},
               complete=set_named(SET_NAME), upstream=_benchmarks, resolve=_resolve, check=_check_pipeline,

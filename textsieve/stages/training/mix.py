@@ -28,6 +28,7 @@ import hashlib
 import json
 import os
 import shutil
+import sys
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -52,6 +53,7 @@ from textsieve.mixing.spec import (
 from textsieve.options import check_choices, memory_option, option, progress_option
 from textsieve.stages.descriptor import (
     PROGRESS_REASON,
+    CliSpec,
     Layout,
     Outcome,
     Stage,
@@ -416,7 +418,65 @@ def _estimate(c: MixConfig, e: Corpus) -> StagePlan:
                      memory_plan(STAGE_NAME, c.memory, 0, floor=1).total + 100_000_000, 2 * e.docs * e.mean_chars,
                      "disk: the selected text once in shards, once in temporary buckets")
 
-STAGE = Stage("mix", MixConfig, "mix", _pipeline_run, order=140,
+def preview_mix(cfg: MixConfig) -> Plan:
+    """What `mix --dry-run` prints and `ts.mix(..., dry_run=True)` returns: the plan (per source
+    available and target tokens, epochs; `plan.feasible`), nothing written."""
+    return plan_mix(cfg)[2]
+
+
+def _main(cfg: MixConfig, args: Any) -> int:
+    """`textsieve mix`: the plan with --dry-run (non-zero exit when infeasible), else the mix
+    written, its plan printed first."""
+    if args.dry_run:
+        plan = preview_mix(cfg)
+        print(json.dumps(plan.to_dict(), indent=2) if args.json else plan.table())
+        if not plan.feasible:
+            raise MixInfeasibleError(plan)
+        return 0
+    if not cfg.output:
+        raise MixError("--output DIR is required unless --dry-run")
+    try:
+        res = run_mix(cfg)
+    except MixInfeasibleError as exc:
+        print(json.dumps(exc.plan.to_dict(), indent=2) if args.json else exc.plan.table())
+        raise
+    if args.json:
+        print(json.dumps({"output": res.output, "documents": res.documents, "tokens": res.tokens,
+                          "shards": len(res.shards), "skipped": res.skipped, "tasks": res.tasks,
+                          "tasks_resumed": res.tasks_resumed, "plan": res.plan.to_dict()}))
+        return 0
+    if not args.quiet:
+        print(res.plan.table(), file=sys.stderr)
+        done = "already published, nothing to do" if res.skipped else f"{res.seconds:.1f} s"
+        print(f"mixed {res.documents:,} documents, {res.tokens:,} tokens into {len(res.shards)} shard(s) -> "
+              f"{res.output} ({done})", file=sys.stderr)
+    return 0
+
+
+CLI = CliSpec(
+    help="mix selections at token shares into shuffled training shards",
+    description="Sources are selections (a recipe and/or DSIR draw over an annotate folder, or a `textsieve select` "
+                "output), each with a share of the total tokens (or a weight) and an upsampling cap (max_epochs). "
+                "The plan (per source available and target tokens, epochs needed) is printed first; an infeasible "
+                "mix stops before anything is written. Output: globally shuffled shards of a fixed size (JSONL.zst, "
+                "Parquet, or token ids .bin + Megatron .idx) and manifest.json. Seeded: the same file, inputs and "
+                "seed give the same bytes.",
+    examples=("textsieve mix examples/mix.yaml --dry-run", "textsieve mix examples/mix.yaml -o mix-shards/",
+              "textsieve mix examples/mix.yaml -o mix-parquet/ --format parquet --shard-size 200KB"),
+    flags=(("--dry-run", "print the plan only (non-zero exit when infeasible)"),
+           ("--json", "print the plan / result as JSON")),
+    main=_main, writes=("output", "mix", "source_roots", "tokenizer"))
+
+
+def _prepare(mix: Any, options: dict[str, Any]) -> Any:
+    """`ts.mix(a mapping)`: the parsed mix file (its relative paths against the working directory)."""
+    from collections.abc import Mapping
+
+    return dict(mix) if isinstance(mix, Mapping) else os.fspath(mix)
+
+
+STAGE = Stage("mix", MixConfig, "mix", _pipeline_run, order=140, call=run_mix, first="mix", prepare=_prepare,
+              preview=preview_mix, cli_spec=CLI,
               placed=lambda layout: {"output": layout.train},
               derived={"output": "always OUT/train (shards and manifest.json)", "progress": PROGRESS_REASON},
               types={"mix": str | dict}, complete=_complete, upstream=_upstream, resolve=_resolve,
@@ -424,4 +484,4 @@ STAGE = Stage("mix", MixConfig, "mix", _pipeline_run, order=140,
 
 
 __all__ = ["STAGE", "MixConfig", "MixError", "MixInfeasibleError", "MixResult", "check_output", "output_schema",
-           "plan_mix", "plan_pools", "publish_mix", "resolve_mix", "run_mix"]
+           "plan_mix", "preview_mix", "plan_pools", "publish_mix", "resolve_mix", "run_mix"]

@@ -23,7 +23,7 @@ import pyarrow as pa
 from textsieve.options import check_choices, option, progress_option
 from textsieve.personal_data.detect import DETECTOR_VERSION, LENIENCIES, PII_TYPES, PiiSettings, detect
 from textsieve.signals.spans import free_spans, span_type
-from textsieve.stages.descriptor import PROGRESS_REASON, Outcome, Stage, set_named
+from textsieve.stages.descriptor import PROGRESS_REASON, CliSpec, Outcome, Stage, set_named
 from textsieve.stages.doc_set import DocSetError, DocSetJob, DocSetResult, run_doc_set
 from textsieve.stages.doc_set import output_schema as _doc_set_schema
 from textsieve.stages.planning import PlannedSet, doc_set_plan
@@ -141,7 +141,24 @@ def _pipeline_run(c: PiiConfig) -> Outcome:
     return Outcome({"documents": r.documents, "spans": int(r.summary.get("ts_pii_count", 0))}, ran=not r.skipped)
 
 
-STAGE = Stage("pii", PiiConfig, "pii", _pipeline_run, order=90,
+def _report(res: DocSetResult) -> str:
+    what = "already up to date" if res.skipped else f"{res.computed} shard(s) computed"
+    return (f"pii: {res.documents:,} documents, {res.summary.get('ts_pii_count', 0):,} span(s) found; {what} "
+            f"({res.seconds:.1f} s) -> {res.output}")
+
+
+CLI = CliSpec(
+    help="find e-mails, IPs, phones, card numbers, IBANs (span signals)",
+    description="Write the attribute set ANNOTATED_DIR/_pii: per document the spans of e-mail addresses, IPv4/IPv6 "
+                "addresses, phone numbers (libphonenumber), Luhn-checked payment card numbers and mod-97-checked "
+                "IBANs (ts_pii_<type>) and their number (ts_pii_count). Recipes use `ts_pii_count == 0`; `select "
+                "--redact pii` writes the chosen documents with each span replaced by a placeholder such as "
+                "|||EMAIL_ADDRESS|||.",
+    examples=("textsieve pii attrs/", "textsieve pii attrs/ --types email,ip --overwrite",
+              "textsieve select attrs/ --recipe gopher --redact pii -o pii-redacted/"),
+    report=_report)
+
+STAGE = Stage("pii", PiiConfig, "pii", _pipeline_run, order=90, call=run_pii, cli_spec=CLI,
               placed=lambda layout: {"directory": layout.attrs},
               derived={"directory": "always the annotate folder OUT/attrs", "progress": PROGRESS_REASON},
               complete=set_named(SET_NAME),

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from textsieve.options import option, progress_option
-from textsieve.stages.descriptor import PROGRESS_REASON, Layout, Outcome, Stage
+from textsieve.stages.descriptor import PROGRESS_REASON, CliSpec, Layout, Outcome, Stage
 from textsieve.stages.planning import PlannedSet, doc_set_plan
 from textsieve.tokenization.columns import COLUMN_PREFIX, SET_PREFIX
 
@@ -186,7 +186,34 @@ def _output_sets(c: TokensConfig, layout: Layout, where: str) -> list[PlannedSet
     name = load_tokenizer(c.tokenizer, c.name, pattern=c.tiktoken_pattern).name
     return [PlannedSet(set_name(name), output_schema(name))]
 
-STAGE = Stage("tokens", TokensConfig, "tokens", _pipeline_run, order=100,
+def _summary(res: TokensResult) -> dict[str, Any]:
+    return {"attribute_set": res.output, "column": res.column, "documents": res.documents, "tokens": res.tokens,
+            "shards": res.shards, "computed": res.computed, "skipped": res.skipped,
+            "seconds": round(res.seconds, 3), "tokenizer": res.tokenizer}
+
+
+def _report(res: TokensResult) -> str:
+    what = ("unchanged (same inputs, same tokenizer)" if res.skipped
+            else f"{res.computed} of {res.shards} shard(s) counted")
+    return (f"tokens: {res.documents:,} documents, {res.tokens:,} tokens ({res.tokens_per_doc:,.1f}/doc) with "
+            f"{res.tokenizer['kind']} tokenizer {res.tokenizer['name']} (fingerprint "
+            f"{res.tokenizer['fingerprint']}); {what} in {res.seconds:.1f} s -> {res.output} (column {res.column})")
+
+
+CLI = CliSpec(
+    help="real token counts per document (tokenizer.json, tiktoken)",
+    description="Count every document's tokens with the tokenizer you train with: a Hugging Face tokenizer.json (or "
+                "a folder holding one) or a tiktoken BPE file, read from its path (nothing is downloaded). Writes "
+                "the attribute set ATTRS/_tokens_NAME with the int64 column ts_tokens_NAME; select --dsir --tokens, "
+                "the funnel and the report then count in these tokens. Counts exclude special tokens; a tokenizer "
+                "file changed in place is counted again on the next run.",
+    examples=("textsieve train tokenizer data/ --vocab 2000 --output tok-help.json",
+              "textsieve annotate data/ -o attrs-tok/ --signals rps_doc_word_count",
+              "textsieve tokens attrs-tok/ --tokenizer tok-help.json",
+              "textsieve tokens attrs-tok/ --tokenizer tok-help.json --name help --workers 1"),
+    report=_report, summary=_summary)
+
+STAGE = Stage("tokens", TokensConfig, "tokens", _pipeline_run, order=100, call=run_tokens, cli_spec=CLI,
               placed=lambda layout: {"directory": layout.attrs},
               derived={"directory": "always the annotate folder OUT/attrs", "progress": PROGRESS_REASON},
               complete=_complete, upstream=_tokenizer_file, check=_check_pipeline,
