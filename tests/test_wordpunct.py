@@ -41,7 +41,7 @@ def test_token_flags_and_hashes_equal_python() -> None:
     texts = _texts(5)
     flags = unicode_tables().flags
     cps, off = codepoints_batch(texts)
-    start, end, seen, fnv = doc_scratch(off)
+    start, end, seen, fnv = doc_scratch(cps, off, flags)
     for d, text in enumerate(texts):
         n = tokenize_into(cps, off[d], off[d + 1], flags, True, start, end, seen, fnv, 0)
         spans = wordpunct_spans(text)
@@ -72,3 +72,17 @@ def test_batch_encodings_round_trip() -> None:
         assert [chr(c) for c in cps[coff[i]:coff[i + 1]]] == list(t)
     for empty in (encode_batch([]), codepoints_batch([])):
         assert empty[0].size == 0 and empty[1].tolist() == [0]
+
+
+def test_count_tokens_is_the_number_tokenize_into_writes() -> None:
+    """`doc_scratch` sizes the token buffers by `count_tokens` (not one slot per code point), so
+    the count must be exact: fewer slots would overrun them."""
+    from textsieve.text.wordpunct_numba import count_tokens
+
+    texts = _texts(7) + ["", "   ", "a", "!!", "a!b ?c\u00e9\u0301 \U0001F600x", "\n\n\tx--y"]
+    flags = unicode_tables().flags
+    cps, off = codepoints_batch(texts)
+    start, end, seen, fnv = doc_scratch(cps, off, flags)
+    assert len(start) == max(len(wordpunct_spans(t)) for t in texts)
+    for d, text in enumerate(texts):
+        assert count_tokens(cps, off[d], off[d + 1], flags) == len(wordpunct_spans(text)), repr(text)

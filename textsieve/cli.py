@@ -9,8 +9,7 @@ import os
 import sys
 
 from textsieve._version import __version__
-from textsieve.commands import COMMAND_MODULES, stage_commands
-from textsieve.commands.tree import CommandTree
+from textsieve.commands import COMMAND_MODULES
 
 
 def _setup_logging(verbose: int, quiet: bool) -> None:
@@ -29,6 +28,11 @@ def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv for debug)")
     common.add_argument("-q", "--quiet", action="store_true", help="no progress bar, errors only")
+    # imported here, not at the top: they load pyarrow, which must not start before `main` has
+    # chosen its memory pool (ARROW_DEFAULT_MEMORY_POOL)
+    from textsieve.commands import stage_commands
+    from textsieve.commands.tree import CommandTree
+
     tree = CommandTree(p.add_subparsers(dest="command", required=True, metavar="COMMAND"), common)
     for name in COMMAND_MODULES:  # first: they make the groups (`dedup`, `learn`) stage commands join
         importlib.import_module(f"textsieve.commands.{name}").register(tree)

@@ -31,12 +31,17 @@ def encode_batch(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     return np.frombuffer(b"".join(parts), dtype=np.uint8), offsets
 
 
+#: the most code points one batch may hold: the kernels' token bounds are int32 (`wordpunct_numba.doc_scratch`)
+MAX_BATCH_CODE_POINTS = 2**31 - 1
+
+
 def codepoints_batch(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     """(cps, offsets): the code points of all texts concatenated (uint32) and n+1 int64
     code-point offsets, text i being ``cps[offsets[i]:offsets[i + 1]]``."""
     lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
     offsets = np.zeros(len(texts) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    cps = np.frombuffer("".join(texts).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    joined = texts[0] if len(texts) == 1 else "".join(texts)  # one (big) text: no copy before encoding
+    cps = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
     return cps, offsets
 

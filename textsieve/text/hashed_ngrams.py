@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from numba import njit
 
-from textsieve.text.batch_encoding import codepoints_batch
+from textsieve.text.batch_encoding import MAX_BATCH_CODE_POINTS, codepoints_batch
 from textsieve.text.hashing import fmix64 as _fmix64
 from textsieve.text.unicode_props import unicode_tables
 from textsieve.text.wordpunct_numba import doc_scratch, tokenize_into
@@ -109,7 +109,7 @@ def _ngram_kernel(cps, starts, flags, n_buckets, n, seed_key, out, out_off, out_
     nb = np.uint64(n_buckets)
     pos = 0
     n_docs = starts.shape[0] - 1
-    tok_start, tok_end, tok_seen, tok_fnv = doc_scratch(starts)
+    tok_start, tok_end, tok_seen, tok_fnv = doc_scratch(cps, starts, flags)
     for d in range(n_docs):
         out_off[d] = pos
         n_tok = tokenize_into(cps, starts[d], starts[d + 1], flags, True, tok_start, tok_end, tok_seen, tok_fnv, 0)
@@ -123,6 +123,8 @@ def featurize(texts: Sequence[str], params: HashedNgramParams) -> NgramBatch:
     """Bucket ids of the n-grams of each text (one compiled pass over the whole batch)."""
     lowered = [t.lower() for t in texts]
     cps, starts = codepoints_batch(lowered)
+    if cps.shape[0] > MAX_BATCH_CODE_POINTS:  # token bounds are int32
+        raise ValueError("featurize: a batch of 2**31 code points or more; pass fewer texts at once")
     out = np.empty(max(int(starts[-1]) * params.ngrams, 1), dtype=np.uint32)
     off = np.empty(len(lowered) + 1, dtype=np.int64)
     tok = np.empty(len(lowered), dtype=np.int64)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from textsieve.text.batch_encoding import codepoints_batch
+from textsieve.text.batch_encoding import MAX_BATCH_CODE_POINTS, codepoints_batch
 
 # Per-document outputs, columns of `doc_stats`.
 D_RAW_TOKENS = 0  # len(W_raw)
@@ -88,5 +88,8 @@ def scan_raw(cps, doc_off, doc_lang, flags, norm_len, norm_numeric, norm_ascii,
     line_off int64[n_docs + 1]); see `raw_scan_numba.scan_raw`."""
     from textsieve.text.raw_scan_numba import scan_raw as kernel
 
+    if cps.shape[0] > MAX_BATCH_CODE_POINTS:
+        raise ValueError("a batch of 2**31 code points or more cannot be annotated (set --max-doc-bytes below 2GiB "
+                         "to skip such documents)")
     return kernel(cps, doc_off, doc_lang, flags, norm_len, norm_numeric, norm_ascii,
                   sw_hash, sw_lang_off, sw_word_off, sw_chars)

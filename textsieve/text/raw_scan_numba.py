@@ -105,7 +105,7 @@ def scan_raw(cps, doc_off, doc_lang, flags, norm_len, norm_numeric, norm_ascii,
                 n_lines_max += 1
     line_stats = np.zeros((n_lines_max, N_LINE_STATS), dtype=np.int64)
     line_off = np.zeros(n_docs + 1, dtype=np.int64)
-    tok_start, tok_end, tok_seen, tok_fnv = doc_scratch(doc_off)
+    tok_start, tok_end, tok_seen, tok_fnv = doc_scratch(cps, doc_off, flags)
     nl = 0
     for d in range(n_docs):
         s0 = doc_off[d]

@@ -132,16 +132,49 @@ class BatchViews:
             bad = wl.bad_words.get(lang)
             if not bad:
                 continue
-            words = content.split(" ")
-            if wl.bad_first_words[lang].isdisjoint(words):
-                continue
-            firsts = wl.bad_first_words[lang]
-            hits = 0
-            for i, w in enumerate(words):
-                if w not in firsts:
-                    continue
-                for n in wl.bad_ngram_sizes[lang]:
-                    if i + n <= len(words) and " ".join(words[i:i + n]) in bad:
-                        hits += 1
-            out[d] = hits
+            out[d] = bad_word_hits(content, bad, wl.bad_first_words[lang], wl.bad_ngram_sizes[lang])
         return out
+
+
+#: normalized contents longer than this are matched against LDNOOBW piece by piece
+BAD_WORD_PIECE = 1 << 20
+
+
+def _hits(words: list[str], stop: int, bad: frozenset[str], firsts: frozenset[str], sizes: list[int]) -> int:
+    """Entries of `bad` starting at words[0:stop] (n-grams may reach past `stop`)."""
+    if firsts.isdisjoint(words):
+        return 0
+    hits = 0
+    for i in range(stop):
+        if words[i] not in firsts:
+            continue
+        for n in sizes:
+            if i + n <= len(words) and " ".join(words[i:i + n]) in bad:
+                hits += 1
+    return hits
+
+
+def bad_word_hits(content: str, bad: frozenset[str], firsts: frozenset[str], sizes: list[int]) -> int:
+    """LDNOOBW n-grams in one normalized content (words joined by single spaces). A long content
+    is split piece by piece, carrying the last `max(sizes) - 1` words into the next piece, so
+    every start is counted once with all of its n-grams and no list of every word of a 30 MB
+    document is ever held (~15x the text)."""
+    if len(content) <= BAD_WORD_PIECE:
+        words = content.split(" ")
+        return _hits(words, len(words), bad, firsts, sizes)
+    keep = max(sizes) - 1
+    hits, start = 0, 0
+    carry: list[str] = []
+    while start < len(content):
+        cut = content.find(" ", start + BAD_WORD_PIECE)
+        last = cut < 0
+        piece = content[start:] if last else content[start:cut]
+        words = carry + piece.split(" ")
+        if last:
+            hits += _hits(words, len(words), bad, firsts, sizes)
+            break
+        stop = max(len(words) - keep, 0)
+        hits += _hits(words, stop, bad, firsts, sizes)
+        carry = words[stop:]
+        start = cut + 1
+    return hits

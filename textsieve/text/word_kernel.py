@@ -16,6 +16,8 @@ first call.
 
 from __future__ import annotations
 
+import numpy as np
+
 # Columns of the int64 `stats` output.
 W_WORDS = 0  # len(W)
 W_CHARS = 1  # sum of word lengths in code points (T)
@@ -33,4 +35,7 @@ def word_stats(buf, doc_off):
     """Per-document word statistics of a batch; see `word_stats_numba.word_stats`."""
     from textsieve.text.word_stats_numba import word_stats as kernel
 
+    if len(doc_off) > 1 and int(np.diff(doc_off).max()) >= 2**31:  # the kernel counts words in int32
+        raise ValueError("a document of 2 GiB or more of normalized text cannot be annotated (set --max-doc-bytes "
+                         "below 2GiB to skip such documents)")
     return kernel(buf, doc_off)

@@ -33,8 +33,10 @@ import fsspec
 
 from textsieve._version import __version__
 from textsieve.exec.arrow_memory import lean_arrow_memory
+from textsieve.exec.budget import memory_plan
 from textsieve.exec.local import default_workers, ordered_map
 from textsieve.exec.progress import Progress
+from textsieve.interop.hf import dataset_inputs
 from textsieve.io.attributes import META_KEY
 from textsieve.io.ids import UniqueIdReader, effective_mode
 from textsieve.io.leftovers import remove_stale_temps
@@ -44,7 +46,14 @@ from textsieve.io.paths import Shard, expand_inputs
 from textsieve.io.publish import FOLDER_SUMMARY, Publication
 from textsieve.io.readers import ReadOptions, ShardReader
 from textsieve.io.safe_paths import safe_rel
-from textsieve.options import address_option, check_choices, executor_option, option, progress_option
+from textsieve.options import (
+    address_option,
+    check_choices,
+    executor_option,
+    memory_option,
+    option,
+    progress_option,
+)
 from textsieve.signals.registry import REGISTRY
 from textsieve.signals.resources import (
     RPV2_LANGS,
@@ -80,6 +89,17 @@ log = logging.getLogger("textsieve.annotate")
 
 
 MAX_BATCH_CHARS = 4_000_000  # a batch this large keeps a worker busy ~1 s; huge docs go alone
+#: Peak memory per character of a batch while a worker computes it (the texts, their views and the
+#: kernels' tables), measured: a 30M-character document adds 388 MB to an idle worker's RSS.
+WORKER_BYTES_PER_CHAR = 13
+#: Memory per character of a batch waiting for a worker (its texts in the main process, pickled
+#: on the way): up to 4 bytes per character of a Python str, twice. Two batches wait per worker.
+PENDING_BYTES_PER_CHAR = 8
+PENDING_PER_WORKER = 2
+MEMORY_SPENT_ON = (f"annotate sizes its batches by it: a batch costs ~{WORKER_BYTES_PER_CHAR} bytes per character "
+                   f"in its worker and ~{PENDING_BYTES_PER_CHAR} while one of the {PENDING_PER_WORKER} per worker "
+                   "waits, so more workers get smaller batches (never fewer workers); one document larger than a "
+                   "batch is annotated alone (bound it with --max-doc-bytes)")
 
 
 @dataclass
@@ -108,6 +128,7 @@ class AnnotateConfig:
     resources: str | None = option(None, help="word-list folder (else $TEXTSIEVE_RESOURCES, else the one "
                                               "`textsieve resources add` filled)", metavar="DIR")
     batch_size: int = option(500, help="documents per work unit")
+    memory: str = memory_option(MEMORY_SPENT_ON)
     overwrite: bool = option(False, help="recompute shards that already exist")
     progress: bool = progress_option()
     models: dict[str, str] = option(
@@ -276,9 +297,18 @@ def _lang_of(doc_lang: str | None, default: str | None) -> str | None:
     return default
 
 
+def batch_chars(memory: str | int, workers: int) -> int:
+    """The most characters of text one batch holds under `--memory` with `workers` workers
+    (`MEMORY_SPENT_ON`): every worker computing a batch and two more waiting for each, within
+    the usable three quarters of the budget; never above MAX_BATCH_CHARS, at least 1."""
+    usable = memory_plan("annotate", memory, 0, floor=1).usable
+    per_char = WORKER_BYTES_PER_CHAR + PENDING_PER_WORKER * PENDING_BYTES_PER_CHAR
+    return max(1, min(MAX_BATCH_CHARS, usable // (per_char * max(1, workers))))
+
+
 def _batches(shard: Shard, reader: ShardReader, cfg: AnnotateConfig,
-             resume: Resume | None = None) -> Iterator[BatchTask]:
-    """Cut a shard's documents into tasks of at most batch_size docs / MAX_BATCH_CHARS chars.
+             resume: Resume | None = None, max_chars: int = MAX_BATCH_CHARS) -> Iterator[BatchTask]:
+    """Cut a shard's documents into tasks of at most batch_size docs / `max_chars` chars.
 
     A task never straddles a part boundary (every `part_size` documents), so each part is
     computed from the same batches whether or not the run was interrupted before it. The
@@ -304,7 +334,7 @@ def _batches(shard: Shard, reader: ShardReader, cfg: AnnotateConfig,
         task.langs.append(_lang_of(doc.lang, cfg.lang))
         task.urls.append(doc.url)
         chars += len(doc.text)
-        if len(task.ids) >= cfg.batch_size or chars >= MAX_BATCH_CHARS or index % part_size == 0:
+        if len(task.ids) >= cfg.batch_size or chars >= max_chars or index % part_size == 0:
             task.bytes_mark = reader.bytes_read
             yield task
             task = BatchTask(shard.rel, [], [], [], [], [])
@@ -394,6 +424,7 @@ def _run_annotate(cfg: AnnotateConfig) -> AnnotateResult:
                         plan.signals, plan.lang_model)
     schema = output_schema(signals, with_minhash, load_models(plan.models)[1], plan.signals)
     mapper, workers = _executor(cfg)
+    max_chars = batch_chars(cfg.memory, workers)
     if todo:  # compile (or load) the kernels before the clock of the first batch starts
         result.compile_seconds, result.kernels_compiled = timed(lambda: warm_up(setup))
     progress = Progress("annotate", total_bytes=sum(s.size for s in todo), enabled=cfg.progress)
@@ -404,7 +435,7 @@ def _run_annotate(cfg: AnnotateConfig) -> AnnotateResult:
         for shard in todo:
             reader = UniqueIdReader(shard, options, id_mode)
             readers[shard.rel] = reader
-            yield from _batches(shard, reader, cfg, resumes[shard.rel])
+            yield from _batches(shard, reader, cfg, resumes[shard.rel], max_chars)
 
     writer: ShardOutput | None = None
     current: str | None = None
@@ -579,7 +610,8 @@ def _estimate(c: AnnotateConfig, e: Corpus) -> StagePlan:
 
     check_lang(c.lang, c.resources)  # an unknown `annotate.lang` fails the dry run, not stage 1
     workers = c.workers or default_workers()
-    batch = c.batch_size * max(e.mean_chars, 1) * 4 * 2 * workers  # texts in flight (UCS-4, 2 per worker)
+    chars = min(c.batch_size * max(e.mean_chars, 1), batch_chars(c.memory, workers))  # one batch's text
+    batch = chars * (WORKER_BYTES_PER_CHAR + PENDING_PER_WORKER * PENDING_BYTES_PER_CHAR) * workers  # in flight
     return StagePlan("annotate", f"signals -> {e.layout.attrs}", workers * WORKER_BYTES + batch,
                      e.docs * ATTR_BYTES_PER_DOC, f"{workers} worker(s)")
 
@@ -596,8 +628,6 @@ def _report(res: AnnotateResult) -> str:
 def _prepare(inputs: Any, options: dict[str, Any]) -> Any:
     """`ts.annotate(a datasets.Dataset or save_to_disk folder)`: its Arrow files, read in place
     (a dataset not backed by files is written once beside `output`; `textsieve.interop.hf`)."""
-    from textsieve.interop.hf import dataset_inputs
-
     out = options.get("output")
     return dataset_inputs(inputs, os.fspath(out) if out is not None else None)
 

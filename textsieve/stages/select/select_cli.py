@@ -15,7 +15,7 @@ from textsieve.stages.descriptor import CliSpec
 
 def select_main(cfg: Any, args: Any) -> int:
     """`textsieve select`: the funnel or draw with --dry-run, else the selection written."""
-    from textsieve.recipes.funnel import Funnel
+    from textsieve.recipes.funnel import Funnel  # duckdb: loaded when select runs, not with the registry
     from textsieve.stages.select.select import preview_select, run_select
 
     if args.dry_run:

@@ -76,9 +76,11 @@ class DecontamConfig:
                                                "1,000-word one is falsely flagged with ~1000 x lengths x benchmarks "
                                                "x RATE (the run prints it); also used, at 1e-6, when the exact set "
                                                "exceeds --memory", metavar="RATE")
-    memory: int | str = memory_option("here the benchmark index (memory-mapped, so shared by all workers): the exact "
-                                      "index takes 24 bytes per benchmark n-gram, else Bloom filters are used "
-                                      "(reading the benchmarks adds a fixed working set of ~10-25 MB)")
+    memory: int | str = memory_option("here it covers only the benchmark index (memory-mapped, so shared by all "
+                                      "workers): the exact index takes 24 bytes per benchmark n-gram, else Bloom "
+                                      "filters are used (reading the benchmarks adds a fixed working set of ~10-25 "
+                                      "MB). Not covered: each worker's texts in flight, one batch of an annotate "
+                                      "shard's documents at a time (~10x their size)")
     workers: int | None = option(None, help="processes, one annotate shard each (default: all cores)")
     progress: bool = progress_option()
     overwrite: bool = option(False, help="replace a set made with another --ngram, --min-words, mode or Bloom rate "

@@ -38,6 +38,8 @@ import fsspec
 import numpy as np
 
 from textsieve.exec.budget import memory_plan
+from textsieve.io.locations import source_locations
+from textsieve.io.overlap import check_apart
 from textsieve.io.publish import read_manifest
 from textsieve.mixing.plan import Plan, draw_counts, make_plan
 from textsieve.mixing.spec import (
@@ -230,9 +232,6 @@ def _fingerprints(spec: MixSpec, pools: list[SourcePool], tokenizer_info: dict |
 
 
 def check_mix_apart(spec: MixSpec, output: str) -> None:
-    from textsieve.io.locations import source_locations
-    from textsieve.io.overlap import check_apart
-
     inputs: list[str] = []
     for s in spec.sources:
         if s.attributes:
