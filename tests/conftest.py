@@ -188,6 +188,7 @@ SLOW_MODULES = {"test_docs_commands.py", "test_ray.py", "test_bombs.py",  # bomb
 #: before the first test): every test that uses one is slow, so the quick suite does not pay for
 #: the build. The tests of those areas that do not need the fixture stay in the quick suite.
 SLOW_FIXTURES = {
+    "test_fuzz_files.py": "file_seeds",  # builds the sample, trains a tokenizer, publishes (~5 s)
     "test_report.py": "run_dir",  # annotate + two dedups + DSIR + select on the dev pool
     "test_extract.py": "extracted",  # extracts the sample crawl
     "test_tokens.py": "env",  # annotates 200 docs and trains a tokenizer

@@ -3,7 +3,10 @@ textsieve's located errors, never another exception and never a hang.
 
 Seeds are small slices of the shared corpora, one per format: JSON Lines (plain, two-member
 .gz, two-frame .zst with checksums), Parquet (three row groups), WARC (per-record .gz members
-and plain), WET and ARC (real files from ``corpora/dev/raw/``). A case mutates one seed with a
+and plain), WET and ARC (real files from ``corpora/dev/raw/``). Without the shared corpora the
+same formats (but ARC) are built from the bundled sample corpus (`build_bundled_seeds`: its
+texts, its crawl's WARC records and WET records of the texts), so the fuzzer runs everywhere;
+`test_bundled_seeds_read_cleanly_and_fuzz` runs them in the quick suite either way. A case mutates one seed with a
 fixed seed (`random.Random`): byte flips, a truncation, an inserted run of bytes, a deleted or
 repeated range; for compressed seeds half the cases mutate the decompressed bytes of one
 member and compress it again, so the parsers behind the decompressors get fuzzed too. Every
@@ -131,6 +134,46 @@ def build_seeds(dev: Path) -> list[Seed]:
         Seed("warc", ".warc", warc, _join, False, "length"),
         Seed("wet.gz", ".warc.wet.gz", [(raw / "whirlwind.warc.wet.gz").read_bytes()], _join, False, "checksum"),
         Seed("arc.gz", ".arc.gz", [(raw / "warcio_example.arc.gz").read_bytes()], _join, False, "checksum"),
+    ]
+
+
+def _wet_record(url: str, text: str, n: int) -> bytes:
+    body = text.encode("utf-8")
+    head = (f"WARC/1.0\r\nWARC-Type: conversion\r\nWARC-Target-URI: {url}\r\n"
+            f"WARC-Date: 2024-01-01T00:00:{n % 60:02d}Z\r\n"
+            f"WARC-Record-ID: <urn:uuid:00000000-0000-0000-0000-{n:012d}>\r\n"
+            f"Content-Type: text/plain\r\nContent-Length: {len(body)}\r\n\r\n").encode()
+    return head + body + b"\r\n\r\n"
+
+
+def build_bundled_seeds(folder: Path) -> list[Seed]:
+    """The same formats from the bundled sample corpus (text that ships with Python and Debian),
+    for machines without the shared corpora: JSONL, Parquet, a crawl's WARC records
+    (`textsieve sample --crawl`) and WET conversion records of the same texts. No ARC seed: the
+    sample has none."""
+    from textsieve.sample import build_sample
+    from textsieve.sample_crawl import build_sample_crawl
+
+    build_sample(str(folder / "sample.jsonl.gz"), max_docs=30)
+    lines = []
+    with gzip.open(folder / "sample.jsonl.gz", "rt", encoding="utf-8") as fh:
+        for i, line in enumerate(fh):
+            doc = json.loads(line)
+            doc["text"] = doc["text"][:TEXT_CHARS]
+            doc["url"] = f"https://example.org/{i}"
+            lines.append(json.dumps(doc).encode() + b"\n")
+    halves = [b"".join(lines[:15]), b"".join(lines[15:])]
+    build_sample_crawl(folder / "crawl", max_pages=8)
+    warc = _warc_records(gzip.decompress(sorted((folder / "crawl").glob("*.warc.gz"))[0].read_bytes()))[:8]
+    wet = [_wet_record(f"https://example.org/{i}", json.loads(line)["text"], i) for i, line in enumerate(lines[:8])]
+    return [
+        Seed("jsonl", ".jsonl", list(lines), _join, False, "none"),
+        Seed("jsonl.gz", ".jsonl.gz", halves, _gzip_each, True, "checksum"),
+        Seed("jsonl.zst", ".jsonl.zst", halves, _zstd_each, True, "checksum"),
+        Seed("parquet", ".parquet", [_parquet(halves)], _join, False, "checksum"),
+        Seed("warc.gz", ".warc.gz", warc, _gzip_each, True, "checksum"),
+        Seed("warc", ".warc", warc, _join, False, "length"),
+        Seed("wet.gz", ".warc.wet.gz", wet, _gzip_each, True, "checksum"),
     ]
 
 
@@ -283,20 +326,50 @@ def _run(seeds: list[Seed], tmp_path: Path, cases: int, budget: float, base_seed
     return done
 
 
-@pytest.fixture(scope="module")
-def seeds(dev_dir: Path, tmp_path_factory) -> list[Seed]:
-    """The seeds, each with the texts its unmutated file reads as."""
-    if not (dev_dir / "raw" / "dolma_sample-0000.warc.gz").exists():
-        pytest.skip(f"real WARC files not found under {dev_dir / 'raw'} (set TEXTSIEVE_SHARED)")
-    folder = tmp_path_factory.mktemp("seeds")
+def _with_texts(seeds: list[Seed], folder: Path) -> list[Seed]:
     out = []
-    for seed in build_seeds(dev_dir):
+    for seed in seeds:
         path = folder / f"{seed.name}{seed.suffix}"
         path.write_bytes(seed.pack(seed.parts))
         [shard] = expand_inputs([str(path)])
         seed.texts = frozenset(doc.text for doc in ShardReader(shard))
         out.append(seed)
     return out
+
+
+@pytest.fixture(scope="module")
+def bundled_seeds(tmp_path_factory) -> list[Seed]:
+    """Seeds from the bundled sample corpus: the fuzzer runs on every machine."""
+    folder = tmp_path_factory.mktemp("bundled-seeds")
+    return _with_texts(build_bundled_seeds(folder), folder)
+
+
+@pytest.fixture(scope="module")
+def seeds(bundled_seeds, tmp_path_factory) -> list[Seed]:
+    """The seeds, each with the texts its unmutated file reads as: slices of the shared corpora
+    (web text, real crawl files) where they are, else the bundled ones."""
+    from _shared import SHARED
+
+    dev = SHARED / "corpora" / "dev"
+    if not (dev / "raw" / "dolma_sample-0000.warc.gz").exists() or not (dev / "web_sample.jsonl.gz").exists():
+        return bundled_seeds
+    folder = tmp_path_factory.mktemp("seeds")
+    return _with_texts(build_seeds(dev), folder)
+
+
+def test_bundled_seeds_read_cleanly_and_fuzz(bundled_seeds, tmp_path) -> None:
+    """Without the shared corpora too: the bundled seeds are valid files of every format but ARC,
+    and a short fuzz run over them passes."""
+    assert {s.name for s in bundled_seeds} == {"jsonl", "jsonl.gz", "jsonl.zst", "parquet", "warc.gz", "warc",
+                                               "wet.gz"}
+    for seed in bundled_seeds:
+        path = tmp_path / f"seed{seed.suffix}"
+        path.write_bytes(seed.pack(seed.parts))
+        [shard] = expand_inputs([str(path)])
+        reader = ShardReader(shard, ReadOptions(on_error="fail"))
+        assert sum(1 for _ in reader) == len(seed.texts) > 0 and reader.skipped == [], seed.name
+    done = _run(bundled_seeds, tmp_path, cases=20, budget=4.0, base_seed=11)
+    assert all(n > 0 for n in done.values()), done
 
 
 def test_seeds_read_cleanly(seeds, tmp_path) -> None:
@@ -389,3 +462,14 @@ def test_found_response_block_without_its_http_head(seeds, dev_dir, tmp_path) ->
     assert [d.row for d in docs] == [4, 6]
     assert [s.location for s in skipped] == [f"{path}:record 2"]
     assert "does not start with an HTTP status line" in skipped[0].reason
+
+
+def test_found_page_reader_record_whose_http_head_fastwarc_cannot_parse(bundled_seeds, tmp_path) -> None:
+    """Found by the bundled seeds (plain WARC, case 522, seed 16: a deleted range): FastWARC left
+    `http_headers` None and extract's page reader raised AttributeError. Now the record goes to
+    the checked framing, which skips it with its location, and reading goes on."""
+    [warc] = [s for s in bundled_seeds if s.name == "warc"]
+    path = tmp_path / "case.warc"
+    path.write_bytes(mutate(warc, 522, 16).data)
+    for mode in ("fail", "skip"):
+        _check_pages(path, mode)

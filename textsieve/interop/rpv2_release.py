@@ -23,6 +23,7 @@ import io
 import json
 import logging
 import re
+import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -135,9 +136,20 @@ def list_release(root: str, snapshots: Sequence[str] = (), langs: Sequence[str] 
     return fs, base, out
 
 
+#: what a damaged gzip member or Parquet file raises while it is read (besides ReleaseError)
+_DAMAGED = (OSError, EOFError, zlib.error, pa.ArrowException, ValueError)
+
+
+def _gunzip(data: bytes, path: str) -> bytes:
+    try:
+        return gzip.decompress(data)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise ReleaseError(f"{path}: damaged gzip data ({exc})") from None
+
+
 def _read_json(fs: fsspec.AbstractFileSystem, path: str, schema: pa.Schema, unexpected: str) -> pa.Table:
     with fs.open(path, "rb") as raw:
-        data = gzip.decompress(raw.read()) if path.endswith(".gz") else raw.read()
+        data = _gunzip(raw.read(), path) if path.endswith(".gz") else raw.read()
     block = _BLOCK
     replaced = False
     while True:
@@ -194,9 +206,25 @@ def read_documents(fs: fsspec.AbstractFileSystem, path: str) -> pa.Table:
 
 
 def _first_record(fs: fsspec.AbstractFileSystem, path: str) -> dict | None:
-    with fs.open(path, "rb") as raw, gzip.open(raw, "rb") as fh:
-        line = fh.readline()
-    return json.loads(line) if line.strip() else None
+    try:
+        with fs.open(path, "rb") as raw, gzip.open(raw, "rb") as fh:
+            line = fh.readline()
+    except (OSError, EOFError, zlib.error) as exc:
+        raise ReleaseError(f"{path}: damaged gzip data ({exc})") from None
+    try:
+        return json.loads(line) if line.strip() else None
+    except ValueError as exc:
+        raise ReleaseError(f"{path}: line 1 is not JSON ({exc})") from None
+
+
+def _parquet(fs: fsspec.AbstractFileSystem, path: str) -> pa.Table:
+    try:
+        with fs.open(path, "rb") as fh:
+            table = read_table(fh)
+        table.validate(full=True)  # Parquet does not check that strings are UTF-8; reading them would fail later
+        return table
+    except _DAMAGED as exc:
+        raise ReleaseError(f"{path}: not a readable Parquet file ({exc})") from None
 
 
 def signal_type(name: str) -> pa.DataType:
@@ -229,7 +257,16 @@ def read_signals(fs: fsspec.AbstractFileSystem, path: str) -> SignalsFile:
     if not isinstance(first, dict) or not isinstance(first.get("quality_signals"), dict):
         raise ReleaseError(f"{path}: line 1 is not a RedPajama-V2 signals record (no quality_signals object)")
     order = list(first["quality_signals"])
-    meta_order = list(first.get("metadata") or {})
+    meta = first.get("metadata") or {}
+    if not isinstance(meta, dict):
+        raise ReleaseError(f"{path}: line 1's metadata is not an object")
+    meta_order = list(meta)
+    for key in [*order, *meta_order]:
+        try:
+            key.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate escape in a key: no column can be named so
+            raise ReleaseError(f"{path}: line 1 names a signal or metadata key {key!r} that is not valid "
+                               "Unicode") from None
     nested = {n: pa.list_(pa.list_(pa.int64() if n in INT_SIGNALS else pa.float64())) for n in order}
     schema = pa.schema([("id", pa.string()), ("id_int", pa.uint64()),
                         ("metadata", pa.struct([(k, pa.string()) for k in meta_order])),
@@ -262,8 +299,7 @@ def nested_to_spans(arr: pa.Array, name: str, where: str) -> pa.Array:
 
 
 def read_minhash(fs: fsspec.AbstractFileSystem, path: str) -> pa.Table:
-    with fs.open(path, "rb") as fh:
-        table = read_table(fh)
+    table = _parquet(fs, path)
     missing = [c for c in ("id", *SIGNATURES) if c not in table.column_names]
     if missing:
         raise ReleaseError(f"{path}: not a RedPajama-V2 minhash file (no column {missing[0]!r})")
@@ -271,8 +307,7 @@ def read_minhash(fs: fsspec.AbstractFileSystem, path: str) -> pa.Table:
 
 
 def read_duplicates(fs: fsspec.AbstractFileSystem, path: str) -> set[str]:
-    with fs.open(path, "rb") as fh:
-        table = read_table(fh)
+    table = _parquet(fs, path)
     if "doc_id" not in table.column_names:
         raise ReleaseError(f"{path}: not a RedPajama-V2 duplicates file (no column 'doc_id')")
     return set(table.column("doc_id").to_pylist())

@@ -129,11 +129,41 @@ def recover(fs: fsspec.AbstractFileSystem, root: str) -> bool:
     path = f"{root}/{JOURNAL}"
     if not fs.exists(path):
         return False
-    with fs.open(path, "r") as fh:
-        journal = json.load(fh)
+    try:
+        with fs.open(path, "r") as fh:
+            journal = json.load(fh)
+        _check_journal(journal)
+    except (ValueError, KeyError, TypeError) as exc:  # written atomically: only damage from outside does this
+        raise PublishError(f"{path}: a damaged publish journal ({type(exc).__name__}: {exc}), so the interrupted "
+                           "publish cannot be finished; re-run the stage with --overwrite") from None
     log.info("%s: finishing the publish of an interrupted run", root)
     _apply(fs, root, journal)
     return True
+
+
+def _check_journal(journal: Any) -> None:
+    """A journal's shape, checked before anything moves (TypeError/KeyError/ValueError if bad)."""
+    if not isinstance(journal, dict) or not isinstance(journal["manifest"], dict):
+        raise TypeError("not a journal object")
+    files = journal["manifest"]["files"]
+    if not isinstance(files, dict) or not all(isinstance(v, dict) and "size" in v for v in files.values()):
+        raise TypeError("its manifest's files are not a mapping of file records")
+    def path(value: Any) -> None:  # a str a file system can take (UnicodeEncodeError is a ValueError)
+        if not isinstance(value, str):
+            raise TypeError(f"{value!r} is not a path")
+        value.encode("utf-8")
+
+    for staged, rel in journal["moves"]:
+        path(staged)
+        path(rel)
+        if rel not in files:
+            raise ValueError(f"a move {staged!r} -> {rel!r} outside its manifest")
+        int(files[rel]["size"])
+    for rel in [*files, *journal["remove"]]:
+        path(rel)
+    if journal.get("staging"):
+        path(journal["staging"])
+    json.dumps(journal["manifest"], ensure_ascii=False).encode("utf-8")  # the manifest it will write
 
 
 def read_manifest(fs: fsspec.AbstractFileSystem, root: str) -> Manifest | None:

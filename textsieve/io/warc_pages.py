@@ -190,9 +190,9 @@ def _fast_page(record: Any, rel: str, row: int, offset: int) -> Page | bool:
     if not _is_http(warc_type, url):
         return Page(record_id, row, url, date, warc_type, None, record.reader.read(), offset)
     record.parse_http(auto_decode="all")
-    status = record.http_headers.status_code
-    if status is None:
+    if record.http_headers is None or record.http_headers.status_code is None:  # no HTTP head FastWARC can parse
         return False
+    status = record.http_headers.status_code
     content_type = record.http_headers.get("Content-Type")
     return Page(record_id, row, url, date, content_type, status, record.reader.read(), offset)
 
@@ -260,9 +260,9 @@ def _http(data: bytes) -> tuple[int | None, str | None, bytes, str | None]:
         try:
             record.parse_http(auto_decode=mode)
             http = record.http_headers
-            status = http.status_code
-            if status is None:
+            if http is None or http.status_code is None:  # the block does not start with an HTTP head
                 return None, None, b"", None
+            status = http.status_code
             body = record.reader.read()
         except OSError as exc:
             error = error or str(exc)

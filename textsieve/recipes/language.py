@@ -523,5 +523,12 @@ def load_recipe(spec: str | Path) -> Recipe:
     if p.suffix in (".yaml", ".yml") or p.exists():
         if not p.is_file():
             raise RecipeError(f"recipe file {str(p)!r} not found (bundled: {', '.join(bundled_recipes())})")
-        return Recipe.from_yaml(p.read_text("utf-8"), name=p.stem, base=p.resolve().parent)
+        try:
+            text = p.read_text("utf-8")
+        except UnicodeDecodeError as exc:
+            raise RecipeError(f"recipe file {p}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        try:
+            return Recipe.from_yaml(text, name=p.stem, base=p.resolve().parent)
+        except RecipeError as exc:  # which file, for a user with several
+            raise RecipeError(f"recipe file {p}: {exc}") from None
     return Recipe.from_yaml(bundled_text(str(spec)), name=str(spec))
