@@ -342,3 +342,54 @@ def test_killed_per_document_set_stages_resume_to_identical_sets(stage, annotate
     _run(cmd)
     assert _files(out) == reference, f"{stage}: the resumed set differs from an uninterrupted run's"
     assert not _temps(attrs) and not list(out.glob(".staging-*")) and not (out / ".lock").exists()
+
+
+def test_killed_dedup_semantic_reruns_to_the_same_set(annotated, doc_set_inputs, tmp_path):
+    """Issue 25 item 9: dedup semantic killed while its work files (sample, partitions) exist:
+    nothing is published, and the same command finishes without --overwrite to the files of an
+    uninterrupted run, its work folder removed."""
+    clean = _copy(annotated, tmp_path / "clean")
+    attrs = _copy(annotated, tmp_path / "attrs")
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    for a in (clean, attrs):
+        _run(_doc_set_command("embed", a, doc_set_inputs)[0])
+
+    def semantic(a: Path) -> list[str]:
+        return _cli("dedup", "semantic", str(a), "--eps", "0.1", "--clusters", "4", "--tmp-dir", str(spill), "-q")
+
+    _run(semantic(clean))
+    out = attrs / "_dedup_semantic"
+    kill_when(semantic(attrs), lambda: any(p.is_file() for p in spill.rglob("*")), 0.5,
+              "dedup semantic had written work files")
+    assert not (out / "manifest.json").exists(), "a killed run published something"
+    _run(semantic(attrs))
+    assert _files(out) == _files(clean / "_dedup_semantic"), "the re-run differs from an uninterrupted run"
+    assert not _temps(attrs) and not any(spill.iterdir()) and not (out / ".lock").exists()
+
+
+def test_killed_import_rpv2_resumes_to_the_same_shards(annotated, tmp_path):
+    """Issue 25 item 9: `import rpv2` of a release (RPv2's layout around the golden records,
+    `_rpv2_release`) killed with some shards staged: nothing is published, and the same command
+    finishes to the files of an uninterrupted import, keeping the finished shards."""
+    from _rpv2_release import build_release
+
+    release = tmp_path / "release"
+    build_release(SHARED, release, 200)
+
+    def imported(out: Path) -> list[str]:
+        return _cli("import", "rpv2", str(release), "-o", str(out), "--workers", "1", "-q")
+
+    clean, out = tmp_path / "clean", tmp_path / "out"
+    _run(imported(clean))
+    shards = len(list(clean.rglob("*.parquet")))
+    assert shards >= 2, "the release should have one documents file per annotate shard"
+    kill_when(imported(out), lambda: 1 <= len(list(out.glob(".staging-*/**/*.parquet"))) < shards, 0.5,
+              "import rpv2 had written a shard")
+    assert not (out / "manifest.json").exists(), "a killed run published something"
+    _run(imported(out))
+    shards_of = lambda folder: {k: v for k, v in _files(folder).items() if k.endswith(".parquet")}  # noqa: E731
+    assert shards_of(out) == shards_of(clean) and len(shards_of(out)) == shards, "the resumed shards differ"
+    summary = json.loads((out / "annotate.json").read_text())["result"]  # its own paths and seconds aside
+    assert summary["documents"] == json.loads((clean / "annotate.json").read_text())["result"]["documents"]
+    assert not _temps(out) and not list(out.glob(".staging-*")) and not (out / ".lock").exists()
