@@ -174,6 +174,8 @@ SLOW_TESTS = {
     "test_embed.py::test_default_model_is_wordllamas_own_inference_of_the_normalised_text",  # loads the model
     "test_extensions.py::test_registered_signal_is_annotated_by_workers_and_selected_on",  # a 2-worker pool
     "test_resume_parts.py::test_killed_per_document_set_stages_resume_to_identical_sets",  # 3 runs per stage
+    "test_resume_parts.py::test_killed_dedup_semantic_reruns_to_the_same_set",  # embeds twice, 3 runs
+    "test_resume_parts.py::test_killed_import_rpv2_resumes_to_the_same_shards",
     "test_write_lock.py::test_a_second_writer_fails_naming_the_holder_and_a_killed_holders_lock_is_taken",
     "test_write_lock.py::test_a_second_writer_is_refused_in_every_stage_family",  # shares the annotate fixture
     "test_output_checks.py::test_learn_onto_a_published_attribute_shard_and_train_tokenizer_onto_its_corpus",

@@ -97,3 +97,25 @@ def test_disk_full_is_one_line_and_leaves_no_partial_file(corpus, tmp_path, case
     assert err[0].startswith(f"textsieve: error: no space left on device in {named.format(**names)}"), err[0]
     assert "written so far" in err[0] and "free" in err[0], err[0]
     assert _leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize("after", [2_000, 60_000])
+def test_mix_on_a_full_disk_names_its_folder_and_removes_its_staging_at_once(corpus, tmp_path, after):
+    """Issue 25: `mix` on a full disk printed `no space left on device` without the folder, and
+    its `.staging-*` folder stayed until the next run. Now the one line names the output folder
+    (its staging folder inside it) and nothing of the failed run is left."""
+    mix = tmp_path / "mix.yaml"
+    mix.write_text(f"tokens: 20K\ntokenizer: words\nseed: 0\nshard_size: 4K tokens\nformat: jsonl.zst\n"
+                   f"sources:\n  - name: web\n    attributes: {corpus['attrs']}\n    recipe: gopher\n"
+                   "    share: 1.0\n    max_epochs: 20\n", encoding="utf-8")
+    out = tmp_path / "out"
+    out.mkdir()
+    env = full_env(out, after)
+    env["TEXTSIEVE_RESOURCES"] = str(RESOURCES)
+    proc = subprocess.run([sys.executable, "-m", "textsieve.cli", "mix", str(mix), "-o", str(out), "--workers", "1",
+                           "-q"], env=env, capture_output=True, text=True, timeout=300)
+    err = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr and len(err) == 1, proc.stderr[-3000:]
+    assert err[0].startswith(f"textsieve: error: no space left on device in {out}"), err[0]
+    assert sorted(p.name for p in out.iterdir()) == [], sorted(p.name for p in out.rglob("*"))

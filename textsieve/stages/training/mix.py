@@ -38,6 +38,7 @@ import fsspec
 import numpy as np
 
 from textsieve.exec.budget import memory_plan
+from textsieve.io.diskfull import disk_full_error, is_disk_full
 from textsieve.io.locations import source_locations
 from textsieve.io.overlap import check_apart
 from textsieve.io.publish import read_manifest
@@ -317,7 +318,13 @@ def publish_mix(cfg: MixConfig, spec: MixSpec, pools: list[SourcePool], plan: Pl
     pub.claim()
     from textsieve.stages.training.mix_write import write_shards
 
-    stats = write_shards(cfg, spec, pools, draws, pub.staging, tok)
+    try:
+        stats = write_shards(cfg, spec, pools, draws, pub.staging, tok)
+    except OSError as exc:
+        if not is_disk_full(exc):
+            raise
+        pub.discard()  # the space the failed run took is given back at once, not at the next run
+        raise disk_full_error(f"{pub.staging}/", what="writing the mix's shards and shuffle buckets in") from None
     shards = []
     for info in stats["shards"]:
         shards.append({"files": info.files, "documents": info.documents, "tokens": info.tokens, "bytes": info.size,
