@@ -190,6 +190,27 @@ def test_inputs_that_are_not_web_pages_are_refused(tmp_path):
         ts.extract([str(data)], output=str(tmp_path / "out"), progress=False)
 
 
+def test_a_folder_with_a_wet_file_among_its_archives_is_read_and_the_wet_named(crawl, tmp_path, caplog):
+    """Issue 26 item 2: one .wet file in a crawl folder made `extract DIR` refuse the whole run.
+    Now the archives are read and the WET file is left out, named with why (a warning, the
+    result, extract.json)."""
+    import gzip
+    import json
+
+    src = tmp_path / "crawl"
+    shutil.copytree(crawl, src)
+    wet = src / "texts.warc.wet.gz"
+    block = "Text that is already text.".encode()
+    wet.write_bytes(gzip.compress(b"WARC/1.0\r\nWARC-Type: conversion\r\nWARC-Target-URI: https://example.org/t\r\n"
+                                  b"WARC-Record-ID: <urn:uuid:00000000-0000-0000-0000-000000000001>\r\n"
+                                  b"Content-Length: " + str(len(block)).encode() + b"\r\n\r\n" + block + b"\r\n\r\n"))
+    res = ts.extract([str(src)], output=str(tmp_path / "out"), progress=False)
+    assert res.documents > 20 and list(res.inputs_left_out) == [str(wet)]
+    assert "annotate them directly" in res.inputs_left_out[str(wet)] and str(wet) in caplog.text
+    summary = json.loads((tmp_path / "out" / "extract.json").read_text())
+    assert summary["result"]["inputs_left_out"] == {str(wet): res.inputs_left_out[str(wet)]}
+
+
 def test_output_inside_the_input_is_refused(crawl, tmp_path):
     src = tmp_path / "crawl"
     shutil.copytree(crawl, src)

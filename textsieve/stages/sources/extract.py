@@ -103,6 +103,7 @@ class ExtractResult:
     skipped: dict[str, int] = field(default_factory=dict)  # pages left out, by reason
     bad_records: int = 0  # damaged archive records left out (--on-error skip)
     seconds: float = 0.0
+    inputs_left_out: dict[str, str] = field(default_factory=dict)  # input file -> why extract does not read it
 
     @property
     def docs_per_second(self) -> float:
@@ -143,22 +144,30 @@ def _langid_version() -> str:
         return "builtin:py3langid"
 
 
-def _check_inputs(shards: list[Shard]) -> None:
-    wrong = [s for s in shards if s.format not in EXTRACT_FORMATS]
-    if wrong:
-        s = wrong[0]
-        text_formats = ("wet", "jsonl", "parquet", "txt")
-        hint = " (WET and JSON Lines are text already: annotate them directly)" if s.format in text_formats else ""
-        raise ExtractError(f"extract: {s.path} is a {s.format} file; extract reads WARC/ARC archives and HTML "
-                           f"pages (.html, .htm, .html.gz){hint}")
+def _not_pages(shard: Shard) -> str:
+    text_formats = ("wet", "jsonl", "parquet", "txt")
+    hint = " (WET and JSON Lines are text already: annotate them directly)" if shard.format in text_formats else ""
+    return f"a {shard.format} file; extract reads WARC/ARC archives and HTML pages (.html, .htm, .html.gz){hint}"
+
+
+def _check_inputs(shards: list[Shard]) -> tuple[list[Shard], dict[str, str]]:
+    """The inputs extract reads, and those it leaves out with why: a folder of crawl files that
+    also holds a WET or JSONL file is read, the others named (in the result and a warning);
+    only inputs none of which extract reads are refused."""
+    wrong = {s.path: _not_pages(s) for s in shards if s.format not in EXTRACT_FORMATS}
+    if wrong and len(wrong) == len(shards):
+        path, why = next(iter(wrong.items()))
+        raise ExtractError(f"extract: {path} is {why}")
+    for path, why in wrong.items():
+        log.warning("extract: leaving out %s: %s", path, why)
+    return [s for s in shards if s.path not in wrong], wrong
 
 
 def run_extract(cfg: ExtractConfig) -> ExtractResult:
     """Extract every input shard; returns what was written, kept and left out."""
     start = time.perf_counter()
     check_choices(cfg)
-    shards = expand_inputs(cfg.inputs)
-    _check_inputs(shards)
+    shards, left_out = _check_inputs(expand_inputs(cfg.inputs))
     check_apart("extract", cfg.output, cfg.inputs)
     fingerprint, what = settings_fingerprint(cfg)
     fs, root = fsspec.core.url_to_fs(cfg.output)
@@ -166,7 +175,7 @@ def run_extract(cfg: ExtractConfig) -> ExtractResult:
     remove_stale_temps(fs, root)
     pub = Publication(fs, root, "extract", fingerprint, info={"settings": fingerprint}, protect=True,
                       overwrite=cfg.overwrite)
-    result = ExtractResult(output=cfg.output)
+    result = ExtractResult(output=cfg.output, inputs_left_out=left_out)
     limit = parse_max_doc_bytes(cfg.max_doc_bytes)
     id_mode = effective_mode(cfg.dedupe_ids, cfg.on_error)
     counts: dict[str, dict[str, Any]] = {}
@@ -322,7 +331,7 @@ def _write_summary(fs: fsspec.AbstractFileSystem, pub: Publication, cfg: Extract
                    fingerprint: str, what: dict[str, Any], counts: dict[str, dict[str, Any]]) -> None:
     samples = [dict(s, shard=rel) for rel, c in sorted(counts.items()) for s in c.get("samples", [])][:12]
     summary = {"stage": "extract", "version": __version__, "fingerprint": fingerprint, "settings": what,
-               "config": asdict(cfg), "result": asdict(result),
+               "config": asdict(cfg), "result": _result_record(result),
                "shards": {rel: _lean(c) for rel, c in sorted(counts.items())}, "samples": samples}
     pub.add_summary(summary, name=SUMMARY, style=SummaryStyle(indent=2, newline=False))
 
@@ -351,11 +360,22 @@ def _estimate(c: ExtractConfig, e: Corpus) -> StagePlan:
                      workers * EXTRACT_WORKER_BYTES, e.docs * EXTRACT_BYTES_PER_DOC,
                      f"{workers} worker(s); ~{e.docs:,} response records, pages that are not HTML are left out")
 
+def _result_record(result: ExtractResult) -> dict[str, Any]:
+    """The result as extract.json records it: `inputs_left_out` only when some were (so a run
+    that left none out writes the same file as before the field existed)."""
+    out = asdict(result)
+    if not out["inputs_left_out"]:
+        del out["inputs_left_out"]
+    return out
+
+
 def _report(res: ExtractResult) -> str:
     left = ", ".join(f"{n:,} {reason}" for reason, n in res.skipped.items()) or "none"
+    inputs = (f"; {len(res.inputs_left_out)} input(s) left out, not web archives or pages: "
+              + ", ".join(p.rsplit("/", 1)[-1] for p in res.inputs_left_out)) if res.inputs_left_out else ""
     return (f"extracted {res.documents:,} of {res.pages:,} pages in {len(res.shards_written)} shard(s) "
             f"({res.docs_per_second:,.0f} docs/s); {len(res.shards_skipped)} shard(s) already done; left out: "
-            f"{left}; {res.bad_records} damaged record(s) skipped -> {res.output}")
+            f"{left}; {res.bad_records} damaged record(s) skipped{inputs} -> {res.output}")
 
 
 CLI = CliSpec(
