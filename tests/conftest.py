@@ -185,7 +185,9 @@ SLOW_TESTS = {
     "test_extract.py::test_library_log_records_follow_textsieves_levels",  # three CLI runs with workers
 }
 SLOW_MODULES = {"test_docs_commands.py", "test_ray.py", "test_bombs.py",  # bombs: 256 MiB inflated, 4 processes
-                "test_embed_transformer.py"}  # imports torch, builds a model (~10 s) before any test
+                "test_embed_transformer.py",  # imports torch, builds a model (~10 s) before any test
+                "test_stage_in_one_module.py",  # a pipeline run in a fresh process (~5 s)
+                "test_warc_lenient.py"}  # builds the sample crawl, extracts it four times (~4 s)
 #: Module or session fixtures that cost 3 s or more to build (they annotate, extract, fit or train
 #: before the first test): every test that uses one is slow, so the quick suite does not pay for
 #: the build. The tests of those areas that do not need the fixture stay in the quick suite.

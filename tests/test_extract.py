@@ -200,7 +200,7 @@ def test_a_folder_with_a_wet_file_among_its_archives_is_read_and_the_wet_named(c
     src = tmp_path / "crawl"
     shutil.copytree(crawl, src)
     wet = src / "texts.warc.wet.gz"
-    block = "Text that is already text.".encode()
+    block = b"Text that is already text."
     wet.write_bytes(gzip.compress(b"WARC/1.0\r\nWARC-Type: conversion\r\nWARC-Target-URI: https://example.org/t\r\n"
                                   b"WARC-Record-ID: <urn:uuid:00000000-0000-0000-0000-000000000001>\r\n"
                                   b"Content-Length: " + str(len(block)).encode() + b"\r\n\r\n" + block + b"\r\n\r\n"))

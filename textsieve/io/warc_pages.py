@@ -39,40 +39,19 @@ from __future__ import annotations
 
 import io
 import re
-import zlib
 from collections.abc import Generator, Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 import fsspec
 
 from .warc_frames import GZIP_MAGIC, MAX_HEAD, Frame, gzip_frames, plain_frames
+from .warc_lenient import lenient_pages, looks_lenient, sniff
+from .warc_page import Page, undo_coding
 
 if TYPE_CHECKING:
     from .readers import ShardReader
 
 _TYPE = re.compile(rb"(?im)^warc-type:[ \t]*([^\r\n]*?)[ \t]*\r?$")
-
-@dataclass
-class Page:
-    """One archived HTTP response, as bytes.
-
-    `body` is the HTTP payload with its transfer and content encodings removed. When a
-    declared content encoding cannot be undone (a broken gzip stream from the server, say),
-    `body` holds the payload as stored and `body_error` says why: the record itself is intact,
-    so it is not a bad record, but its bytes are not the page's."""
-
-    id: str  # WARC-Record-ID without <>; ARC: f"{rel}/{row}"
-    row: int  # index of the record among all records of the file
-    url: str | None
-    date: str | None  # WARC-Date (ARC: its archive date)
-    content_type: str | None  # the HTTP Content-Type header, charset parameter included
-    status: int | None  # the HTTP status; None for a non-HTTP response (dns:, ...)
-    body: bytes
-    record_offset: int  # byte offset of the record (for .gz: of its gzip member) in the file
-    body_error: str | None = None
-    oversize: bool = False  # its block is over the reader's cap: passed over, never held (`body` is empty)
-
 
 def read_pages(ctx: ShardReader, cap: int | None = None) -> Iterator[Page]:
     """The `Page` of every response record of the WARC (every record of the ARC) `ctx.shard`. A
@@ -84,6 +63,11 @@ def read_pages(ctx: ShardReader, cap: int | None = None) -> Iterator[Page]:
         return
     with fsspec.open(shard.path, "rb") as raw:
         gz = raw.read(2) == GZIP_MAGIC[:2]
+        lenient = looks_lenient(sniff(raw, gz))
+    if lenient:  # WARC/0.18 (ClueWeb09) or bare-\n headers: `warc_lenient`
+        yield from lenient_pages(ctx, gz, cap)
+        return
+    with fsspec.open(shard.path, "rb") as raw:
         offset: int | None = 0
         row = 0
         while offset is not None:
@@ -272,7 +256,7 @@ def _http(data: bytes) -> tuple[int | None, str | None, bytes, str | None]:
             return status, content_type, body, None
         coding = (http.get("Content-Encoding") or "").strip().lower()
         if mode == "transfer" and coding:
-            decoded = _decode(body, coding)
+            decoded = undo_coding(body, coding)
             if decoded is not None:
                 return status, content_type, decoded, None
             if coding not in _CODINGS:  # "Content-Encoding: utf-8" and the like: the bytes are as sent
@@ -282,25 +266,6 @@ def _http(data: bytes) -> tuple[int | None, str | None, bytes, str | None]:
 
 
 _CODINGS = ("gzip", "x-gzip", "deflate", "br")
-
-
-def _decode(body: bytes, coding: str) -> bytes | None:
-    """Undo one content coding FastWARC refused (x-gzip, a truncated stream); None: cannot."""
-    try:
-        if coding in ("gzip", "x-gzip"):
-            return zlib.decompressobj(47).decompress(body)
-        if coding == "deflate":
-            try:
-                return zlib.decompressobj(15).decompress(body)
-            except zlib.error:
-                return zlib.decompressobj(-15).decompress(body)
-        if coding == "br":
-            import brotli  # type: ignore[import-not-found, import-untyped, unused-ignore]
-
-            return bytes(brotli.decompress(body))
-    except Exception:  # noqa: BLE001 - zlib.error, ImportError, brotli's own error type
-        return None
-    return None
 
 
 # ------------------------------------------------------------------ ARC (warcio) and helpers
