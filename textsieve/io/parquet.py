@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 from ..document import Document
 from .fields import MISSING, FieldPath, bad_id_reason, bad_text_reason, optional_str, resolve_id
 from .limits import text_size_ok
+from .parquet_pages import oversized_page
 
 if TYPE_CHECKING:
     from .readers import ShardReader
@@ -51,8 +52,19 @@ def read_parquet(ctx: ShardReader) -> Iterator[Document]:
         columns = sorted({col[0] for _, col in wanted.values()})
         total = max(pf.metadata.num_rows, 1)
         row = 0  # first row of the current row group
+        limit = ctx.options.max_doc_bytes
+        leaves = [i for i in range(pf.metadata.num_columns)
+                  if pf.metadata.schema.column(i).path.split(".")[0] in columns]
         for group in range(pf.num_row_groups):
             size = pf.metadata.row_group(group).num_rows
+            big = _oversized(raw, pf.metadata.row_group(group), leaves, limit) if limit is not None else None
+            if big is not None:  # io.parquet_pages: left out unread, never inflated
+                ctx.bad(f"{shard.path}:row {row}",
+                        f"row group {group} (rows {row}-{row + size - 1}): its column {big[0]!r} holds a page of "
+                        f"{big[1]:,} bytes uncompressed, more than any document under --max-doc-bytes ({limit:,}) "
+                        f"needs; its {size} row(s) are left out unread (reading one would inflate the whole page)")
+                row += size
+                continue
             done = 0  # rows of this group read so far
             batches = pf.iter_batches(batch_size=BATCH_ROWS, columns=columns, row_groups=[group])
             while True:
@@ -73,6 +85,16 @@ def read_parquet(ctx: ShardReader) -> Iterator[Document]:
                 done += batch.num_rows
                 ctx.bytes_read = shard.size * (row + done) // total
             row += size
+
+
+def _oversized(raw: Any, group: Any, leaves: list[int], limit: int) -> tuple[str, int] | None:
+    """(column path, page size) of the first column read whose page no document under `limit` needs."""
+    for i in leaves:
+        column = group.column(i)
+        size = oversized_page(raw, column, limit)
+        if size is not None:
+            return column.path_in_schema, size
+    return None
 
 
 def wanted_columns(f: Any, text_col: tuple[str, tuple[str, ...]], names: list[str]) -> dict[str, Any]:
