@@ -98,3 +98,70 @@ def test_a_second_writer_is_refused_in_every_stage_family(family, attrs, tmp_pat
         holder.wait()
     assert rc == 2 and len(err.strip().splitlines()) == 1 and "another run is writing here" in err, err
     assert not (root / "manifest.json").exists()
+
+
+# ---------------------------------------------------------------- object stores: a lease
+
+
+def _lease(fs, root: str, owner: str, expires_in: float) -> None:
+    import json
+    import time
+
+    fs.pipe_file(f"{root}/.lock", json.dumps({"holder": f"dedup_fuzzy, pid@host {owner}", "owner": owner,
+                                              "token": "theirs", "since": time.time() - 5,
+                                              "expires": time.time() + expires_in}).encode())
+
+
+def _publish(fs, root: str) -> None:
+    from textsieve.io.publish import Publication
+
+    pub = Publication(fs, root, "dedup_fuzzy", "k1")
+    pub.add_file("a.txt", b"a\n", "fp")
+    pub.commit()
+
+
+def test_an_object_store_output_is_held_by_a_lease_that_names_its_holder():
+    """Issue 25 item 7, object stores: a live lease of another machine's run refuses a second
+    writer with the holder's name; an expired one, or one of a process of this machine that
+    ended, is taken over; the lease is removed on commit."""
+    import fsspec
+
+    fs = fsspec.filesystem("memory")
+    root = "/lease-test/attrs/_dedup_fuzzy"
+    _lease(fs, root, "4242@other-host", 300)
+    with pytest.raises(write_lock.OutputLockedError, match=r"another run is writing here \(dedup_fuzzy, pid@host "
+                                                           r"4242@other-host, since .*its lease runs to"):
+        _publish(fs, root)
+    assert not fs.exists(f"{root}/manifest.json")
+    _lease(fs, root, "4242@other-host", -1)  # expired: its run died without giving it back
+    _publish(fs, root)
+    assert fs.exists(f"{root}/manifest.json") and not fs.exists(f"{root}/.lock")
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    from textsieve.io.leftovers import writer_tag
+
+    host = writer_tag().split("@", 1)[1]
+    _lease(fs, root, f"{ended.stdout.strip()}@{host}", 300)  # this machine's process that has ended
+    _publish(fs, root)
+    assert not fs.exists(f"{root}/.lock")
+    fs.rm("/lease-test", recursive=True)
+
+
+def test_a_held_lease_is_renewed_while_the_run_lasts(monkeypatch):
+    import json
+    import time
+
+    import fsspec
+
+    monkeypatch.setattr(write_lock, "RENEW_SECONDS", 0.05)
+    monkeypatch.setattr(write_lock, "LEASE_SECONDS", 2.0)
+    fs = fsspec.filesystem("memory")
+    root = "/lease-renew/out"
+    key = write_lock.take(fs, root, "mix")
+    try:
+        first = json.loads(fs.cat_file(f"{root}/.lock"))["expires"]
+        time.sleep(0.4)
+        assert json.loads(fs.cat_file(f"{root}/.lock"))["expires"] > first  # renewed by the holder's thread
+        assert write_lock.take(fs, root, "mix") == key  # re-entrant within the process
+    finally:
+        write_lock.release(key)
+    assert not fs.exists(f"{root}/.lock")
