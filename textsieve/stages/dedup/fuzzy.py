@@ -493,15 +493,22 @@ def _output_sets(c: FuzzyConfig, layout: Layout, where: str) -> list[PlannedSet]
         cols += [(f"{tkey(t)}_cluster", pa.uint64()), (f"{tkey(t)}_size", pa.int64()), (f"{tkey(t)}_keep", pa.bool_())]
     return [PlannedSet(FUZZY_SET, set_schema(cols))]
 
-def _report(res: FuzzyResult) -> str:
-    lines = [f"dedup fuzzy: already done with this configuration ({res.output}); --overwrite to redo"] \
+def cluster_report(command: str, res: Any, rows: list[str]) -> str:
+    """The closing lines of a clustering dedup (`dedup fuzzy`, `dedup semantic`): one row per
+    threshold, framed by whether the run was a no-op."""
+    lines = [f"{command}: already done with this configuration ({res.output}); --overwrite to redo"] \
         if res.skipped else []
-    lines += [f"  threshold {t}: {s['n_clusters']:,} clusters, {s['n_docs_in_clusters']:,} docs in clusters, "
-              f"{s['n_removed']:,} to drop ({100 * s['duplicate_fraction']:.2f}%)"
-              for t, s in res.summary["thresholds"].items()]
+    lines += rows
     if not res.skipped:
-        lines.append(f"dedup fuzzy: done in {res.seconds:.1f} s -> {res.output}")
+        lines.append(f"{command}: done in {res.seconds:.1f} s -> {res.output}")
     return "\n".join(lines)
+
+
+def _report(res: FuzzyResult) -> str:
+    return cluster_report("dedup fuzzy", res, [
+        f"  threshold {t}: {s['n_clusters']:,} clusters, {s['n_docs_in_clusters']:,} docs in clusters, "
+        f"{s['n_removed']:,} to drop ({100 * s['duplicate_fraction']:.2f}%)"
+        for t, s in res.summary["thresholds"].items()])
 
 
 CLI = CliSpec(

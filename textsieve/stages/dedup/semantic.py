@@ -71,6 +71,7 @@ from textsieve.io.attributes import META_KEY, open_set, set_place
 from textsieve.io.leftovers import finish_work, start_work
 from textsieve.options import check_choices, memory_option, option, progress_option
 from textsieve.stages.annotate.embed import has_embeddings
+from textsieve.stages.dedup.fuzzy import cluster_report
 from textsieve.stages.descriptor import PROGRESS_REASON, CliSpec, Layout, Outcome, Stage, set_named
 from textsieve.stages.planning import SET_BYTES_PER_DOC, Corpus, PlannedSet, StagePlan
 
@@ -393,14 +394,10 @@ def _estimate(c: SemanticConfig, e: Corpus) -> StagePlan:
                      "per-cluster partitions are temporary")
 
 def _report(res: SemanticResult) -> str:
-    lines = [f"dedup semantic: already done with this configuration ({res.output}); --overwrite to redo"] \
-        if res.skipped else []
-    lines += [f"  eps {e} (cosine >= {s['min_cosine']:g}): {s['n_clusters']:,} clusters, "
-              f"{s['n_docs_in_clusters']:,} docs in clusters, {s['n_removed']:,} to drop "
-              f"({100 * s['duplicate_fraction']:.2f}%)" for e, s in res.summary["eps"].items()]
-    if not res.skipped:
-        lines.append(f"dedup semantic: done in {res.seconds:.1f} s -> {res.output}")
-    return "\n".join(lines)
+    return cluster_report("dedup semantic", res, [
+        f"  eps {e} (cosine >= {s['min_cosine']:g}): {s['n_clusters']:,} clusters, {s['n_docs_in_clusters']:,} docs "
+        f"in clusters, {s['n_removed']:,} to drop ({100 * s['duplicate_fraction']:.2f}%)"
+        for e, s in res.summary["eps"].items()])
 
 
 CLI = CliSpec(
