@@ -175,6 +175,7 @@ SLOW_TESTS = {
     "test_extensions.py::test_registered_signal_is_annotated_by_workers_and_selected_on",  # a 2-worker pool
     "test_resume_parts.py::test_killed_per_document_set_stages_resume_to_identical_sets",  # 3 runs per stage
     "test_resume_parts.py::test_killed_dedup_semantic_reruns_to_the_same_set",  # embeds twice, 3 runs
+    "test_extract.py::test_a_folder_with_a_wet_file_among_its_archives_is_read_and_the_wet_named",  # ~3.5 s
     "test_resume_parts.py::test_killed_import_rpv2_resumes_to_the_same_shards",
     "test_write_lock.py::test_a_second_writer_fails_naming_the_holder_and_a_killed_holders_lock_is_taken",
     "test_write_lock.py::test_a_second_writer_is_refused_in_every_stage_family",  # shares the annotate fixture

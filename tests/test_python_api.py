@@ -151,11 +151,12 @@ def test_the_typed_stub_of_the_stage_functions_is_current():
     `python -m textsieve.api_stub` writes for the registry as it is."""
     from textsieve.api_stub import STUB, stub_text
 
-    assert STUB.read_text(encoding="utf-8") == stub_text(), "run `python -m textsieve.api_stub`"
+    text = stub_text()
+    assert STUB.read_text(encoding="utf-8") == text, "run `python -m textsieve.api_stub`"
     for stage in STAGES:
         if stage.call is not None:
-            assert f"def {stage.api_name}(" in stub_text()
-    assert "dry_run: Literal[True], **options: Any) -> Funnel | Resample" in stub_text()
+            assert f"def {stage.api_name}(" in text
+    assert "dry_run: Literal[True], **options: Any) -> Funnel | Resample" in text
 
 
 def test_py_typed_is_shipped():
