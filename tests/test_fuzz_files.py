@@ -25,15 +25,13 @@ import gzip
 import json
 import os
 import random
-import signal
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import fsspec
 import pytest
-from test_fuzz_readers import CaseTimeout, _alarm, _mutate_bytes
+from test_fuzz_readers import _mutate_bytes, round_robin, run_case
 
 from textsieve.errors import TextsieveError
 from textsieve.recipes.language import RecipeError
@@ -202,29 +200,11 @@ def _check(seed: FileSeed, folder: Path, data: bytes) -> None:
 
 def _run(seeds: list[FileSeed], tmp_path: Path, cases: int, budget: float, base_seed: int) -> dict[str, int]:
     done = {s.name: 0 for s in seeds}
-    start = time.monotonic()
-    old = signal.signal(signal.SIGALRM, _alarm)
-    try:
-        for case in range(cases):
-            for seed in seeds:
-                if time.monotonic() - start > budget:
-                    return done
-                data, kind = mutate(seed, case, base_seed)
-                signal.alarm(CASE_SECONDS)
-                try:
-                    _check(seed, tmp_path / "case", data)
-                except CaseTimeout:
-                    pytest.fail(f"{seed.name} case {case} ({kind}, seed {base_seed}): no result after "
-                                f"{CASE_SECONDS} s (a hang)")
-                except AssertionError:
-                    raise
-                except Exception as exc:  # noqa: BLE001 - any other exception is the finding
-                    pytest.fail(f"{seed.name} case {case} ({kind}, seed {base_seed}): {type(exc).__name__}: {exc}")
-                finally:
-                    signal.alarm(0)
-                done[seed.name] += 1
-    finally:
-        signal.signal(signal.SIGALRM, old)
+    for case, seed in round_robin(seeds, cases, budget):
+        data, kind = mutate(seed, case, base_seed)
+        run_case(f"{seed.name} case {case} ({kind}, seed {base_seed})",
+                 lambda: _check(seed, tmp_path / "case", data))  # noqa: B023 - called at once
+        done[seed.name] += 1
     return done
 
 

@@ -44,9 +44,10 @@ import random
 import re
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -292,37 +293,49 @@ def _check_pages(path: Path, mode: str, texts: frozenset[str] | None = None) -> 
     _checked(path, mode, read)
 
 
-def _run(seeds: list[Seed], tmp_path: Path, cases: int, budget: float, base_seed: int,
-         check: Callable[[Path, str, frozenset[str] | None], None] = _check_case) -> dict[str, int]:
-    """Round-robin over the seeds until `cases` per seed ran or `budget` seconds passed; returns
-    the cases run per seed. Fails on the first bad case, naming it."""
-    done = {s.name: 0 for s in seeds}
+def round_robin(seeds: list, cases: int, budget: float) -> Iterator[tuple[int, Any]]:
+    """(case, seed) with the seeds taking turns, until `cases` per seed ran or `budget` seconds
+    passed, with the SIGALRM handler of `run_case` installed meanwhile (test_fuzz_files too)."""
     start = time.monotonic()
     old = signal.signal(signal.SIGALRM, _alarm)
     try:
         for case in range(cases):
             for seed in seeds:
                 if time.monotonic() - start > budget:
-                    return done
-                path = tmp_path / f"case{seed.suffix}"
-                mutated = mutate(seed, case, base_seed)
-                path.write_bytes(mutated.data)
-                texts = seed.texts if _vouched(seed, mutated) else None
-                for mode in ("fail", "skip"):
-                    signal.alarm(CASE_SECONDS)
-                    try:
-                        check(path, mode, texts)
-                    except CaseTimeout:
-                        pytest.fail(f"{seed.name} case {case} ({mode}, seed {base_seed}): no result after "
-                                    f"{CASE_SECONDS} s (a hang)")
-                    except Exception as exc:  # noqa: BLE001 - any other exception is the finding
-                        pytest.fail(f"{seed.name} case {case} ({mutated.kind}{' inner' if mutated.inner else ''}, "
-                                    f"{mode}, seed {base_seed}): {type(exc).__name__}: {exc}")
-                    finally:
-                        signal.alarm(0)
-                done[seed.name] += 1
+                    return
+                yield case, seed
     finally:
         signal.signal(signal.SIGALRM, old)
+
+
+def run_case(label: str, check: Callable[[], None]) -> None:
+    """Run one case within CASE_SECONDS; a hang or any exception fails the test, naming `label`."""
+    signal.alarm(CASE_SECONDS)
+    try:
+        check()
+    except CaseTimeout:
+        pytest.fail(f"{label}: no result after {CASE_SECONDS} s (a hang)")
+    except Exception as exc:  # noqa: BLE001 - any other exception is the finding
+        pytest.fail(f"{label}: {type(exc).__name__}: {exc}")
+    finally:
+        signal.alarm(0)
+
+
+def _run(seeds: list[Seed], tmp_path: Path, cases: int, budget: float, base_seed: int,
+         check: Callable[[Path, str, frozenset[str] | None], None] = _check_case) -> dict[str, int]:
+    """Round-robin over the seeds until `cases` per seed ran or `budget` seconds passed; returns
+    the cases run per seed. Fails on the first bad case, naming it."""
+    done = {s.name: 0 for s in seeds}
+    for case, seed in round_robin(seeds, cases, budget):
+        path = tmp_path / f"case{seed.suffix}"
+        mutated = mutate(seed, case, base_seed)
+        path.write_bytes(mutated.data)
+        texts = seed.texts if _vouched(seed, mutated) else None
+        for mode in ("fail", "skip"):
+            kind = f"{mutated.kind}{' inner' if mutated.inner else ''}"
+            run_case(f"{seed.name} case {case} ({kind}, {mode}, seed {base_seed})",
+                     lambda: check(path, mode, texts))  # noqa: B023 - called at once, in this iteration
+        done[seed.name] += 1
     return done
 
 
