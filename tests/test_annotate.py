@@ -118,7 +118,26 @@ def test_signal_selection_and_unknown_names(tmp_path, resources_dir, capsys):
     assert "rps_doc_nope" in err and "rps_doc_word_count" in err and "repetition" in err
 
 
-def test_missing_word_lists_skip_their_signals_with_one_warning(tmp_path, caplog):
+def test_a_default_install_computes_the_word_list_signals(tmp_path, caplog, shared_dir):
+    """The lists ship in the package: no warning, and the values of the golden resources folder."""
+    src = write_jsonl(tmp_path / "docs.jsonl", python_docs(5))
+    run_annotate(AnnotateConfig([str(src)], str(tmp_path / "o"), signals="content", workers=1, progress=False))
+    assert not [r for r in caplog.records if r.levelname == "WARNING"]
+    got = pq.read_table(tmp_path / "o" / "docs.parquet").to_pydict()
+    assert "rps_doc_curly_bracket" in got and "rps_doc_lorem_ipsum" in got
+    run_annotate(AnnotateConfig([str(src)], str(tmp_path / "g"), signals="content", workers=1, progress=False,
+                                resources=str(shared_dir / "golden" / "rpv2_resources")))
+    want = pq.read_table(tmp_path / "g" / "docs.parquet").to_pydict()
+    for name in ("rps_doc_stop_word_fraction", "rps_doc_ldnoobw_words"):
+        assert got[name] == want[name], name
+    assert all(span[0]["score"] > 0.1 for span in got["rps_doc_stop_word_fraction"])  # English prose
+
+
+def test_missing_word_lists_skip_their_signals_with_one_warning(tmp_path, caplog, monkeypatch):
+    """An install whose bundled lists were removed (and no user lists) skips the two signals."""
+    from textsieve.signals import resources
+
+    monkeypatch.setattr(resources, "BUNDLED_DIR", tmp_path / "removed")
     src = write_jsonl(tmp_path / "docs.jsonl", python_docs(5))
     run_annotate(AnnotateConfig([str(src)], str(tmp_path / "o"), signals="content", workers=1, progress=False))
     cols = pq.read_schema(tmp_path / "o" / "docs.parquet").names

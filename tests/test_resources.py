@@ -98,22 +98,44 @@ def test_stop_words_must_be_json_list_of_strings(tmp_path: Path) -> None:
 # ----------------------------------------------------------------------------- missing lists
 
 
-def test_partial_folder_reports_missing(tmp_path: Path) -> None:
+def test_user_lists_replace_the_bundled_ones_of_their_language(tmp_path: Path) -> None:
     root = _make(tmp_path / "r", stop={"en": ["a", "the", "the"]}, bad={"de": "x\n"})
     lists = load_word_lists(root)
-    assert lists.stop_words == {"en": frozenset({"a", "the"})}
-    assert lists.bad_words == {"de": frozenset({"x"})}
-    assert "stopwords/en.json" not in lists.missing and "ldnoobw/de" not in lists.missing
-    assert len(lists.missing) == 2 * len(RPV2_LANGS) - 2
-    assert lists.stop_words_for("fr") == frozenset() and lists.bad_words_for(None) == frozenset()
+    assert lists.stop_words["en"] == frozenset({"a", "the"}) and lists.bad_words["de"] == frozenset({"x"})
+    bundled = load_word_lists(None)
+    assert lists.stop_words["de"] == bundled.stop_words["de"] and lists.bad_words["en"] == bundled.bad_words["en"]
+    assert lists.missing == [] and lists.source == root
+    assert lists.stop_words_for("ja") == frozenset() and lists.bad_words_for(None) == frozenset()
 
 
-def test_no_dir_means_everything_missing() -> None:
+def test_no_dir_gives_the_bundled_lists() -> None:
+    """A default install computes every RPv2 signal: the lists ship in the package."""
+    lists = load_word_lists(None)
+    assert lists.source == res.BUNDLED_DIR and lists.missing == []
+    assert {k: len(v) for k, v in lists.stop_words.items()} == STOP_SIZES
+    assert {k: len(v) for k, v in lists.bad_words.items()} == BAD_SIZES
+    notice = (res.BUNDLED_DIR / "NOTICE.md").read_text(encoding="utf-8")
+    for needle in ("Apache License 2.0", "CC BY 4.0", res.STOPWORDS_COMMIT, res.LDNOOBW_COMMIT):
+        assert needle in notice
+    assert "Apache License" in (res.BUNDLED_DIR / "stopwords" / "LICENSE").read_text(encoding="utf-8")
+
+
+@needs_golden
+def test_bundled_lists_are_the_golden_files_unchanged() -> None:
+    for rel in [*(f"stopwords/{g}.json" for g in RPV2_LANGS), *(f"ldnoobw/{g}" for g in RPV2_LANGS)]:
+        assert (res.BUNDLED_DIR / rel).read_bytes() == (GOLDEN / rel).read_bytes(), rel
+
+
+def test_an_install_without_the_bundled_lists_reports_all_missing(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(res, "BUNDLED_DIR", tmp_path / "gone")
     lists = load_word_lists(None)
     assert lists.source is None and lists.stop_words == {} and lists.bad_words == {}
     assert lists.missing == (
         [f"stopwords/{lang}.json" for lang in RPV2_LANGS] + [f"ldnoobw/{lang}" for lang in RPV2_LANGS]
     )
+    partial = load_word_lists(_make(tmp_path / "r", stop={"en": ["the"]}))
+    assert "stopwords/en.json" not in partial.missing and len(partial.missing) == 2 * len(RPV2_LANGS) - 1
 
 
 def test_missing_message_says_what_where_how() -> None:
@@ -195,8 +217,10 @@ def test_add_merges_and_overwrites(tmp_path: Path) -> None:
     dest = add_resources(first)
     assert add_resources(second) == dest
     lists = load_word_lists(dest)
-    assert lists.stop_words == {"en": frozenset({"new"}), "de": frozenset({"der"})}
-    assert lists.bad_words == {"en": frozenset({"bad"})}  # kept from the first add
+    assert lists.stop_words["en"] == frozenset({"new"}) and lists.stop_words["de"] == frozenset({"der"})
+    assert lists.bad_words["en"] == frozenset({"bad"})  # kept from the first add
+    assert {p.relative_to(dest).as_posix() for p in dest.rglob("*") if p.is_file()} == {
+        "stopwords/en.json", "stopwords/de.json", "ldnoobw/en"}
     leftovers = [p.name for p in dest.parent.iterdir() if p.name != "resources"]
     assert leftovers == [], "staging folders must be cleaned up"
     assert oct(dest.stat().st_mode & 0o777) == oct(0o755)

@@ -1,12 +1,14 @@
 """Stop-word and LDNOOBW bad-word lists: where to find them, how to install and load them.
 
-These lists are third-party data that we must not commit, yet ``rps_doc_stop_word_fraction``
-and ``rps_doc_ldnoobw_words`` need them to reproduce RedPajama-V2. So the user supplies a
-resources folder once and we look for it in a fixed order (explicit ``--resources DIR``, then
-``$TEXTSIEVE_RESOURCES``, then the per-user cache). When lists the run needs are missing,
-`annotate` skips the two signals and prints :func:`missing_message` once, so the user knows
-why they are absent; a document whose own language has no list gets null for them
-(``textsieve.stages.annotate.lang``), where RPv2 would give 0.0.
+``rps_doc_stop_word_fraction`` and ``rps_doc_ldnoobw_words`` need the lists RPv2 used. Their
+licences (Apache-2.0, CC BY 4.0) allow redistribution with attribution, so RPv2's five languages
+ship inside the package (`BUNDLED_DIR`, with ``NOTICE.md``): a default install computes every
+signal, offline. A user folder may replace a bundled list or add languages; it is found in a
+fixed order (explicit ``--resources DIR``, then ``$TEXTSIEVE_RESOURCES``, then the per-user
+cache) and laid over the bundled lists, language by language. Only a damaged install can lack
+one of the five: then `annotate` skips the signal and prints :func:`missing_message` once. A
+document whose own language has no list gets null for them (``textsieve.stages.annotate.lang``),
+where RPv2 would give 0.0.
 
 Folder layout (the same as the golden ``rpv2_resources`` folder)::
 
@@ -29,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = [
+    "BUNDLED_DIR",
     "ENV_VAR",
     "RPV2_LANGS",
     "ResourceError",
@@ -44,6 +47,9 @@ __all__ = [
 
 #: The languages RPv2 computes word-list signals for.
 RPV2_LANGS: tuple[str, ...] = ("en", "de", "fr", "es", "it")
+
+#: RPv2's own lists, shipped in the package (see its NOTICE.md for their sources and licences).
+BUNDLED_DIR = Path(__file__).with_name("wordlists")
 
 #: Environment variable naming a resources folder.
 ENV_VAR = "TEXTSIEVE_RESOURCES"
@@ -183,28 +189,25 @@ class WordLists:
 
 
 def load_word_lists(resources_dir: Path | None) -> WordLists:
-    """Load every list present under ``resources_dir``; record the absent ones in ``missing``.
+    """The bundled lists with every list under ``resources_dir`` laid over them (a user list
+    replaces the bundled one of its language); RPv2's five that neither has go in ``missing``.
 
-    Absent lists are tolerated (the run proceeds, with a warning from the caller); a list that
-    is present but malformed raises :class:`ResourceError`, because that is a broken install.
+    A list that is present but malformed raises :class:`ResourceError`, because that is a
+    broken install. ``source`` is the user folder, or the bundled one when none is given.
     """
-    if resources_dir is None:
-        return WordLists(source=None, missing=_all_relpaths())
-    root = Path(resources_dir)
     stop: dict[str, frozenset[str]] = {}
     bad: dict[str, frozenset[str]] = {}
-    missing: list[str] = []
-    for lang in RPV2_LANGS:
-        for rel, target in ((stop_words_relpath(lang), stop), (bad_words_relpath(lang), bad)):
-            if (root / rel).is_file():
-                target[lang] = _parse(root, rel)
-            else:
-                missing.append(rel)
-    for rel in _extra_relpaths(root):  # other languages: loaded when present, never "missing"
-        lang = rel.split("/", 1)[1].removesuffix(".json")
-        (stop if rel.startswith("stopwords/") else bad)[lang] = _parse(root, rel)
-    order = {rel: i for i, rel in enumerate(_all_relpaths())}
-    return WordLists(stop_words=stop, bad_words=bad, source=root, missing=sorted(missing, key=order.__getitem__))
+    for root in (BUNDLED_DIR, resources_dir):
+        if root is None or not Path(root).is_dir():
+            continue
+        root = Path(root)
+        for rel in [*(r for r in _all_relpaths() if (root / r).is_file()), *_extra_relpaths(root)]:
+            lang = rel.split("/", 1)[1].removesuffix(".json")
+            (stop if rel.startswith("stopwords/") else bad)[lang] = _parse(root, rel)
+    missing = [rel for rel in _all_relpaths()
+               if rel.split("/", 1)[1].removesuffix(".json") not in (stop if rel.startswith("stopwords/") else bad)]
+    source = Path(resources_dir) if resources_dir is not None else (BUNDLED_DIR if BUNDLED_DIR.is_dir() else None)
+    return WordLists(stop_words=stop, bad_words=bad, source=source, missing=missing)
 
 
 def missing_message(missing: list[str]) -> str:
@@ -214,7 +217,8 @@ def missing_message(missing: list[str]) -> str:
         return ""
     stop_langs = [rel.split("/")[1].removesuffix(".json") for rel in missing if rel.startswith("stopwords/")]
     bad_langs = [rel.split("/")[1] for rel in missing if rel.startswith("ldnoobw/")]
-    lines = ["textsieve: word lists are missing; the signals that need them are skipped:"]
+    lines = [f"textsieve: word lists are missing (the ones bundled in {BUNDLED_DIR} were removed from this "
+             "install); the signals that need them are skipped:"]
     if stop_langs:
         lines.append(f"  - stop words ({', '.join(stop_langs)}): rps_doc_stop_word_fraction")
     if bad_langs:

@@ -125,8 +125,8 @@ class AnnotateConfig:
     on_error: str = option("fail", help="bad record: stop with an error naming file and line (fail), or skip "
                                         "and report it (skip)", choices=("fail", "skip"))
     workers: int | None = option(None, help="processes (default: all cores)")
-    resources: str | None = option(None, help="word-list folder (else $TEXTSIEVE_RESOURCES, else the one "
-                                              "`textsieve resources add` filled)", metavar="DIR")
+    resources: str | None = option(None, help="word-list folder laid over the bundled RPv2 lists (else "
+                                              "$TEXTSIEVE_RESOURCES, else the one `textsieve resources add` filled)", metavar="DIR")
     batch_size: int = option(500, help="documents per work unit")
     memory: str = memory_option(MEMORY_SPENT_ON)
     overwrite: bool = option(False, help="recompute shards that already exist")
