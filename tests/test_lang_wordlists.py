@@ -221,3 +221,59 @@ def test_user_lists_for_another_language(shared_dir, resources_dir, tmp_path, ca
     dest = add_resources(res_dir)  # installing copies the extra list, not the README
     assert (dest / "stopwords" / "pt.json").is_file() and not (dest / "ldnoobw" / "README.md").exists()
     assert load_word_lists(dest).stop_words["pt"] == frozenset(PT_STOP)
+
+
+# ----------------------------------------------------------------------------- --lang auto fallback
+
+#: dev-corpus documents py3langid tags Nigerian Pidgin (`pcm`, no word lists): English Usenet posts
+#: and web pages with English close behind (they fall back to en), and real Pidgin and Krio
+#: (UDHR translations, English at ~0) and a C4 page with English at 0.42 of pcm (they keep pcm)
+PCM_FALLS_BACK = ("20ng/test/rec.sport.baseball/104842", "20ng/train/comp.sys.mac.hardware/51522",
+                  "c4-en/0635", "20ng/train/rec.sport.hockey/53532")
+PCM_STAYS = ("udhr/NigerianPidginEnglish-Latin1", "udhr/Krio-UTF8", "c4-en/0083")
+
+
+def _by_id(shared_dir: Path, ids: tuple[str, ...]) -> list[dict]:
+    want, out = set(ids), {}
+    with gzip.open(shared_dir / "corpora" / "dev" / "web_sample.jsonl.gz", "rt", encoding="utf-8") as fh:
+        for line in fh:
+            doc = json.loads(line)
+            if doc["id"] in want:
+                out[doc["id"]] = doc
+    return [out[i] for i in ids]
+
+
+def test_lang_auto_falls_back_to_a_close_language_with_lists(shared_dir, tmp_path, caplog):
+    """English text mis-tagged `pcm` gets English word-list signals (RPv2's en values), counted as
+    fallbacks; real Pidgin keeps `pcm` and null. The rule is checked against py3langid's own
+    `rank` (not our kernel): fall back when P(en) >= FALLBACK_SHARE * P(top)."""
+    pytest.importorskip("py3langid")
+    from py3langid.langid import MODEL_FILE, LanguageIdentifier
+
+    from textsieve.models.langid import Py3LangId, prepare
+    from textsieve.stages.annotate.lang import FALLBACK_SHARE
+
+    docs = _by_id(shared_dir, PCM_FALLS_BACK + PCM_STAYS) + _docs(shared_dir, {"en": 2})
+    ident = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+    ranks = [ident.rank(Py3LangId._nfc(prepare(d["text"]))) for d in docs]
+    falls = [r[0][0] == "pcm" and dict(r)["en"] >= FALLBACK_SHARE * r[0][1] for r in ranks]
+    assert falls == [True] * 4 + [False] * 5 and [r[0][0] for r in ranks[:7]] == ["pcm"] * 7
+    src = _write(tmp_path / "docs.jsonl", docs)
+    caplog.set_level(logging.INFO, logger="textsieve")
+    res = run_annotate(AnnotateConfig([src], str(tmp_path / "auto"), lang="auto", workers=1, progress=False,
+                                      signals="rps_doc_stop_word_fraction"))
+    en = run_annotate(AnnotateConfig([src], str(tmp_path / "en"), lang="en", workers=1, progress=False,
+                                     signals="rps_doc_stop_word_fraction"))
+    assert en.documents == res.documents == 9
+    auto_t, en_t = pq.read_table(tmp_path / "auto" / "docs.parquet"), pq.read_table(tmp_path / "en" / "docs.parquet")
+    assert auto_t.column("ts_lang").to_pylist()[:7] == ["pcm"] * 7  # what the model said, unchanged
+    stop, stop_en = _scores(auto_t, "rps_doc_stop_word_fraction"), _scores(en_t, "rps_doc_stop_word_fraction")
+    assert stop[:4] == stop_en[:4] and all(s > 0 for s in stop[:4])  # English stop words found, en values
+    assert stop[4:7] == [None] * 3 and stop[7:] == stop_en[7:]
+    assert res.lang_fallbacks == {"pcm->en": 4} and res.langs_without_word_lists == {"pcm": 3}
+    assert res.lang_confidence["pcm"]["docs"] == 7 and res.lang_confidence["en"]["docs"] == 2
+    assert 0 < res.lang_confidence["pcm"]["mean_score"] < 1
+    summary = json.loads((tmp_path / "auto" / "annotate.json").read_text())["result"]
+    assert summary["lang_fallbacks"] == {"pcm->en": 4} and summary["lang_confidence"] == res.lang_confidence
+    assert _meta(tmp_path / "auto" / "docs.parquet")["lang_fallbacks"] == {"pcm->en": 4}
+    assert any("pcm->en 4" in r.getMessage() for r in caplog.records)

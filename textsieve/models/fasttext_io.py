@@ -51,6 +51,15 @@ def load_fasttext(path: str):
     return fasttext.load_model(local)
 
 
+def predict_ranked(model, texts: list[str], k: int) -> list[list[tuple[str, float]]]:
+    """The top `k` (label without `__label__`, probability) pairs of each text (no '\\n' allowed)."""
+    if not texts:
+        return []
+    labels, probs = model.predict(texts, k=k)
+    return [[(lab[len(LABEL_PREFIX):] if lab.startswith(LABEL_PREFIX) else lab, float(p)) for lab, p in zip(ls, ps)]
+            for ls, ps in zip(labels, probs)]
+
+
 def predict_top1(model, texts: list[str]) -> tuple[list[str], np.ndarray]:
     """Top label (without `__label__`) and its probability for each text (no '\\n' allowed)."""
     if not texts:

@@ -26,11 +26,12 @@ from __future__ import annotations
 
 import math
 import unicodedata
+from collections.abc import Callable
 
 import numba
 import numpy as np
 
-from textsieve.models.fasttext_io import fasttext_labels_count, load_fasttext, predict_top1
+from textsieve.models.fasttext_io import fasttext_labels_count, load_fasttext, predict_ranked
 from textsieve.models.registry import register_model_kind
 from textsieve.signals.registry import DocScores, Signal, round8
 from textsieve.text.batch_encoding import encode_batch
@@ -38,6 +39,11 @@ from textsieve.text.views import BatchViews
 
 KIND = "langid"
 PLAIN_NAMES = ("lang", "lid")
+ALTERNATIVES_K = 10  # fastText: the best language of a set is looked for among the top 10
+
+#: given a set of language codes, the most probable of them for each document and its
+#: probability (None / nan where none of them is possible): `annotate --lang auto`'s fallback
+Alternatives = Callable[[frozenset[str]], tuple[list[str | None], np.ndarray]]
 
 
 def prepare(text: str) -> str:
@@ -52,14 +58,33 @@ class FastTextLangId:
         self.model = load_fasttext(path)
 
     def predict(self, texts: list[str]) -> tuple[list[str | None], np.ndarray]:
+        langs, probs, _ = self.predict_full(texts)
+        return langs, probs
+
+    def predict_full(self, texts: list[str]) -> tuple[list[str | None], np.ndarray, Alternatives]:
+        """`predict` plus the best language of a given set for each text (among the top 10)."""
         prepared = [prepare(t).strip() for t in texts]
         keep = [i for i, t in enumerate(prepared) if t]
-        labels, probs = predict_top1(self.model, [prepared[i] for i in keep])
+        ranked = predict_ranked(self.model, [prepared[i] for i in keep], k=ALTERNATIVES_K)
         out: list[str | None] = [None] * len(texts)
         p = np.full(len(texts), np.nan)
+        top: list[list[tuple[str, float]]] = [[] for _ in texts]
         for j, i in enumerate(keep):
-            out[i], p[i] = labels[j], probs[j]
-        return out, p
+            top[i] = ranked[j]
+            if ranked[j]:
+                out[i], p[i] = ranked[j][0]
+
+        def best_of(allowed: frozenset[str]) -> tuple[list[str | None], np.ndarray]:
+            alt: list[str | None] = [None] * len(texts)
+            q = np.full(len(texts), np.nan)
+            for i, pairs in enumerate(top):
+                for label, prob in pairs:
+                    if label in allowed:
+                        alt[i], q[i] = label, prob
+                        break
+            return alt, q
+
+        return out, p, best_of
 
 
 @numba.njit(cache=True, nogil=True)
@@ -146,10 +171,22 @@ class Py3LangId:
         return unicodedata.normalize("NFC", text)
 
     def predict(self, texts: list[str]) -> tuple[list[str | None], np.ndarray]:
+        langs, probs, _ = self.predict_full(texts)
+        return langs, probs
+
+    def predict_full(self, texts: list[str]) -> tuple[list[str | None], np.ndarray, Alternatives]:
+        """`predict` plus the best language of a given set for each text, from the same scores."""
         prepared = [prepare(t) for t in texts]
         if not self.fast:
-            pairs = [self.ident.classify(t) if t.strip() else (None, math.nan) for t in prepared]
-            return [p[0] for p in pairs], np.array([p[1] for p in pairs], dtype=np.float64)
+            ranked = [self.ident.rank(t) if t.strip() else [] for t in prepared]
+            slow_langs: list[str | None] = [r[0][0] if r else None for r in ranked]
+            top = np.array([r[0][1] if r else math.nan for r in ranked], dtype=np.float64)
+
+            def best_slow(allowed: frozenset[str]) -> tuple[list[str | None], np.ndarray]:
+                picks = [next(((g, p) for g, p in r if g in allowed), (None, math.nan)) for r in ranked]
+                return [g for g, _ in picks], np.array([p for _, p in picks], dtype=np.float64)
+
+            return slow_langs, top, best_slow
         buf, off = encode_batch([self._nfc(t) for t in prepared])
         ident = self.ident
         feats, counts, feat_off = _walk(buf, off, self.nextmove, self.rowbase, self.out_feat, ident.nb_ptc.shape[0])
@@ -165,18 +202,34 @@ class Py3LangId:
         has_features = feat_off[1:] > feat_off[:-1]  # none: py3langid guesses uniformly; we say unknown
         langs: list[str | None] = [self.classes[b] if ok else None for b, ok in zip(best.tolist(), has_features)]
         probs = np.where(has_features, scores[np.arange(len(texts)), best], np.nan)
-        return langs, probs
+        classes = self.classes
+
+        def best_of(allowed: frozenset[str]) -> tuple[list[str | None], np.ndarray]:
+            cols = np.array([c for c, g in enumerate(classes) if g in allowed], dtype=np.int64)
+            if not len(cols):
+                return [None] * len(texts), np.full(len(texts), np.nan)
+            pick = cols[scores[:, cols].argmax(axis=1)]
+            alt = [classes[c] if ok else None for c, ok in zip(pick.tolist(), has_features)]
+            return alt, np.where(has_features, scores[np.arange(len(texts)), pick], np.nan)
+
+        return langs, probs, best_of
 
 
-def batch_languages(v: BatchViews, name: str) -> tuple[list[str | None], np.ndarray]:
-    """(language, probability) of each document by model `name`, computed once per batch."""
+def batch_predictions(v: BatchViews, name: str) -> tuple[list[str | None], np.ndarray, Alternatives]:
+    """(language, probability, alternatives) of each document by model `name`, once per batch."""
     key = (KIND, name)
     if key not in v.cache:
         model = v.models[name]
         if not isinstance(model, (Py3LangId, FastTextLangId)):
             raise TypeError(f"model {name!r} is a {type(model).__name__}, not a language identifier")
-        v.cache[key] = model.predict(v.texts)
+        v.cache[key] = model.predict_full(v.texts)
     return v.cache[key]
+
+
+def batch_languages(v: BatchViews, name: str) -> tuple[list[str | None], np.ndarray]:
+    """(language, probability) of each document by model `name`, computed once per batch."""
+    langs, probs, _ = batch_predictions(v, name)
+    return langs, probs
 
 
 def signal_names(name: str) -> tuple[str, str]:

@@ -66,7 +66,15 @@ from textsieve.signals.resources import (
 )
 from textsieve.signals.selection import select_signals
 from textsieve.stages.annotate.kernel_timing import timed
-from textsieve.stages.annotate.lang import check_lang, no_lists_warning, pop_counts
+from textsieve.stages.annotate.lang import (
+    FALLBACK_RULE,
+    FALLBACK_SHARE,
+    LangTally,
+    check_lang,
+    no_lists_warning,
+    pop_counts,
+    pop_lang_auto,
+)
 from textsieve.stages.annotate.parts import Resume, ShardOutput
 from textsieve.stages.annotate.plan import SUMMARY, AnnotateError, output_rel, plan_shards, warn_markup
 from textsieve.stages.annotate.worker import (
@@ -126,7 +134,8 @@ class AnnotateConfig:
                                         "and report it (skip)", choices=("fail", "skip"))
     workers: int | None = option(None, help="processes (default: all cores)")
     resources: str | None = option(None, help="word-list folder laid over the bundled RPv2 lists (else "
-                                              "$TEXTSIEVE_RESOURCES, else the one `textsieve resources add` filled)", metavar="DIR")
+                                              "$TEXTSIEVE_RESOURCES, else the one `textsieve resources add` "
+                                              "filled)", metavar="DIR")
     batch_size: int = option(500, help="documents per work unit")
     memory: str = memory_option(MEMORY_SPENT_ON)
     overwrite: bool = option(False, help="recompute shards that already exist")
@@ -170,6 +179,9 @@ class AnnotateResult:
     compile_seconds: float = 0.0  # kernel warm-up before the first batch (part of `seconds`)
     kernels_compiled: int = 0  # numba kernels compiled (not loaded from cache) by that warm-up
     langs_without_word_lists: dict[str, int] = field(default_factory=dict)  # docs with null word-list signals
+    # --lang auto: {"pcm->en": documents} that took a language with word lists (stages.annotate.lang)
+    lang_fallbacks: dict[str, int] = field(default_factory=dict)
+    lang_confidence: dict[str, dict] = field(default_factory=dict)  # detected language -> {docs, mean_score}
     parts_resumed: int = 0  # finished parts of interrupted runs that were kept, not recomputed
     documents_resumed: int = 0  # documents in them (part of `documents`)
     renamed_ids: int = 0  # documents whose repeated id got a #N suffix (--dedupe-ids suffix)
@@ -283,6 +295,8 @@ def _fingerprint(cfg: AnnotateConfig, signals: tuple[str, ...], with_minhash: tu
     key: dict[str, Any] = {"version": __version__, "signals": signals, "minhash": with_minhash, "lang": cfg.lang,
                            "lang_field": cfg.lang_field, "text_field": cfg.text_field, "id_field": cfg.id_field,
                            "word_lists": h.hexdigest()}
+    if cfg.lang == AUTO_LANG:  # which language a document's word-list signals use
+        key["lang_fallback"] = FALLBACK_RULE
     if parse_max_doc_bytes(cfg.max_doc_bytes) != DEFAULT_MAX_DOC_BYTES:  # which records are skipped
         key["max_doc_bytes"] = parse_max_doc_bytes(cfg.max_doc_bytes)
     if plan is not None and plan.models:  # only then, so model-free fingerprints stay as they were
@@ -444,10 +458,12 @@ def _run_annotate(cfg: AnnotateConfig) -> AnnotateResult:
     shard_by_rel = {s.rel: s for s in todo}
     list_signals = [name for name in signals if REGISTRY[name].needs]
     no_lists: Counter[str] = Counter()  # the current shard's documents without their word lists
+    shard_langs, run_langs = LangTally(), LangTally()  # --lang auto: fallbacks and confidence
     try:
         for task, batch in mapper(annotate_batch, tasks(), workers=workers, initializer=init_worker,
                                        initargs=(setup,)):
             batch, lacking = pop_counts(batch)
+            batch, auto = pop_lang_auto(batch)
             rel = task.shard
             if writer is None or rel != current:  # a shard's first batch (the writer is None between shards)
                 current = rel
@@ -455,7 +471,9 @@ def _run_annotate(cfg: AnnotateConfig) -> AnnotateResult:
                                      shard_by_rel[rel])
                 n_docs = writer.resume.documents  # those of finished parts, which are not recomputed
                 no_lists = Counter(writer.resume.counts)
+                shard_langs = LangTally()
             no_lists.update(lacking)
+            shard_langs.add(auto)
             if batch.num_rows:
                 writer.write(batch, no_lists)
             n_docs += batch.num_rows
@@ -480,6 +498,9 @@ def _run_annotate(cfg: AnnotateConfig) -> AnnotateResult:
                     meta["langs_without_word_lists"] = dict(sorted(no_lists.items()))
                     for lang, n in no_lists.items():
                         result.langs_without_word_lists[lang] = result.langs_without_word_lists.get(lang, 0) + n
+                if cfg.lang == AUTO_LANG:  # per shard; a resumed shard counts its new parts only
+                    meta.update(shard_langs.record())
+                    run_langs.merge(shard_langs)
                 writer.add_metadata({META_KEY: json.dumps(meta).encode()})
                 writer.close()
                 writer = None
@@ -501,6 +522,14 @@ def _run_annotate(cfg: AnnotateConfig) -> AnnotateResult:
     finally:
         progress.close()
     result.seconds = time.perf_counter() - start
+    if cfg.lang == AUTO_LANG:
+        record = run_langs.record()
+        result.lang_fallbacks, result.lang_confidence = record["lang_fallbacks"], record["lang_confidence"]
+        if result.lang_fallbacks:
+            log.info("--lang auto: %d document(s) whose detected language has no word lists took the closest one "
+                     "that has (its probability >= %.0f%% of the detected one's): %s",
+                     sum(result.lang_fallbacks.values()), 100 * FALLBACK_SHARE,
+                     ", ".join(f"{k} {v}" for k, v in list(result.lang_fallbacks.items())[:10]))
     if result.langs_without_word_lists:
         result.langs_without_word_lists = dict(sorted(result.langs_without_word_lists.items()))
         log.warning(no_lists_warning(result.langs_without_word_lists, list_signals, lists))

@@ -8,6 +8,15 @@ signals that need a list wherever the document's language has none (a null score
 recipe rule, see `textsieve.recipes.language`), counts those documents per language, and warns
 once per run. Documents in languages with lists keep RPv2's exact values.
 
+With `lang: auto` a detected language without lists is often a near miss on short or odd text:
+English Usenet headers and news briefs come out as Nigerian Pidgin (`pcm`), Latin or Welsh at a
+low probability with English close behind. The fallback rule (`fall_back`): a document whose
+detected language has no word list takes the most probable language that has one when that
+language's probability is at least `FALLBACK_SHARE` (half) of the detected one's; otherwise it
+keeps its language and gets nulls. `ts_lang` still holds what the model said; the fallbacks
+(`pcm->en: 13`) and each detected language's documents and mean probability are counted in the
+shard footers and `annotate.json` (`lang_fallbacks`, `lang_confidence`).
+
 The counting happens in the workers (only they know a language that `lang: auto` detected);
 the counts travel back to the main process in the record batch's schema metadata, so
 `annotate_batch` keeps returning one plain record batch, through any executor.
@@ -28,6 +37,11 @@ from textsieve.signals.resources import RPV2_LANGS, WordLists, load_word_lists, 
 AUTO_LANG = "auto"  # `lang: auto`: detect each document's language with the language-id model
 NO_LANG = "(none)"  # the count key of documents without any language (no field, nothing detected)
 BATCH_META_KEY = b"textsieve.langs_without_word_lists"
+LANG_META_KEY = b"textsieve.lang_auto"  # a batch's fallbacks and per-language confidence (`lang: auto`)
+#: `lang: auto` falls back to the best language with word lists when its probability is at least
+#: this share of the detected language's (see the module doc); part of annotate's fingerprint
+FALLBACK_SHARE = 0.5
+FALLBACK_RULE = f"best-listed>={FALLBACK_SHARE}*top"
 
 # English and native names people type for RPv2's languages, for a "did you mean".
 _NAMES = {"english": "en", "german": "de", "deutsch": "de", "french": "fr", "francais": "fr",
@@ -64,6 +78,78 @@ def check_lang(lang: str | None, resources: str | None) -> None:
 
 
 # --------------------------------------------------------------------------- in the workers
+
+
+def fall_back(detected: list[str | None], probs: np.ndarray, alternatives: tuple[list[str | None], np.ndarray],
+              listed: frozenset[str]) -> tuple[list[str | None], Counter[str]]:
+    """(the languages word-list signals use, {"pcm->en": documents}) under the fallback rule
+    (module doc): `alternatives` is the most probable language of `listed` per document and its
+    probability."""
+    alt, alt_probs = alternatives
+    out = list(detected)
+    moved: Counter[str] = Counter()
+    for i, lang in enumerate(detected):
+        if lang is None or lang in listed or alt[i] is None:
+            continue
+        if alt_probs[i] >= FALLBACK_SHARE * probs[i]:
+            out[i] = alt[i]
+            moved[f"{lang}->{alt[i]}"] += 1
+    return out, moved
+
+
+def confidence(detected: list[str | None], probs: np.ndarray) -> dict[str, list[float]]:
+    """{language: [documents, sum of top-1 probabilities]} of a batch, for `lang_confidence`."""
+    out: dict[str, list[float]] = {}
+    for lang, p in zip(detected, probs.tolist()):
+        entry = out.setdefault(lang or NO_LANG, [0, 0.0])
+        entry[0] += 1
+        entry[1] += 0.0 if p != p else p  # nan: no features
+    return out
+
+
+def attach_lang_auto(batch: pa.RecordBatch, moved: Counter[str], conf: dict[str, list[float]]) -> pa.RecordBatch:
+    """`batch` carrying a `lang: auto` batch's fallbacks and confidence in its schema metadata."""
+    meta = dict(batch.schema.metadata or {})
+    meta[LANG_META_KEY] = json.dumps({"fallbacks": dict(moved), "confidence": conf}).encode()
+    return batch.replace_schema_metadata(meta)
+
+
+def pop_lang_auto(batch: pa.RecordBatch) -> tuple[pa.RecordBatch, dict]:
+    """(`batch` without them, {"fallbacks": ..., "confidence": ...} or {})."""
+    meta = batch.schema.metadata
+    if not meta or LANG_META_KEY not in meta:
+        return batch, {}
+    meta = dict(meta)
+    found = json.loads(meta.pop(LANG_META_KEY))
+    return batch.replace_schema_metadata(meta or None), found
+
+
+class LangTally:
+    """Fallbacks and per-language confidence summed over batches (a shard, a run)."""
+
+    def __init__(self) -> None:
+        self.fallbacks: Counter[str] = Counter()
+        self.docs: Counter[str] = Counter()
+        self.prob_sum: dict[str, float] = {}
+
+    def add(self, found: dict) -> None:
+        self.fallbacks.update(found.get("fallbacks") or {})
+        for lang, (n, total) in (found.get("confidence") or {}).items():
+            self.docs[lang] += int(n)
+            self.prob_sum[lang] = self.prob_sum.get(lang, 0.0) + float(total)
+
+    def merge(self, other: LangTally) -> None:
+        self.fallbacks.update(other.fallbacks)
+        self.docs.update(other.docs)
+        for lang, total in other.prob_sum.items():
+            self.prob_sum[lang] = self.prob_sum.get(lang, 0.0) + total
+
+    def record(self) -> dict:
+        """{"lang_fallbacks": {...}, "lang_confidence": {lang: {docs, mean_score}}}, sorted."""
+        conf = {lang: {"docs": n, "mean_score": round(self.prob_sum.get(lang, 0.0) / n, 4)}
+                for lang, n in sorted(self.docs.items(), key=lambda kv: (-kv[1], kv[0]))}
+        return {"lang_fallbacks": dict(sorted(self.fallbacks.items(), key=lambda kv: (-kv[1], kv[0]))),
+                "lang_confidence": conf}
 
 
 def lacking_lists(langs: list[str | None], needs: set[str], stop_words: dict[str, frozenset[str]],

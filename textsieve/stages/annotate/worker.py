@@ -8,6 +8,7 @@ models can be large and are not always picklable.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -18,7 +19,16 @@ from textsieve.exec.arrow_memory import lean_arrow_memory
 from textsieve.io.attributes import LENGTH_COLUMN, SCORE_SUFFIX
 from textsieve.signals import REGISTRY, Signal
 from textsieve.signals.spans import span_type, to_arrow
-from textsieve.stages.annotate.lang import AUTO_LANG, attach_counts, count_lacking, lacking_lists, null_where_lacking
+from textsieve.stages.annotate.lang import (
+    AUTO_LANG,
+    attach_counts,
+    attach_lang_auto,
+    confidence,
+    count_lacking,
+    fall_back,
+    lacking_lists,
+    null_where_lacking,
+)
 from textsieve.text.views import BatchViews, WordListTables
 
 MINHASH_GROUP = "minhash"
@@ -125,11 +135,21 @@ def annotate_batch(task: BatchTask) -> pa.RecordBatch:
     """Compute every selected signal for the documents of `task`."""
     setup: WorkerSetup = _STATE["setup"]
     views = BatchViews(task.texts, task.langs, _STATE["tables"], task.urls or None, _STATE["models"])
+    auto: tuple[Counter[str], dict[str, list[float]]] | None = None
     if setup.lang_model is not None and AUTO_LANG in task.langs:
-        from textsieve.models.langid import batch_languages
+        from textsieve.models.langid import batch_predictions
 
-        detected, _ = batch_languages(views, setup.lang_model)
-        views.langs = [d if g == AUTO_LANG else g for g, d in zip(task.langs, detected)]
+        detected, probs, alternatives = batch_predictions(views, setup.lang_model)
+        listed = frozenset(setup.stop_words) | frozenset(setup.bad_words)
+        rows = [i for i, g in enumerate(task.langs) if g == AUTO_LANG]  # others have a language of their own
+        det, p = [detected[i] for i in rows], probs[rows]
+        alt, alt_p = alternatives(listed)
+        used, moved = fall_back(det, p, ([alt[i] for i in rows], alt_p[rows]), listed)
+        langs = list(task.langs)
+        for i, lang in zip(rows, used):
+            langs[i] = lang
+        views.langs = langs
+        auto = (moved, confidence(det, p))
     n = views.n_docs
     columns: list[pa.Array] = [
         pa.array(task.ids, pa.string()),
@@ -163,8 +183,9 @@ def annotate_batch(task: BatchTask) -> pa.RecordBatch:
             from textsieve.dedup import fast_minhash
 
             columns += list(fast_minhash.fast_minhash_columns(buf, off).values())
-    batch = pa.RecordBatch.from_arrays(columns + scalars, schema=_schema(setup))
-    return attach_counts(batch, count_lacking(views.langs, lacking))
+    batch = attach_counts(pa.RecordBatch.from_arrays(columns + scalars, schema=_schema(setup)),
+                          count_lacking(views.langs, lacking))
+    return batch if auto is None else attach_lang_auto(batch, *auto)
 
 
 def _schema(setup: WorkerSetup) -> pa.Schema:
