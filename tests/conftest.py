@@ -145,6 +145,7 @@ SLOW_TESTS = {
     "test_python_api.py::test_crashing_worker_fails_fast_with_one_clear_error",
     "test_python_api.py::test_plain_script_without_main_guard_uses_workers",
     "test_python_api.py::test_python_api_doc_runs",
+    "test_python_api.py::test_python_api_notebook_runs",  # a Jupyter kernel runs the notebook session
     "test_reference_golden.py::test_golden_exact[rpv2_signals_dev.jsonl.gz]",
     "test_report.py::test_locate_both_layouts",
     "test_resume.py::test_killed_runs_resume_to_identical_outputs",
@@ -204,6 +205,7 @@ SLOW_FIXTURES = {
     "test_model_requests.py": "data",  # trains a classifier on the dev corpora
     "test_select_combined.py": "routes",  # annotates, dedups and fits DSIR two ways
     "test_select_engine.py": "corpus",  # annotates 3,000 dev documents
+    "test_notebook_display.py": "annotated",  # builds and annotates 90 sample documents (~4 s)
 }
 KILL_MODULES = {"test_resume.py", "test_resume_parts.py"}
 BROWSER_TESTS = {"test_report.py::test_report_renders_in_chromium", "test_report.py::test_views_render_in_chromium"}

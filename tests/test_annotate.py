@@ -71,7 +71,7 @@ def test_attribute_shard_layout(tmp_path, resources_dir):
     src = write_jsonl(tmp_path / "docs.jsonl", python_docs(30))
     run_annotate(AnnotateConfig([str(src)], str(tmp_path / "out"), workers=1, resources=str(resources_dir),
                                 progress=False))
-    table = pq.read_table(tmp_path / "out" / "docs.parquet")
+    table = pq.read_table(tmp_path / "out" / "docs" / "docs.parquet")
     assert table.column_names[:3] == ["id", "shard", "row"]
     assert table.num_rows == 30
     assert table.column("row").to_pylist() == list(range(30))
@@ -87,7 +87,7 @@ def test_attribute_shard_layout(tmp_path, resources_dir):
             spans = table.column(name[: -len("__score")]).to_pylist()
             assert table.column(name).to_pylist() == [s[0]["score"] for s in spans]
     assert table.column("ts_length").to_pylist() == [len(r["text"]) for r in python_docs(30)]
-    meta = json.loads(pq.read_metadata(tmp_path / "out" / "docs.parquet").metadata[b"textsieve"])
+    meta = json.loads(pq.read_metadata(tmp_path / "out" / "docs" / "docs.parquet").metadata[b"textsieve"])
     assert meta["documents"] == 30 and meta["skipped_records"] == 0
     # values equal the pure-Python reference, spans tile each text
     stop = frozenset(json.loads((resources_dir / "stopwords" / "en.json").read_text()))
@@ -107,7 +107,7 @@ def test_signal_selection_and_unknown_names(tmp_path, resources_dir, capsys):
     src = write_jsonl(tmp_path / "docs.jsonl", python_docs(5))
     run_annotate(AnnotateConfig([str(src)], str(tmp_path / "o"), signals="repetition,rps_doc_word_count",
                                 workers=1, resources=str(resources_dir), progress=False))
-    cols = pq.read_schema(tmp_path / "o" / "docs.parquet").names
+    cols = pq.read_schema(tmp_path / "o" / "docs" / "docs.parquet").names
     assert cols[:4] == ["id", "shard", "row", "ts_length"]
     span_cols = [c for c in cols[4:] if not c.endswith("__score")]
     assert span_cols[0] == "rps_doc_word_count" and len(span_cols) == 1 + 9
@@ -123,11 +123,11 @@ def test_a_default_install_computes_the_word_list_signals(tmp_path, caplog, shar
     src = write_jsonl(tmp_path / "docs.jsonl", python_docs(5))
     run_annotate(AnnotateConfig([str(src)], str(tmp_path / "o"), signals="content", workers=1, progress=False))
     assert not [r for r in caplog.records if r.levelname == "WARNING"]
-    got = pq.read_table(tmp_path / "o" / "docs.parquet").to_pydict()
+    got = pq.read_table(tmp_path / "o" / "docs" / "docs.parquet").to_pydict()
     assert "rps_doc_curly_bracket" in got and "rps_doc_lorem_ipsum" in got
     run_annotate(AnnotateConfig([str(src)], str(tmp_path / "g"), signals="content", workers=1, progress=False,
                                 resources=str(shared_dir / "golden" / "rpv2_resources")))
-    want = pq.read_table(tmp_path / "g" / "docs.parquet").to_pydict()
+    want = pq.read_table(tmp_path / "g" / "docs" / "docs.parquet").to_pydict()
     for name in ("rps_doc_stop_word_fraction", "rps_doc_ldnoobw_words"):
         assert got[name] == want[name], name
     assert all(span[0]["score"] > 0.1 for span in got["rps_doc_stop_word_fraction"])  # English prose
@@ -140,7 +140,7 @@ def test_missing_word_lists_skip_their_signals_with_one_warning(tmp_path, caplog
     monkeypatch.setattr(resources, "BUNDLED_DIR", tmp_path / "removed")
     src = write_jsonl(tmp_path / "docs.jsonl", python_docs(5))
     run_annotate(AnnotateConfig([str(src)], str(tmp_path / "o"), signals="content", workers=1, progress=False))
-    cols = pq.read_schema(tmp_path / "o" / "docs.parquet").names
+    cols = pq.read_schema(tmp_path / "o" / "docs" / "docs.parquet").names
     assert "rps_doc_curly_bracket" in cols and "rps_doc_lorem_ipsum" in cols
     assert "rps_doc_stop_word_fraction" not in cols and "rps_doc_ldnoobw_words" not in cols
     warnings = [r for r in caplog.records if r.levelname == "WARNING"]
@@ -158,10 +158,10 @@ def test_rerun_skips_finished_shards_and_detects_changed_settings(tmp_path, reso
     cfg = AnnotateConfig([str(tmp_path / "in")], str(out), workers=1, resources=str(resources_dir), progress=False)
     first = run_annotate(cfg)
     assert len(first.shards_written) == 3
-    before = {p.name: p.stat().st_mtime_ns for p in out.glob("*.parquet")}
+    before = {p.name: p.stat().st_mtime_ns for p in (out / "docs").glob("*.parquet")}
     second = run_annotate(cfg)
     assert second.shards_written == [] and len(second.shards_skipped) == 3
-    assert {p.name: p.stat().st_mtime_ns for p in out.glob("*.parquet")} == before
+    assert {p.name: p.stat().st_mtime_ns for p in (out / "docs").glob("*.parquet")} == before
     with pytest.raises(AnnotateError, match="other settings"):
         run_annotate(AnnotateConfig([str(tmp_path / "in")], str(out), signals="lines", workers=1,
                                     resources=str(resources_dir), progress=False))
@@ -184,11 +184,11 @@ def test_crash_mid_shard_leaves_no_finished_file_and_rerun_completes(tmp_path, r
                          progress=False)
     with pytest.raises(RuntimeError, match="worker died"):
         run_annotate(cfg)
-    assert not (out / "docs.parquet").exists()
+    assert not (out / "docs" / "docs.parquet").exists()
     assert list(out.iterdir()) == []  # no temporary file left either
     monkeypatch.setattr(annotate_mod, "annotate_batch", real)
     res = run_annotate(cfg)
-    assert res.documents == 40 and pq.read_table(out / "docs.parquet").num_rows == 40
+    assert res.documents == 40 and pq.read_table(out / "docs" / "docs.parquet").num_rows == 40
 
 
 def test_output_identical_for_any_worker_count_and_batch_size(tmp_path, resources_dir):
@@ -198,7 +198,7 @@ def test_output_identical_for_any_worker_count_and_batch_size(tmp_path, resource
         out = tmp_path / f"w{workers}"
         run_annotate(AnnotateConfig([str(src)], str(out), workers=workers, batch_size=batch,
                                     resources=str(resources_dir), progress=False))
-        outs.append(pq.read_table(out / "docs.parquet"))
+        outs.append(pq.read_table(out / "docs" / "docs.parquet"))
     assert outs[0].equals(outs[1])
 
 
@@ -210,7 +210,7 @@ def test_fsspec_memory_input(tmp_path, resources_dir):
     res = run_annotate(AnnotateConfig(["memory://corpus/"], str(tmp_path / "o"), workers=1,
                                       resources=str(resources_dir), progress=False))
     assert res.documents == 5
-    assert pq.read_table(tmp_path / "o" / "a.parquet").column("id").to_pylist()[0] == "topic/" + sorted(
+    assert pq.read_table(tmp_path / "o" / "docs" / "a.parquet").column("id").to_pylist()[0] == "topic/" + sorted(
         __import__("pydoc_data.topics").topics.topics)[0]
 
 
@@ -224,14 +224,14 @@ def test_bad_records_fail_with_location_or_are_skipped_and_counted(tmp_path, res
     assert rc == 2
     err = capsys.readouterr().err
     assert "bad.jsonl:2" in err
-    assert not (tmp_path / "o1" / "bad.parquet").exists()
+    assert not (tmp_path / "o1" / "docs" / "bad.parquet").exists()
     rc = main(["annotate", str(path), "-o", str(tmp_path / "o2"), "--resources", str(resources_dir),
                "--on-error", "skip", "--workers", "1"])
     assert rc == 0
     assert "2 bad record(s) skipped" in capsys.readouterr().err
-    table = pq.read_table(tmp_path / "o2" / "bad.parquet")
+    table = pq.read_table(tmp_path / "o2" / "docs" / "bad.parquet")
     assert table.column("row").to_pylist() == [0, 3]
-    meta = json.loads(pq.read_metadata(tmp_path / "o2" / "bad.parquet").metadata[b"textsieve"])
+    meta = json.loads(pq.read_metadata(tmp_path / "o2" / "docs" / "bad.parquet").metadata[b"textsieve"])
     assert meta["skipped_records"] == 2
     assert [s["location"].rsplit(":", 1)[1] for s in meta["skipped"]] == ["2", "3"]
 
@@ -244,7 +244,7 @@ def test_empty_and_huge_documents(tmp_path, resources_dir):
     path = write_jsonl(tmp_path / "edge.jsonl", [{"id": "empty", "text": ""}, {"id": "huge", "text": huge}])
     run_annotate(AnnotateConfig([str(path)], str(tmp_path / "o"), workers=1, resources=str(resources_dir),
                                 progress=False))
-    rows = pq.read_table(tmp_path / "o" / "edge.parquet").to_pylist()
+    rows = pq.read_table(tmp_path / "o" / "docs" / "edge.parquet").to_pylist()
     empty, big = rows
     assert empty["rps_doc_word_count"] == [{"start": 0, "end": 0, "score": 0}]
     assert empty["rps_lines_start_with_bulletpoint"] == [{"start": 0, "end": 0, "score": None}]
@@ -263,9 +263,9 @@ def test_source_documents_rejoin_attribute_rows(tmp_path, resources_dir):
     src = write_jsonl(tmp_path / "docs.jsonl.gz", python_docs(12))
     out = tmp_path / "out"
     run_annotate(AnnotateConfig([str(src)], str(out), workers=1, resources=str(resources_dir), progress=False))
-    (out / "_dedup_fuzzy").mkdir()  # another stage's attribute set is not an annotate shard
-    pq.write_table(pq.read_table(out / "docs.parquet").select(["id", "shard", "row"]),
-                   out / "_dedup_fuzzy" / "docs.parquet")
+    (out / "sets" / "dedup_fuzzy").mkdir(parents=True)  # another stage's attribute set is not an annotate shard
+    pq.write_table(pq.read_table(out / "docs" / "docs.parquet").select(["id", "shard", "row"]),
+                   out / "sets" / "dedup_fuzzy" / "docs.parquet")
     fs, paths = attribute_shards(str(out))
     assert [p.rsplit("/", 1)[1] for p in paths] == ["docs.parquet"]
     assert len(attribute_shards(str(out), "dedup_fuzzy")[1]) == 1
@@ -297,5 +297,5 @@ def test_minhash_only_annotate_never_loads_numba(tmp_path):
             "print(json.dumps({'rc': rc, 'numba': 'numba' in sys.modules}))\n")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(res.stdout.strip().splitlines()[-1]) == {"rc": 0, "numba": False}, res.stderr
-    table = pq.read_table(tmp_path / "out" / "docs.parquet")
+    table = pq.read_table(tmp_path / "out" / "docs" / "docs.parquet")
     assert table.num_rows == 50 and table.column("signature_sim0.8").null_count == 0

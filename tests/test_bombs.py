@@ -121,7 +121,7 @@ EXTRACT = """
 import json, resource, sys
 from textsieve.cli import main
 rc = main(["extract", sys.argv[1], "-o", sys.argv[2], "--workers", "1", "-q", "--max-doc-bytes", "1MiB"])
-summary = json.load(open(sys.argv[2] + "/extract.json"))
+summary = json.load(open(sys.argv[2] + "/.textsieve/extract.json"))
 print(rc, json.dumps(summary["result"]), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, sep="\\t")
 """
 

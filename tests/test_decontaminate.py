@@ -88,7 +88,7 @@ def _copy(corpus: dict, tmp_path: Path) -> Path:
 
 
 def _rows(attrs: Path) -> list[dict]:
-    return [r for s in range(2) for r in pq.read_table(attrs / "_decontam" / f"part-{s}.parquet").to_pylist()]
+    return [r for s in range(2) for r in pq.read_table(attrs / "sets" / "decontam" / f"part-{s}.parquet").to_pylist()]
 
 
 def _cfg(attrs: Path, bench: Path | str, **kw) -> DecontamConfig:
@@ -131,11 +131,11 @@ def test_planted_passages_are_all_found_and_nothing_else(corpus, tmp_path):
         (span,) = row["ts_contam_spans"]  # one merged span: exactly the planted words
         assert (span["start"], span["end"], span["score"]) == (first, last, row["ts_contam_count"])
         assert corpus["docs"][i]["text"][span["start"]:span["end"]] == passage[words[0][0]:words[-1][1]]
-    summary = json.loads((attrs / "_decontam" / "summary.json").read_text())
+    summary = json.loads((attrs / "sets" / "decontam" / ".textsieve" / "summary.json").read_text())
     assert summary["ts_contam_count"] == res.matched_ngrams > 0
     assert summary["ngram"] == 13 and summary["index"]["benchmarks"]["wiki"]["examples"] == 100
     assert summary["unidata_version"] == unicodedata.unidata_version  # the fold table follows it
-    assert pq.read_schema(attrs / "_decontam" / "part-0.parquet").remove_metadata().equals(output_schema())
+    assert pq.read_schema(attrs / "sets" / "decontam" / "part-0.parquet").remove_metadata().equals(output_schema())
 
 
 def test_web_documents_share_no_13_gram_with_the_whole_wiki_corpus(corpus, tmp_path):
@@ -157,7 +157,8 @@ def test_bloom_mode_is_a_superset_of_exact(corpus, tmp_path):
         run_decontaminate(_cfg(attrs, corpus["bench"], bloom_fp=1e-3))
     res = run_decontaminate(_cfg(attrs, corpus["bench"], bloom_fp=1e-3, overwrite=True))
     bloom = _rows(attrs)
-    assert res.mode == "bloom" and json.loads((attrs / "_decontam" / "summary.json").read_text())["bloom_fp"] == 1e-3
+    summary = json.loads((attrs / "sets" / "decontam" / ".textsieve" / "summary.json").read_text())
+    assert res.mode == "bloom" and summary["bloom_fp"] == 1e-3
     for e, b in zip(exact, bloom):
         assert b["ts_contam_count"] >= e["ts_contam_count"]
         assert set(b["ts_contam_bench"]) >= set(e["ts_contam_bench"])
@@ -244,8 +245,8 @@ def test_a_bad_benchmark_is_one_error_line(corpus, tmp_path, capsys):
              "empty": "holds no benchmark files",
              "missing.jsonl": "missing.jsonl does not exist"}
     for name, msg in cases.items():
-        rc, out, err = _cli(capsys, str(attrs), "--against", str(tmp_path / name), "--field", "question",
-                            "--field", "answer", "-q")
+        rc, out, err = _cli(capsys, str(attrs), "--against", str(tmp_path / name), "--fields", "question",
+                            "--fields", "answer", "-q")
         lines = err.strip().splitlines()
         assert rc == 2 and len(lines) == 1 and lines[0].startswith("textsieve: error: "), (name, err)
         assert msg in lines[0], (name, lines[0])
@@ -254,13 +255,13 @@ def test_a_bad_benchmark_is_one_error_line(corpus, tmp_path, capsys):
     rc, _, err = _cli(capsys, str(tmp_path / "no-attrs"), "--against", str(corpus["bench"]), "-q")
     assert rc == 2 and "is not an annotate output folder" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "no-attrs").exists()
-    assert not (attrs / "_decontam").exists() and not (attrs / ".textsieve-work").exists()
+    assert not (attrs / "sets" / "decontam").exists() and not (attrs / ".textsieve-work").exists()
 
 
 def test_cli_end_to_end_with_a_recipe(corpus, tmp_path, capsys):
     attrs = _copy(corpus, tmp_path)
-    rc, out, err = _cli(capsys, str(attrs), "--against", f"wiki={corpus['bench']}", "--field", "question",
-                        "--field", "answer", "--workers", "2", "-q", "--json")
+    rc, out, err = _cli(capsys, str(attrs), "--against", f"wiki={corpus['bench']}", "--fields", "question",
+                        "--fields", "answer", "--workers", "2", "-q", "--json")
     assert rc == 0, err
     summary = json.loads(out)
     assert (summary["documents"], summary["contaminated"], summary["mode"]) == (N_DOCS, 20, "exact")
@@ -277,7 +278,7 @@ def test_cli_end_to_end_with_a_recipe(corpus, tmp_path, capsys):
     shutil.copytree(corpus["attrs"], one)
     run_decontaminate(_cfg(one, corpus["bench"]))
     for s in range(2):
-        rel = f"_decontam/part-{s}.parquet"
+        rel = f"sets/decontam/part-{s}.parquet"
         assert (one / rel).read_bytes() == (attrs / rel).read_bytes(), rel
     # select --redact ts_contam_spans removes exactly the matched spans
     everything = tmp_path / "all.yaml"
@@ -360,8 +361,8 @@ def test_a_benchmark_with_no_usable_example_is_an_error_and_left_out_examples_ar
     rc, _, err = _cli(capsys, str(attrs), "--against", str(tmp_path / "short.txt"), "--min-words", "11")
     assert rc == 2 and err.strip().splitlines() == [
         f"textsieve: error: benchmark short ({tmp_path / 'short.txt'}): all 2 example(s) are shorter than "
-        "--min-words (11 words), so it has nothing to match; lower --min-words or check --field"]
-    assert not (attrs / "_decontam").exists()
+        "--min-words (11 words), so it has nothing to match; lower --min-words or check --fields"]
+    assert not (attrs / "sets" / "decontam").exists()
     rc, _, err = _cli(capsys, str(attrs), "--against", str(tmp_path / "short.txt"), "--workers", "1")
     assert rc == 0
     assert "with short (2 examples, 1 left out as shorter than --min-words)" in err.strip().splitlines()[-1]
@@ -371,7 +372,7 @@ def test_a_benchmark_with_no_usable_example_is_an_error_and_left_out_examples_ar
 def test_a_rerun_reads_no_benchmark_example_and_builds_no_index(corpus, tmp_path, monkeypatch):
     """Finding 3: the no-op re-run rebuilt the whole index before the scaffold said "unchanged"
     (data-derived fields were in the identity). Now the published identity is checked first; a
-    changed --field re-runs (and is not refused); a damaged shard rebuilds the index for it."""
+    changed --fields re-runs (and is not refused); a damaged shard rebuilds the index for it."""
     from textsieve.decontam import bench as bench_mod
     from textsieve.decontam import index as index_mod
 
@@ -394,14 +395,14 @@ def test_a_rerun_reads_no_benchmark_example_and_builds_no_index(corpus, tmp_path
     again = run_decontaminate(_cfg(attrs, corpus["bench"]))
     assert (again.skipped, again.computed, calls) == (True, 0, {"build": 1, "files": 2})
     assert (again.contaminated, again.mode, again.benchmarks) == (first.contaminated, "exact", first.benchmarks)
-    (attrs / "_decontam" / "part-1.parquet").write_bytes(b"damaged")
+    (attrs / "sets" / "decontam" / "part-1.parquet").write_bytes(b"damaged")
     fixed = run_decontaminate(_cfg(attrs, corpus["bench"]))
     assert (fixed.skipped, fixed.computed, calls["build"]) == (False, 1, 2)
     assert fixed.contaminated == first.contaminated
     answers = run_decontaminate(DecontamConfig(str(attrs), against=[f"wiki={corpus['bench']}"], fields=["answer"],
                                                workers=1, progress=False))
     assert (answers.skipped, answers.computed, calls["build"]) == (False, 2, 3)
-    assert json.loads((attrs / "_decontam" / "summary.json").read_text())["fields"] == ["answer"]
+    assert json.loads((attrs / "sets" / "decontam" / ".textsieve" / "summary.json").read_text())["fields"] == ["answer"]
 
 
 def test_bloom_reason_states_the_per_document_rate(corpus, tmp_path):
@@ -467,3 +468,66 @@ def test_exact_index_of_overlapping_benchmarks_matches_a_numpy_reference(corpus,
     assert (ref_masks == 0b11 << 1).any()  # keys shared by neighbouring benchmarks
     top = (ref >> np.uint64(int(64 - np.log2(ix.buckets.shape[0] - 1)))).astype(np.int64)
     assert np.array_equal(ix.buckets, np.searchsorted(top, np.arange(ix.buckets.shape[0])))
+
+
+# ---------------------------------------------------------------- issue 26 item 6: alphabet index lines
+
+#: real pages of the dev web sample whose only text in common with the benchmark page below is an
+#: alphabet index (`A | B | C ...`, one letter per line, `Themensuche A B C ... Z #`)
+INDEX_PAGES = ("trafilatura-tests_eval/hpd.de-Homosexuellenhass.html", "dolma-cc2019/vqilwnr7xh67qhpvd7zmwk7d573gpxub",
+               "trafilatura-tests_eval/haufe.de-ordnungsgeld.html",
+               "trafilatura-tests_eval/energiehoch3.de.lexikon.energieversorgung.html",
+               "trafilatura-tests_eval/nalas-loewenseiten.info.m.html")
+#: a library catalogue page with "Jump to: 0-9 A B C D ... Z": the held-out benchmark
+INDEX_BENCH = "dolma-cc2019/ngjmal7ez25ugowyblmszafgzce52tad"
+
+
+def _by_id(dev_dir: Path, ids: tuple[str, ...]) -> dict[str, dict]:
+    """The web sample's records with these ids (lines picked by their id before parsing)."""
+    keys = {f'{{"id": {json.dumps(i)},' for i in ids}
+    with gzip.open(dev_dir / "web_sample.jsonl.gz", "rt", encoding="utf-8") as fh:
+        found = [json.loads(line) for line in fh if line[:line.find(",") + 1] in keys]
+    return {r["id"]: r for r in found}
+
+
+def _ngrams(text: str, n: int = 13) -> list[tuple[str, ...]]:
+    words = [w for _, _, w in words_reference(text)]
+    return [tuple(words[p:p + n]) for p in range(len(words) - n + 1)]
+
+
+def _letters_only(gram: tuple[str, ...]) -> bool:
+    return all(len(w) == 1 for w in gram)
+
+
+def test_alphabet_index_lines_are_not_contamination(dev_dir, tmp_path):
+    """Five real pages share only their A-Z index with a real catalogue page used as the
+    benchmark: before, every one was a "hit"; now none is, while the catalogue page itself is
+    still matched on every n-gram that has a word longer than one character."""
+    recs = _by_id(dev_dir, (*INDEX_PAGES, INDEX_BENCH))
+    bench_text = recs[INDEX_BENCH]["text"]
+    bench_grams = set(_ngrams(bench_text))
+    for page in INDEX_PAGES:  # the test bites: each page shares 13-grams, all of them letters only
+        shared = set(_ngrams(recs[page]["text"])) & bench_grams
+        assert shared and all(_letters_only(g) for g in shared), page
+    (tmp_path / "docs").mkdir()
+    _write_jsonl(tmp_path / "docs" / "pages.jsonl", [recs[i] for i in (*INDEX_PAGES, INDEX_BENCH)])
+    _write_jsonl(tmp_path / "catalogue.jsonl", [{"text": bench_text}])
+    attrs = tmp_path / "attrs"
+    run_annotate(AnnotateConfig([str(tmp_path / "docs")], str(attrs), signals=["rps_doc_word_count"], workers=1,
+                                progress=False))
+    res = run_decontaminate(DecontamConfig(str(attrs), against=[f"catalogue={tmp_path / 'catalogue.jsonl'}"],
+                                           workers=1, progress=False))
+    from textsieve.io.attributes import attribute_shards
+
+    fs, paths = attribute_shards(str(attrs), "decontam")
+    rows = {}
+    for p in paths:
+        with fs.open(p, "rb") as fh:
+            rows.update((r["id"], r) for r in pq.read_table(fh).to_pylist())
+    for page in INDEX_PAGES:
+        assert (rows[page]["ts_contam_count"], rows[page]["ts_contam_bench"]) == (0, []), page
+    grams = _ngrams(bench_text)
+    plain = [g for g in grams if not _letters_only(g)]
+    assert rows[INDEX_BENCH]["ts_contam_count"] == len(plain) > 0 and res.contaminated == 1
+    left_out = res.benchmarks["catalogue"]["letter_ngrams_left_out"]
+    assert left_out == len(grams) - len(plain) > 0  # counted in the summary

@@ -33,7 +33,7 @@ def corpus(tmp_path_factory):
 
 def _read(out, set_name="dedup_exact"):
     rows = []
-    for p in sorted((out / f"_{set_name}").glob("*.parquet")):
+    for p in sorted((out / "sets" / set_name).glob("*.parquet")):
         rows += pq.read_table(p).to_pylist()
     return {r["id"]: r for r in rows}
 
@@ -55,7 +55,7 @@ def test_exact_first_occurrence_kept(corpus, tmp_path, monkeypatch):
         assert r[f"a/{i}"]["dup_exact_keep"] and not r[f"b/{i - 150}"]["dup_exact_keep"]
         assert r[f"a/{i}"]["dup_exact_size"] == 2
     assert r["b/upper"]["dup_exact_keep"] and r["b/upper"]["dup_exact_group"] is None
-    summary = json.loads((out / "_dedup_exact" / "summary.json").read_text())
+    summary = json.loads((out / "sets" / "dedup_exact" / ".textsieve" / "summary.json").read_text())
     assert summary["n_removed"] == 51 and summary["n_groups"] == 51
     assert summary["largest_groups"][0]["sample"]
 
@@ -81,7 +81,8 @@ def test_annotate_folder_equals_raw_inputs(corpus, tmp_path):
     raw = tmp_path / "raw"
     assert main(["dedup", "exact", str(corpus), "-o", str(raw), "-q"]) == 0
     for name in ("a.parquet", "b.parquet"):
-        assert pq.read_table(ann / "_dedup_exact" / name).equals(pq.read_table(raw / "_dedup_exact" / name))
+        a, b = ann / "sets" / "dedup_exact" / name, raw / "sets" / "dedup_exact" / name
+        assert pq.read_table(a).equals(pq.read_table(b))
 
 
 @pytest.mark.parametrize("rate", [0.01, 0.001])
@@ -96,9 +97,10 @@ def test_bloom_false_positive_rate_within_setting(rate):
     assert measured <= rate * 1.1, (measured, rate)
 
 
-def _set_files(out) -> dict[str, bytes]:
-    (set_dir,) = out.glob("_dedup_exact*")
-    return {p.name: p.read_bytes() for p in sorted(set_dir.iterdir()) if p.is_file()}
+def _set_files(out, name: str | None = None) -> dict[str, bytes]:
+    """Every file of the folder's exact set (the only one, or `name`), bookkeeping included."""
+    (set_dir,) = [out / "sets" / name] if name else (out / "sets").glob("dedup_exact*")
+    return {p.relative_to(set_dir).as_posix(): p.read_bytes() for p in sorted(set_dir.rglob("*")) if p.is_file()}
 
 
 @pytest.mark.parametrize("mode", [[], ["--bloom-fp", "1e-6", "--bloom-capacity", "1000"]])
@@ -110,7 +112,7 @@ def test_same_bytes_for_any_worker_count(corpus, tmp_path, mode):
         out = tmp_path / f"w{workers}"
         assert main(["dedup", "exact", str(corpus), "-o", str(out), "-q", "--workers", workers, *mode]) == 0
         outs.append(_set_files(out))
-    assert outs[0] == outs[1] and len(outs[0]) == 4  # a, b, summary.json, manifest.json
+    assert outs[0] == outs[1] and len(outs[0]) == 4  # a, b, .textsieve/summary.json, .textsieve/manifest.json
 
 
 def test_other_settings_get_their_own_set(corpus, tmp_path, capsys):
@@ -127,14 +129,14 @@ def test_other_settings_get_their_own_set(corpus, tmp_path, capsys):
     plain = _set_files(ann)
     assert main(["dedup", "exact", str(ann), "-q", "--normalize", "rpv2"]) == 0
     assert main(["dedup", "exact", str(ann), "-q", "--bloom-fp", "1e-6"]) == 0
-    assert sorted(p.name for p in ann.glob("_dedup_exact*")) == ["_dedup_exact", "_dedup_exact_bloom",
-                                                                "_dedup_exact_rpv2"]
-    assert {p.name: p.read_bytes() for p in (ann / "_dedup_exact").iterdir()} == plain  # the first run is kept
+    assert sorted(p.name for p in (ann / "sets").glob("dedup_exact*")) == ["dedup_exact", "dedup_exact_bloom",
+                                                                          "dedup_exact_rpv2"]
+    assert _set_files(ann, "dedup_exact") == plain  # the first run is kept
     assert exact_names("rpv2") == ("dedup_exact_rpv2", "dup_exact_rpv2")
     assert exact_names("rpv2", bloom=True) == ("dedup_exact_rpv2_bloom", "dup_exact_rpv2_bloom")
     r2 = _read(ann, "dedup_exact_rpv2")
     assert not r2["b/upper"]["dup_exact_rpv2_keep"] and r2["a/0"]["dup_exact_rpv2_size"] == 2
-    summary = json.loads((ann / "_dedup_exact_rpv2" / "summary.json").read_text())
+    summary = json.loads((ann / "sets" / "dedup_exact_rpv2" / ".textsieve" / "summary.json").read_text())
     assert summary["columns"] == ["dup_exact_rpv2_group", "dup_exact_rpv2_size", "dup_exact_rpv2_keep"]
 
     recipe = Recipe.from_rules({"raw": "dup_exact_keep", "norm": "dup_exact_rpv2_keep",
@@ -144,18 +146,19 @@ def test_other_settings_get_their_own_set(corpus, tmp_path, capsys):
     assert alone["norm"] >= 51 + 2  # rpv2 also catches the case/punctuation variants
 
     bloom = _read(ann, "dedup_exact_bloom")
-    before = {p.name: p.read_bytes() for p in (ann / "_dedup_exact_bloom").iterdir()}
+    before = _set_files(ann, "dedup_exact_bloom")
     assert main(["dedup", "exact", str(ann), "-q", "--bloom-fp", "0.01"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("textsieve: error: dedup exact:") and "bloom_fp=1e-06 (now 0.01)" in err
     assert "--overwrite" in err and err.count("\n") == 1
-    assert {p.name: p.read_bytes() for p in (ann / "_dedup_exact_bloom").iterdir()} == before
+    assert _set_files(ann, "dedup_exact_bloom") == before
     run_exact(ExactConfig(inputs=[str(ann)], bloom_fp=0.01, overwrite=True, progress=False))
-    assert json.loads((ann / "_dedup_exact_bloom" / "summary.json").read_text())["bloom_fp"] == 0.01
+    summary = json.loads((ann / "sets" / "dedup_exact_bloom" / ".textsieve" / "summary.json").read_text())
+    assert summary["bloom_fp"] == 0.01
     assert set(_read(ann, "dedup_exact_bloom")) == set(bloom)
 
     # a plain-named set that an older textsieve made with --normalize rpv2 is not silently replaced
-    s = ann / "_dedup_exact" / "summary.json"
+    s = ann / "sets" / "dedup_exact" / ".textsieve" / "summary.json"
     s.write_text(json.dumps(dict(json.loads(s.read_text()), normalize="rpv2")))
     assert main(["dedup", "exact", str(ann), "-q"]) == 2
     assert "normalize='rpv2' (now 'none')" in capsys.readouterr().err

@@ -24,13 +24,13 @@ def test_fast_bands_find_the_same_near_duplicates(tmp_path):
     out = tmp_path / "attrs"
     assert main(["annotate", str(src), "-o", str(out), "--signals", "minhash,minhash_fast", "--workers", "1",
                  "-q"]) == 0
-    cols = pq.read_schema(out / "docs.parquet").names
+    cols = pq.read_schema(out / "docs" / "docs.parquet").names
     assert "signature_sim0.8" in cols and "ts_fastsig_sim0.8" in cols
     clusters = {}
     for bands in ("rpv2", "fast"):
-        assert main(["dedup", "fuzzy", str(out), "--threshold", "0.8", "--bands", bands, "--overwrite",
+        assert main(["dedup", "fuzzy", str(out), "--thresholds", "0.8", "--bands", bands, "--overwrite",
                      "-q"]) == 0
-        table = pq.read_table(out / "_dedup_fuzzy" / "docs.parquet")
+        table = pq.read_table(out / "sets" / "dedup_fuzzy" / "docs.parquet")
         ids = table.column("id").to_pylist()
         cl = table.column("dup_fuzzy_t80_cluster").to_pylist()
         groups: dict = {}

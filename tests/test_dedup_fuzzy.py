@@ -65,15 +65,15 @@ def _fuzzy(directory: Path, *extra: str) -> dict:
     if "--verify" not in extra:
         args += ["--verify", "none"]
     for t in THRESHOLDS:
-        args += ["--threshold", t]
+        args += ["--thresholds", t]
     assert main(args + list(extra)) == 0
-    return json.loads((directory / "_dedup_fuzzy" / "summary.json").read_text())
+    return json.loads((directory / "sets" / "dedup_fuzzy" / ".textsieve" / "summary.json").read_text())
 
 
 def _clusters(directory: Path, t: str) -> set[tuple[str, int]]:
     col = f"dup_fuzzy_t{int(round(float(t) * 100))}_cluster"
     out = set()
-    for p in sorted((directory / "_dedup_fuzzy").rglob("*.parquet")):
+    for p in sorted((directory / "sets" / "dedup_fuzzy").rglob("*.parquet")):
         tab = pq.read_table(p, columns=["id", col])
         out |= {(i, c) for i, c in zip(tab.column("id").to_pylist(), tab.column(col).to_pylist()) if c is not None}
     return out
@@ -84,8 +84,9 @@ def _golden_set(golden: dict, t: str) -> set[tuple[str, int]]:
 
 
 def _set_bytes(directory: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(directory / "_dedup_fuzzy")): p.read_bytes()
-            for p in sorted((directory / "_dedup_fuzzy").rglob("*")) if p.is_file() and not p.name.startswith(".")}
+    set_dir = directory / "sets" / "dedup_fuzzy"
+    return {p.relative_to(set_dir).as_posix(): p.read_bytes()
+            for p in sorted(set_dir.rglob("*")) if p.is_file() and not p.name.startswith(".")}
 
 
 def test_clusters_equal_rpv2_golden_and_export(annotated, golden, tmp_path):
@@ -121,7 +122,8 @@ def test_tiny_memory_forces_passes_same_output(annotated, monkeypatch):
     summary = _fuzzy(annotated, "--memory", "32MB")
     lsh = summary["thresholds"]["0.7"]["lsh"]
     assert lsh["partitions"] > 50 and lsh["passes"] > 50
-    run_specific = ("summary.json", "manifest.json")  # the LSH stats, and the manifest hashing them
+    # the LSH stats, and the manifest hashing them
+    run_specific = (".textsieve/summary.json", ".textsieve/manifest.json")
     assert {k: v for k, v in _set_bytes(annotated).items() if k not in run_specific} == {
         k: v for k, v in reference.items() if k not in run_specific}
 
@@ -159,25 +161,25 @@ def test_deterministic_across_shard_names_order_and_workers(split_annotated, gol
         assert _clusters(split_annotated, t) == _golden_set(golden, t)
     base = _set_bytes(split_annotated)
     renamed = tmp_path / "r"
-    shutil.copytree(split_annotated, renamed, ignore=shutil.ignore_patterns("_dedup_fuzzy"))
+    shutil.copytree(split_annotated, renamed, ignore=shutil.ignore_patterns("dedup_fuzzy"))
     perm = {"a.parquet": "z.parquet", "b.parquet": "m.parquet", "c.parquet": "0.parquet"}
     for old, new in perm.items():
-        (renamed / old).rename(renamed / (new + ".tmp"))
+        (renamed / "docs" / old).rename(renamed / "docs" / (new + ".tmp"))
     for new in perm.values():
-        (renamed / (new + ".tmp")).rename(renamed / new)
-    manifest = json.loads((renamed / "manifest.json").read_text())  # published under the new names
-    manifest["files"] = {perm.get(k, k): v for k, v in manifest["files"].items()}
-    (renamed / "manifest.json").write_text(json.dumps(manifest))
+        (renamed / "docs" / (new + ".tmp")).rename(renamed / "docs" / new)
+    manifest = json.loads((renamed / ".textsieve" / "manifest.json").read_text())  # published under the new names
+    manifest["files"] = {f"docs/{perm[k[5:]]}" if k[5:] in perm else k: v for k, v in manifest["files"].items()}
+    (renamed / ".textsieve" / "manifest.json").write_text(json.dumps(manifest))
     _fuzzy(renamed, "--workers", "2")
     other = _set_bytes(renamed)
-    base.pop("manifest.json")  # lists the shard names
-    other.pop("manifest.json")
+    base.pop(".textsieve/manifest.json")  # lists the shard names
+    other.pop(".textsieve/manifest.json")
     assert {perm.get(k, k): v for k, v in base.items()} == other
     # the default exact verification re-reads texts with --workers processes: same bytes too
     _fuzzy(split_annotated, "--verify", "exact")
     _fuzzy(renamed, "--verify", "exact", "--workers", "2")
-    assert {perm.get(k, k): v for k, v in _set_bytes(split_annotated).items() if k != "manifest.json"} == {
-        k: v for k, v in _set_bytes(renamed).items() if k != "manifest.json"}
+    assert {perm.get(k, k): v for k, v in _set_bytes(split_annotated).items() if k != ".textsieve/manifest.json"} == {
+        k: v for k, v in _set_bytes(renamed).items() if k != ".textsieve/manifest.json"}
 
 
 def test_keep_and_verify_policies(annotated, golden):
@@ -185,7 +187,7 @@ def test_keep_and_verify_policies(annotated, golden):
     for t in THRESHOLDS:
         assert _clusters(annotated, t) <= {(i, c) for i, c in _golden_set(golden, t)} | _clusters(annotated, t)
         assert s["thresholds"][t]["n_removed"] == s["thresholds"][t]["n_docs_in_clusters"]
-    tab = pq.read_table(annotated / "_dedup_fuzzy" / "web_sample.parquet")
+    tab = pq.read_table(annotated / "sets" / "dedup_fuzzy" / "web_sample.parquet")
     in_cluster = tab.column("dup_fuzzy_t70_cluster").is_valid().to_pylist()
     assert not any(k for k, c in zip(tab.column("dup_fuzzy_t70_keep").to_pylist(), in_cluster) if c)
     # estimated verification keeps pairs with MinHash Jaccard >= T: clusters only shrink
@@ -194,7 +196,7 @@ def test_keep_and_verify_policies(annotated, golden):
 
     s = _fuzzy(annotated, "--keep", "longest", "--verify", "exact")
     assert 0 < s["thresholds"]["0.7"]["n_docs_in_clusters"] <= golden["thresholds"]["0.7"]["n_docs_in_clusters"]
-    tab = pq.read_table(annotated / "_dedup_fuzzy" / "web_sample.parquet")
+    tab = pq.read_table(annotated / "sets" / "dedup_fuzzy" / "web_sample.parquet")
     cl, keep = tab.column("dup_fuzzy_t70_cluster").to_pylist(), tab.column("dup_fuzzy_t70_keep").to_pylist()
     kept = {}
     for c, k in zip(cl, keep):
@@ -258,7 +260,7 @@ def test_missing_band_columns_error(tmp_path, capsys):
     (tmp_path / "x.jsonl").write_text(json.dumps({"id": "a", "text": "hello world"}) + "\n")
     assert main(["annotate", str(tmp_path / "x.jsonl"), "-o", str(d), "--signals", "minhash", "-q",
                  "--workers", "1"]) == 0
-    assert main(["dedup", "fuzzy", str(d), "--threshold", "0.8", "--bands", "fast", "-q"]) == 2
+    assert main(["dedup", "fuzzy", str(d), "--thresholds", "0.8", "--bands", "fast", "-q"]) == 2
     assert "ts_fastsig_sim0.8" in capsys.readouterr().err
 
 
@@ -299,8 +301,8 @@ def test_exact_verification_hashes_equal_set_jaccard():
 def test_default_verifies_exactly(annotated, golden):
     """The default (`--verify exact`): clusters are LSH clusters cut down to pairs whose true
     shingle Jaccard reaches T; every two-member cluster is such a pair."""
-    assert main(["dedup", "fuzzy", str(annotated), "-q", "--overwrite", "--threshold", "0.8"]) == 0
-    summary = json.loads((annotated / "_dedup_fuzzy" / "summary.json").read_text())
+    assert main(["dedup", "fuzzy", str(annotated), "-q", "--overwrite", "--thresholds", "0.8"]) == 0
+    summary = json.loads((annotated / "sets" / "dedup_fuzzy" / ".textsieve" / "summary.json").read_text())
     assert summary["verify"] == "exact"
     got = _clusters(annotated, "0.8")
     rpv2 = _golden_set(golden, "0.8")

@@ -68,7 +68,7 @@ def _copy(corpus: dict[str, Path], tmp_path: Path) -> Path:
 def _flags(attrs: Path) -> dict[str, list[list[int]]]:
     out = {}
     for k in range(N_SHARDS):
-        col = pq.read_table(attrs / "_dedup_lines" / f"s{k}.parquet", columns=["dup_lines_seen"]).column(0)
+        col = pq.read_table(attrs / "sets" / "dedup_lines" / f"s{k}.parquet", columns=["dup_lines_seen"]).column(0)
         out[f"s{k}.parquet"] = [[s["score"] for s in doc] for doc in col.to_pylist()]
     return out
 
@@ -131,13 +131,13 @@ def test_flags_follow_ccnets_rule_per_group_and_spans_are_annotates(corpus, tmp_
     lines = split_lines(texts["s2.parquet"][11])  # a repeat in one document: the later occurrence only
     assert [flags["s2.parquet"][11][i] for i, x in enumerate(lines) if "widget line" in x] == [0, 1]
     for k in range(N_SHARDS):  # rows and spans are annotate's
-        base = pq.read_table(attrs / f"s{k}.parquet", columns=["id", "row", "rps_lines_num_words"]).to_pylist()
-        mine = pq.read_table(attrs / "_dedup_lines" / f"s{k}.parquet").to_pylist()
+        base = pq.read_table(attrs / "docs" / f"s{k}.parquet", columns=["id", "row", "rps_lines_num_words"]).to_pylist()
+        mine = pq.read_table(attrs / "sets" / "dedup_lines" / f"s{k}.parquet").to_pylist()
         assert [(b["id"], b["row"]) for b in base] == [(m["id"], m["row"]) for m in mine]
         assert [[(s["start"], s["end"]) for s in b["rps_lines_num_words"]] for b in base] == \
                [[(s["start"], s["end"]) for s in m["dup_lines_seen"]] for m in mine]
         assert [m["dup_lines_count"] for m in mine] == [sum(f) for f in flags[f"s{k}.parquet"]]
-    summary = json.loads((attrs / "_dedup_lines" / "summary.json").read_text())
+    summary = json.loads((attrs / "sets" / "dedup_lines" / ".textsieve" / "summary.json").read_text())
     assert summary["n_dup_lines"] == res.duplicate_lines and [g["n_shards"] for g in summary["groups"]] == [2, 2]
 
 
@@ -252,17 +252,18 @@ def test_killed_run_publishes_nothing_and_resumes(corpus, tmp_path):
     attrs = _copy(corpus, tmp_path)
     clean = _copy(corpus, tmp_path / "clean")
     run_lines(LinesConfig(str(clean), group_shards=1, workers=1, progress=False))
-    set_dir = attrs / "_dedup_lines"
+    set_dir = attrs / "sets" / "dedup_lines"
     cmd = [sys.executable, "-m", "textsieve.cli", "dedup", "lines", str(attrs), "--group-shards", "1",
            "--workers", "1", "-q"]
 
     def staged_two() -> bool:
-        return len(list(set_dir.glob(".staging-*/*.parquet"))) >= 2
+        return len(list(set_dir.glob(".textsieve/staging-*/*.parquet"))) >= 2
 
     kill_when(cmd, staged_two, 0.5, "dedup lines had staged two shards")
-    assert not (set_dir / "manifest.json").exists() and not list(set_dir.glob("*.parquet"))  # nothing published
+    # nothing published
+    assert not (set_dir / ".textsieve" / "manifest.json").exists() and not list(set_dir.glob("*.parquet"))
     subprocess.run(cmd, check=True, timeout=300)
     for k in range(N_SHARDS):
         assert pq.read_table(set_dir / f"s{k}.parquet").equals(
-            pq.read_table(clean / "_dedup_lines" / f"s{k}.parquet"))
-    assert not list(set_dir.glob(".staging-*")) and not (attrs / ".textsieve-work").exists()
+            pq.read_table(clean / "sets" / "dedup_lines" / f"s{k}.parquet"))
+    assert not list(set_dir.glob(".textsieve/staging-*")) and not (attrs / ".textsieve-work").exists()

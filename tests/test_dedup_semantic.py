@@ -69,13 +69,13 @@ def corpus(tmp_path_factory, dev_dir) -> dict:
 def _copy(corpus: dict, tmp_path: Path) -> Path:
     """A private copy of the annotated + embedded folder (tests write their own `_dedup_semantic`)."""
     dst = tmp_path / "attrs"
-    shutil.copytree(corpus["attrs"], dst, ignore=shutil.ignore_patterns("_dedup_semantic"))
+    shutil.copytree(corpus["attrs"], dst, ignore=shutil.ignore_patterns("dedup_semantic"))
     return dst
 
 
 def _rows(attrs: Path, stem: str = "dup_semantic_e05") -> dict[str, dict]:
     out = {}
-    for f in sorted((attrs / "_dedup_semantic").rglob("*.parquet")):
+    for f in sorted((attrs / "sets" / "dedup_semantic").rglob("*.parquet")):
         t = pq.read_table(f).to_pylist()
         for r in t:
             out[r["id"]] = {"cluster": r[f"{stem}_cluster"], "size": r[f"{stem}_size"], "keep": r[f"{stem}_keep"]}
@@ -83,7 +83,7 @@ def _rows(attrs: Path, stem: str = "dup_semantic_e05") -> dict[str, dict]:
 
 
 def _tables(attrs: Path) -> list:
-    return [pq.read_table(f) for f in sorted((attrs / "_dedup_semantic").rglob("*.parquet"))]
+    return [pq.read_table(f) for f in sorted((attrs / "sets" / "dedup_semantic").rglob("*.parquet"))]
 
 
 def test_planted_duplicates_found_and_unrelated_documents_not_merged(corpus, tmp_path):
@@ -111,7 +111,7 @@ def test_planted_duplicates_found_and_unrelated_documents_not_merged(corpus, tmp
     assert {"cluster_id", "size", "members"} <= set(top) and top["members"][0]["cosine"] == pytest.approx(1.0, abs=2e-3)
     assert {"id", "shard", "row", "keep", "cosine", "text"} <= set(top["members"][0])
     assert all(len(m["text"]) <= 200 and m["cosine"] >= 0.95 - 1e-3 for c in s["top_clusters"] for m in c["members"])
-    schema = pq.read_schema(next((attrs / "_dedup_semantic").rglob("*.parquet")))
+    schema = pq.read_schema(next((attrs / "sets" / "dedup_semantic").rglob("*.parquet")))
     assert [(f.name, f.type) for f in schema] == [(f.name, f.type) for f in output_schema([0.05])]
 
 
@@ -143,11 +143,12 @@ def test_rerun_with_the_same_settings_is_a_no_op_and_other_settings_recompute(co
     attrs = _copy(corpus, tmp_path)
     cfg = SemanticConfig(str(attrs), clusters=4, progress=False)
     run_semantic(cfg)
-    files = sorted((attrs / "_dedup_semantic").iterdir())
+    files = sorted(f for f in (attrs / "sets" / "dedup_semantic").rglob("*") if f.is_file())
     stamp = {f.name: f.stat().st_mtime_ns for f in files}
     again = run_semantic(SemanticConfig(str(attrs), clusters=4, progress=False, memory="64MB"))
     assert again.skipped and again.summary["eps"]["0.05"]["n_removed"] >= 4
-    assert {f.name: f.stat().st_mtime_ns for f in sorted((attrs / "_dedup_semantic").iterdir())} == stamp
+    set_dir = attrs / "sets" / "dedup_semantic"
+    assert {f.name: f.stat().st_mtime_ns for f in sorted(set_dir.rglob("*")) if f.is_file()} == stamp
     other = run_semantic(SemanticConfig(str(attrs), eps=[0.1], clusters=4, progress=False))
     assert not other.skipped and "dup_semantic_e1_cluster" in _tables(attrs)[0].column_names
     assert not (attrs / ".textsieve-work").exists()  # the work folder is removed
@@ -187,7 +188,7 @@ def test_clear_errors(corpus, tmp_path, capsys, monkeypatch):
         m.setattr(km, "centroid_bytes", lambda k, dim: 2 * 50_000 * dim * 4)
         with pytest.raises(ValueError, match="raise --memory or give fewer --clusters"):
             run_semantic(SemanticConfig(str(attrs), clusters=100_000, memory="32MB", progress=False))
-    shutil.rmtree(attrs / "_embed_wordllama")
+    shutil.rmtree(attrs / "sets" / "embed_wordllama")
     assert main(["dedup", "semantic", str(attrs), "-q"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("textsieve: error: ") and "run `textsieve embed" in err[0], err
@@ -220,9 +221,9 @@ def test_a_rescored_keep_column_in_another_set_reruns_and_follows_the_new_scores
     attrs = _copy(corpus, tmp_path)
 
     def score_set(prefer_plants: bool) -> None:
-        out = attrs / "_score"
-        out.mkdir(exist_ok=True)
-        for f in sorted(attrs.glob("*.parquet")):
+        out = attrs / "sets" / "score"
+        out.mkdir(parents=True, exist_ok=True)
+        for f in sorted((attrs / "docs").glob("*.parquet")):
             base = pq.read_table(f, columns=["id", "shard", "row"])
             ids = base.column("id").to_pylist()
             score = [float(i.startswith("plant/")) if prefer_plants else float(not i.startswith("plant/"))

@@ -55,18 +55,18 @@ def corpus(dev_dir: Path, tmp_path_factory) -> dict[str, Path]:
 # test (attrs is a fresh copy: stages write into it)
 CASES = [
     ("annotate", "annotate {raw} -o {out} --workers 1", "{out}", "{out}", 20_000),
-    ("dedup exact: output", "dedup exact {attrs} -o {out} --tmp-dir {work}", "{out}", "{out}/_dedup_exact", 2_000),
+    ("dedup exact: output", "dedup exact {attrs} -o {out} --tmp-dir {work}", "{out}", "{out}/sets/dedup_exact", 2_000),
     # the spills (the id table's first, then the keys') go to OUT/.textsieve-work without --tmp-dir
     ("dedup exact: spill", "dedup exact {attrs} -o {out}", "{out}", "{out}/.textsieve-work/textsieve-dedup-", 2_000),
-    ("dedup fuzzy: output", "dedup fuzzy {attrs} --verify none --tmp-dir {work}", "{attrs}/_dedup_fuzzy",
-     "{attrs}/_dedup_fuzzy", 2_000),
+    ("dedup fuzzy: output", "dedup fuzzy {attrs} --verify none --tmp-dir {work}", "{attrs}/sets/dedup_fuzzy",
+     "{attrs}/sets/dedup_fuzzy", 2_000),
     ("dedup fuzzy: spill", "dedup fuzzy {attrs} --verify none --tmp-dir {out}/spill", "{out}/spill",
      "{out}/spill/textsieve-dedup-", 2_000),
     # the key spill (~50 KB) fits, the shingle files of the candidates do not
     ("dedup fuzzy: shingle files", "dedup fuzzy {attrs} --verify exact --tmp-dir {out}/spill", "{out}/spill",
      "{out}/spill/textsieve-dedup-verify-", 150_000),
-    ("dsir fit", "dsir fit --raw {attrs} --name wiki --target {target} --buckets 500", "{attrs}/_dsir_wiki",
-     "{attrs}/_dsir_wiki", 2_000),
+    ("dsir fit", "dsir fit --raw {attrs} --name wiki --targets {target} --buckets 500", "{attrs}/sets/dsir_wiki",
+     "{attrs}/sets/dsir_wiki", 2_000),
     ("select", "select {attrs} -r gopher -o {out}", "{out}", "{out}", 200),
 ]
 

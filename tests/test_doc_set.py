@@ -54,11 +54,11 @@ def test_rows_follow_annotate_and_rerun_is_a_noop(attrs, tmp_path):
     r = run_doc_set(str(d), _job(), workers=2)
     assert (r.shards, r.computed, r.documents) == (3, 3, 60)
     for k in range(3):
-        t = pq.read_table(d / "_charcount" / f"s{k}.parquet")
-        base = pq.read_table(d / f"s{k}.parquet", columns=["id", "row"])
+        t = pq.read_table(d / "sets" / "charcount" / f"s{k}.parquet")
+        base = pq.read_table(d / "docs" / f"s{k}.parquet", columns=["id", "row"])
         assert t.column("id").to_pylist() == base.column("id").to_pylist()
         assert t.column("n_chars_x").to_pylist() == [len(x) for x in texts[k]]
-    summary = json.loads((d / "_charcount" / "summary.json").read_text())
+    summary = json.loads((d / "sets" / "charcount" / ".textsieve" / "summary.json").read_text())
     assert summary["n_chars_x"] == sum(len(x) for ts in texts for x in ts)
     assert run_doc_set(str(d), _job(), workers=1).skipped
     with pytest.raises(DocSetError, match="scale=1 .now 2."):

@@ -90,7 +90,7 @@ def test_the_extension_examples_run_as_written(tmp_path):
         assert run.returncode == 0, f"docs/architecture.md python block {i}:\n{block}\n{run.stderr[-3000:]}"
         scripts += 1
     assert scripts == 3  # signal, model kind, reader
-    assert (tmp_path / "digits-attrs" / "sample.parquet").exists()
+    assert (tmp_path / "digits-attrs" / "docs" / "sample.parquet").exists()
     shutil.rmtree(tmp_path / "digits-attrs")
 
 

@@ -79,7 +79,7 @@ def test_features_follow_wordpunct_rule_and_hash_order():
 def test_fit_writes_attribute_set_and_model(fitted):
     res, ann = fitted["res"], fitted["ann"]
     assert res.columns == ("ts_dsir_wiki", "ts_dsir_wiki_norm", "ts_dsir_wiki_tokens")
-    t = pq.read_table(ann / "_dsir_wiki" / "pool.parquet")
+    t = pq.read_table(ann / "sets" / "dsir_wiki" / "pool.parquet")
     assert t.column_names == ["id", "shard", "row", *res.columns]
     assert t.num_rows == POOL_DOCS
     assert t.column("id").to_pylist() == [d["id"] for d in fitted["pool"]]
@@ -97,7 +97,7 @@ def test_fit_writes_attribute_set_and_model(fitted):
 def test_wiki_like_documents_weigh_more(fitted):
     model = DsirModel.load(fitted["res"].model_path)
     _, held_norm, _ = score_texts(model, [d["text"] for d in fitted["heldout"]])
-    t = pq.read_table(fitted["ann"] / "_dsir_wiki" / "pool.parquet")
+    t = pq.read_table(fitted["ann"] / "sets" / "dsir_wiki" / "pool.parquet")
     norm = t.column("ts_dsir_wiki_norm").to_numpy(zero_copy_only=False)
     ids = t.column("id").to_pylist()
     pool_norm = norm[np.isfinite(norm)]
@@ -139,7 +139,7 @@ def test_resample_deterministic_k_and_replacement(fitted):
 
 def test_resample_token_budget(fitted):
     ann = str(fitted["ann"])
-    t = pq.read_table(fitted["ann"] / "_dsir_wiki" / "pool.parquet")
+    t = pq.read_table(fitted["ann"] / "sets" / "dsir_wiki" / "pool.parquet")
     tok = dict(zip(t.column("row").to_pylist(), t.column("ts_dsir_wiki_tokens").to_pylist()))
     for replace in (False, True):
         r = resample(ann, [("wiki", 1.0)], tokens=50_000, seed=1, replace=replace)
@@ -182,13 +182,14 @@ def test_multiple_targets_get_quotas(fitted, tmp_path):
 
 def test_cli_fit_resample_and_errors(fitted, capsys):
     ann = str(fitted["ann"])
-    assert main(["dsir", "fit", "--target", str(fitted["target"]), "--raw", ann, "--name", "wiki", "--json", "-q"]) == 0
+    assert main(["dsir", "fit", "--targets", str(fitted["target"]), "--raw", ann, "--name", "wiki", "--json",
+                 "-q"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["columns"] == ["ts_dsir_wiki", "ts_dsir_wiki_norm", "ts_dsir_wiki_tokens"] and out["model_reused"]
     assert main(["dsir", "resample", ann, "--dsir", "wiki", "--k", "100", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["documents"] == 100 and out["ess"] > 1 and out["sources"] >= 2
-    assert main(["dsir", "fit", "--target", str(fitted["target"]), "--raw", ann, "--name", "bad-name", "-q"]) == 2
+    assert main(["dsir", "fit", "--targets", str(fitted["target"]), "--raw", ann, "--name", "bad-name", "-q"]) == 2
     assert "bad-name" in capsys.readouterr().err
     assert main(["dsir", "resample", ann, "--dsir", "wiki:x", "--k", "5"]) == 2
     assert "weight 'x'" in capsys.readouterr().err
@@ -201,6 +202,7 @@ def test_dsir_selection_beats_random_on_kl(fitted, capsys, tmp_path):
     sel = tmp_path / "selected"
     sel.mkdir()
     (sel / "part-0.jsonl").write_text("".join(json.dumps(pool[int(i)]) + "\n" for i in r.row), encoding="utf-8")
+    # an older textsieve's bookkeeping name beside the documents: never read as one
     (sel / "selection.json").write_text(json.dumps({"k": 400}, indent=2), encoding="utf-8")
     held = tmp_path / "heldout.jsonl"
     held.write_text("".join(json.dumps(d) + "\n" for d in fitted["heldout"]), encoding="utf-8")

@@ -66,7 +66,7 @@ def _fit(pool: dict, name: str, features: str = "embed", **kw) -> object:
 
 
 def _weights(ann: Path, name: str) -> tuple[list[str], np.ndarray, np.ndarray]:
-    t = pq.read_table(ann / f"_dsir_{name}" / "pool.parquet")
+    t = pq.read_table(ann / "sets" / f"dsir_{name}" / "pool.parquet")
     return (t.column("id").to_pylist(), t.column(f"ts_dsir_{name}").to_numpy(),
             t.column(f"ts_dsir_{name}_norm").to_numpy(zero_copy_only=False))
 
@@ -88,9 +88,9 @@ def test_wiki_docs_in_the_pool_get_higher_weights(pool, embed_fit):
     assert len(ids) == WEB_DOCS + WIKI_IN_POOL and embed_fit.documents == len(ids)
     assert _auc(ids, w, pool["wiki_ids"]) > 0.9  # held-out wiki articles rank above web docs
     assert np.allclose(norm, w / 8)  # the normalised column: the log weight per DOC_NGRAMS pseudo-n-grams
-    meta = read_shard_meta(fsspec.filesystem("file"), str(pool["ann"] / "_dsir_wiki_e" / "pool.parquet"))
+    meta = read_shard_meta(fsspec.filesystem("file"), str(pool["ann"] / "sets" / "dsir_wiki_e" / "pool.parquet"))
     assert meta["features"] == "embed" and meta["embed_model"] == "wordllama"
-    head = read_header(str(pool["ann"] / "_dsir_wiki_e" / "model.tsm"))
+    head = read_header(str(pool["ann"] / "sets" / "dsir_wiki_e" / ".textsieve" / "model.tsm"))
     assert head["kind"] == "textsieve.dsir.embed-logistic" and head["params"]["features"] == "embed"
     assert head["params"]["embed_fingerprint"] == meta["embed_fingerprint"] and head["metrics"]["cv_auc"] > 0.9
 
@@ -134,7 +134,7 @@ def test_deterministic_and_resumed(pool, embed_fit):
 def test_error_without_embeddings(pool, capsys):
     with pytest.raises(EmbeddingsMissing, match="run `textsieve embed"):
         run_fit(DsirFitConfig(targets=[str(pool["target"])], raw=str(pool["plain"]), name="x", features="embed"))
-    assert main(["dsir", "fit", "--target", str(pool["target"]), "--raw", str(pool["plain"]), "--name", "x",
+    assert main(["dsir", "fit", "--targets", str(pool["target"]), "--raw", str(pool["plain"]), "--name", "x",
                  "--features", "combined", "-q"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"textsieve: error: {pool['plain']}: no embeddings; run `textsieve embed {pool['plain']}` first"]
@@ -143,7 +143,7 @@ def test_error_without_embeddings(pool, capsys):
 def test_changed_embedding_model_is_refused(pool, tmp_path):
     ann = tmp_path / "ann"
     shutil.copytree(pool["ann"], ann)
-    summary = ann / "_embed_wordllama" / "summary.json"
+    summary = ann / "sets" / "embed_wordllama" / ".textsieve" / "summary.json"
     info = json.loads(summary.read_text())
     summary.write_text(json.dumps({**info, "model_fingerprint": "0" * 16}))
     with pytest.raises(ValueError, match="embedded with model fingerprint 0000000000000000"):

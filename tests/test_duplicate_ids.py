@@ -61,7 +61,7 @@ def _annotate(inputs: Path, out: Path, *extra: str) -> int:
 
 
 def _fuzzy_rows(out: Path) -> list[dict]:
-    return [r for p in sorted((out / "_dedup_fuzzy").rglob("*.parquet")) for r in pq.read_table(p).to_pylist()]
+    return [r for p in sorted((out / "sets" / "dedup_fuzzy").rglob("*.parquet")) for r in pq.read_table(p).to_pylist()]
 
 
 def test_repeated_id_in_a_shard_fails_at_annotate_with_both_lines(shared_dir, tmp_path, capsys):
@@ -78,12 +78,12 @@ def test_suffix_keeps_the_unique_document_and_records_the_rename(shared_dir, tmp
     shard, a_id, x_id = _shared_id_corpus(shared_dir, tmp_path / "in")
     out = tmp_path / "out"
     assert _annotate(shard.parent, out, "--dedupe-ids", "suffix") == 0
-    ids = pq.read_table(out / "s.parquet", columns=["id"]).column("id").to_pylist()
+    ids = pq.read_table(out / "docs" / "s.parquet", columns=["id"]).column("id").to_pylist()
     assert ids[:3] == [a_id, x_id, f"{x_id}#2"] and len(set(ids)) == len(ids)
-    meta = json.loads(pq.read_metadata(out / "s.parquet").metadata[b"textsieve"])
+    meta = json.loads(pq.read_metadata(out / "docs" / "s.parquet").metadata[b"textsieve"])
     assert meta["renamed_ids"] == 1
     assert meta["renamed_ids_examples"] == [{"location": f"{shard}:3", "id": x_id, "new_id": f"{x_id}#2"}]
-    assert json.loads((out / "annotate.json").read_text())["result"]["renamed_ids"] == 1
+    assert json.loads((out / ".textsieve" / "annotate.json").read_text())["result"]["renamed_ids"] == 1
 
     assert main(["dedup", "fuzzy", str(out), "-q"]) == 0
     rows = _fuzzy_rows(out)
@@ -203,5 +203,5 @@ def test_resume_after_an_interruption_renames_the_same_way(shared_dir, tmp_path,
     monkeypatch.setattr(ShardOutput, "write", write)
     resumed = ts.annotate(tmp_path / "in", output=tmp_path / "out", **opts)
     assert resumed.parts_resumed == 2 and resumed.renamed_ids == 1
-    assert (pq.read_table(tmp_path / "out/s.parquet").to_pylist()
-            == pq.read_table(tmp_path / "clean/s.parquet").to_pylist())
+    assert (pq.read_table(tmp_path / "out/docs/s.parquet").to_pylist()
+            == pq.read_table(tmp_path / "clean/docs/s.parquet").to_pylist())

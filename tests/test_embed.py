@@ -139,14 +139,14 @@ def test_embed_stage_writes_float16_vectors_in_annotate_order_and_resumes(attrs,
     res = run_embed(EmbedConfig(directory=str(attrs), workers=1, progress=False))
     assert (res.documents, res.shards, res.computed, res.column) == (N_DOCS, 2, 2, "ts_embed_wordllama")
     assert res.computed_documents == N_DOCS
-    shard = pq.read_table(attrs / "_embed_wordllama" / "part0.parquet")
+    shard = pq.read_table(attrs / "sets" / "embed_wordllama" / "part0.parquet")
     assert shard.schema.field("ts_embed_wordllama").type == pa.list_(pa.float16(), 256)
     assert shard.column("id").to_pylist() == [d["id"] for d in docs[:N_DOCS // 2]]
     ids, matrix = read_embeddings(str(attrs))
     assert ids == [d["id"] for d in docs] and matrix.shape == (N_DOCS, 256)
     direct = load_embedder().embed([d["text"] for d in docs])
     np.testing.assert_array_equal(matrix, direct.astype(np.float16).astype(np.float32))
-    summary = json.loads((attrs / "_embed_wordllama" / "summary.json").read_text())
+    summary = json.loads((attrs / "sets" / "embed_wordllama" / ".textsieve" / "summary.json").read_text())
     assert summary["model_fingerprint"] == res.model["model_fingerprint"] and summary["n_docs"] == N_DOCS
     again = run_embed(EmbedConfig(directory=str(attrs), workers=1, progress=False))
     assert again.skipped and again.computed == 0 and again.computed_documents == 0
@@ -154,11 +154,11 @@ def test_embed_stage_writes_float16_vectors_in_annotate_order_and_resumes(attrs,
     copy = tmp_path / "copy"
     import shutil
 
-    shutil.copytree(attrs, copy, ignore=shutil.ignore_patterns("_embed_*"))
+    shutil.copytree(attrs, copy, ignore=shutil.ignore_patterns("embed_*"))
     run_embed(EmbedConfig(directory=str(copy), workers=2, progress=False))
     for name in ("part0.parquet", "part1.parquet"):
-        a = pq.read_table(attrs / "_embed_wordllama" / name).column(column_name("wordllama"))
-        b = pq.read_table(copy / "_embed_wordllama" / name).column(column_name("wordllama"))
+        a = pq.read_table(attrs / "sets" / "embed_wordllama" / name).column(column_name("wordllama"))
+        b = pq.read_table(copy / "sets" / "embed_wordllama" / name).column(column_name("wordllama"))
         assert a.equals(b)
 
 
@@ -168,7 +168,8 @@ def test_another_model_under_the_same_name_is_refused(attrs, docs, tmp_path):
     with pytest.raises(DocSetError, match="other settings"):
         run_embed(EmbedConfig(directory=str(attrs), model=str(folder), name="wordllama", workers=1, progress=False))
     res = run_embed(EmbedConfig(directory=str(attrs), model=str(folder), workers=1, progress=False))
-    assert res.column == "ts_embed_other" and (attrs / "_embed_wordllama" / "summary.json").exists()
+    assert res.column == "ts_embed_other"
+    assert (attrs / "sets" / "embed_wordllama" / ".textsieve" / "summary.json").exists()
     # the same model moved elsewhere is that model, not another one: accepted, same vectors
     ids, before = read_embeddings(str(attrs), "other")
     moved = tmp_path / "moved" / "other"
@@ -177,7 +178,7 @@ def test_another_model_under_the_same_name_is_refused(attrs, docs, tmp_path):
     again = run_embed(EmbedConfig(directory=str(attrs), model=str(moved), workers=1, progress=False))
     assert np.array_equal(read_embeddings(str(attrs), "other")[1], before)
     assert again.computed == 0 and not again.skipped  # every shard kept; the summary says where the model is
-    summary = json.loads((attrs / "_embed_other" / "summary.json").read_text())
+    summary = json.loads((attrs / "sets" / "embed_other" / ".textsieve" / "summary.json").read_text())
     assert summary["model_path"] == str(moved)
 
 
@@ -187,9 +188,9 @@ def test_annotate_signals_embed_writes_the_embedding_set(docs, tmp_path):
     res = run_annotate(AnnotateConfig(inputs=[str(src)], output=str(tmp_path / "a"), signals="rps_doc_word_count,embed",
                                       progress=False, workers=1))
     assert res.embed is not None and res.embed.documents == 30
-    names = pq.read_schema(tmp_path / "a" / "docs.parquet").names
+    names = pq.read_schema(tmp_path / "a" / "docs" / "docs.parquet").names
     assert "rps_doc_word_count" in names and not any(n.startswith("ts_embed") for n in names)
-    assert (tmp_path / "a" / "_embed_wordllama" / "docs.parquet").exists()
+    assert (tmp_path / "a" / "sets" / "embed_wordllama" / "docs.parquet").exists()
 
 
 def test_errors_are_one_line(attrs, tmp_path, capsys):
@@ -267,7 +268,7 @@ def test_embeds_with_the_network_cut_off(attrs, tmp_path):
     import shutil
 
     copy = tmp_path / "offline"
-    shutil.copytree(attrs, copy, ignore=shutil.ignore_patterns("_embed_*"))
+    shutil.copytree(attrs, copy, ignore=shutil.ignore_patterns("embed_*"))
     out = run_offline_cli(["embed", str(copy), "--workers", "1", "-q"])
     assert out.returncode == 0, out.stderr
     assert read_embeddings(str(copy))[1].shape == (N_DOCS, 256)
@@ -295,9 +296,9 @@ def test_pipeline_embeds_dedups_semantically_and_targets_then_reruns_as_a_noop(d
     assert cfg.stages() == ["annotate", "embed", "dedup_semantic", "dsir:wiki", "select"]
     first = run_pipeline(cfg, quiet=True)
     attrs = tmp_path / "out" / "attrs"
-    assert (attrs / "_embed_wordllama" / "summary.json").exists()
-    assert "dup_semantic_e1_cluster" in pq.read_schema(attrs / "_dedup_semantic" / "docs.parquet").names
-    assert (attrs / "_dsir_wiki").is_dir()
+    assert (attrs / "sets" / "embed_wordllama" / ".textsieve" / "summary.json").exists()
+    assert "dup_semantic_e1_cluster" in pq.read_schema(attrs / "sets" / "dedup_semantic" / "docs.parquet").names
+    assert (attrs / "sets" / "dsir_wiki").is_dir()
     assert [s.status for s in first.stages] == ["ran"] * 5
     again = run_pipeline(load(str(tmp_path / "p.yaml")), quiet=True)
     assert [s.status for s in again.stages][1:] == ["skipped"] * 4

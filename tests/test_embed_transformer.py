@@ -232,7 +232,7 @@ def test_offline_cli_models_show_and_resume(attrs, st_folder, tmp_path, capsys):
     folder = tmp_path / "tiny-st"
     shutil.copytree(st_folder, folder)
     copy = tmp_path / "attrs"
-    shutil.copytree(attrs, copy, ignore=shutil.ignore_patterns("_embed_*"))
+    shutil.copytree(attrs, copy, ignore=shutil.ignore_patterns("embed_*"))
     out = run_offline_cli(["embed", str(copy), "--model", str(folder), "--workers", "1", "-q"], timeout=300)
     assert out.returncode == 0, out.stderr
     ids, mat = read_embeddings(str(copy), "tiny_st")
@@ -260,7 +260,7 @@ def test_the_set_records_how_the_model_ran_and_texts_are_prepared_as_the_model_d
     import sentence_transformers
     import torch
 
-    summary = json.loads((attrs / "_embed_tiny_st" / "summary.json").read_text())
+    summary = json.loads((attrs / "sets" / "embed_tiny_st" / ".textsieve" / "summary.json").read_text())
     run = summary["runtime"]
     assert run["windows"] == "token ids" and run["text"] in PREPARE
     assert (run["sentence-transformers"], run["torch"]) == (sentence_transformers.__version__, torch.__version__)

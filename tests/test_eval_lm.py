@@ -165,7 +165,9 @@ def test_eval_lm_cli_on_dev_corpus(dev, tmp_path, capsys):
     assert len(chosen) > 200
     with gzip.open(sel_dir / "part-0.jsonl.gz", "wt", encoding="utf-8") as out:
         out.writelines(chosen)
-    (sel_dir / "selection.json").write_text(json.dumps({"recipe": "test", "kept": len(chosen)}, indent=1))
+    (sel_dir / ".textsieve").mkdir(exist_ok=True)
+    (sel_dir / ".textsieve" / "selection.json").write_text(json.dumps({"recipe": "test", "kept": len(chosen)},
+                                                                      indent=1))
     assert len(ids_and_texts(str(sel_dir))[1]) == len(chosen)
 
     rc = main(["eval", "lm", "--selection", str(sel_dir), "--target", str(dev / "target_wiki.jsonl.gz"),

@@ -161,7 +161,7 @@ def _selected(folder: Path) -> list[dict]:
 def test_registered_signal_is_annotated_by_workers_and_selected_on(digits, sample, docs, tmp_path):
     attrs, out = tmp_path / "attrs", tmp_path / "selected"
     ts.annotate(sample, output=attrs, signals=f"{DIGITS},rps_doc_word_count", workers=2)  # spawned workers
-    table = pq.read_table(attrs / "sample.parquet")
+    table = pq.read_table(attrs / "docs" / "sample.parquet")
     assert table.column_names == ["id", "shard", "row", "ts_length", "rps_doc_word_count", DIGITS,
                                   "rps_doc_word_count__score", f"{DIGITS}__score"]
     expected = {d.id: _digits(d.text) for d in docs}
@@ -192,14 +192,14 @@ def test_registered_signal_reaches_ray_workers(digits, sample, docs, tmp_path):
         ts.annotate(sample, output=attrs, signals=DIGITS, workers=2, executor="ray", progress=False)
     finally:
         ray.shutdown()
-    scores = pq.read_table(attrs / "sample.parquet").column(f"{DIGITS}__score").to_pylist()
+    scores = pq.read_table(attrs / "docs" / "sample.parquet").column(f"{DIGITS}__score").to_pylist()
     assert scores == [_digits(d.text) for d in docs]
 
 
 def test_registered_signal_through_the_cli_in_process(digits, sample, docs, tmp_path, capsys):
     attrs = tmp_path / "attrs"
     assert cli_main(["annotate", str(sample), "-o", str(attrs), "--signals", "digits", "--workers", "1", "-q"]) == 0
-    assert pq.read_schema(attrs / "sample.parquet").names == ["id", "shard", "row", "ts_length", DIGITS,
+    assert pq.read_schema(attrs / "docs" / "sample.parquet").names == ["id", "shard", "row", "ts_length", DIGITS,
                                                                f"{DIGITS}__score"]
     recipe = tmp_path / "digits.yaml"
     recipe.write_text(f"name: digits\nrules:\n  many_digits: \"{DIGITS} >= 0.01\"\n")
@@ -225,10 +225,11 @@ def test_extension_signals_leave_the_default_run_unchanged(sample, tmp_path):
         ts.annotate(sample, output=after, workers=1)
     finally:
         unregister_signal(DIGITS)
-    a, b = pq.ParquetFile(before / "sample.parquet"), pq.ParquetFile(after / "sample.parquet")
+    a, b = pq.ParquetFile(before / "docs" / "sample.parquet"), pq.ParquetFile(after / "docs" / "sample.parquet")
     assert a.read().equals(b.read())
-    assert _footer(before / "sample.parquet")["fingerprint"] == _footer(after / "sample.parquet")["fingerprint"]
-    assert (before / "sample.parquet").read_bytes() == (after / "sample.parquet").read_bytes()
+    a, b = before / "docs" / "sample.parquet", after / "docs" / "sample.parquet"
+    assert _footer(a)["fingerprint"] == _footer(b)["fingerprint"]
+    assert (before / "docs" / "sample.parquet").read_bytes() == (after / "docs" / "sample.parquet").read_bytes()
 
 
 def test_register_signal_rejects_what_would_break_a_shard_or_the_signals_syntax(digits):
@@ -282,7 +283,7 @@ def test_registered_reader_feeds_annotate_dedup_and_select(tsv_reader, docs, tmp
     _write_tsv(data / "web.tsv", rows)
     assert ts.read_documents(data / "web.tsv").__next__().text == rows[0].text
     ts.annotate(data, output=attrs, signals="rps_doc_word_count", workers=2)
-    table = pq.read_table(attrs / "web.parquet")  # the .tsv suffix is replaced like a built-in one
+    table = pq.read_table(attrs / "docs" / "web.parquet")  # the .tsv suffix is replaced like a built-in one
     assert table.column("ts_length").to_pylist() == [len(d.text) for d in rows]
     result = ts.dedup_exact(attrs, workers=2)  # re-reads the texts in worker processes
     assert result.removed == 5
@@ -311,10 +312,10 @@ def test_registered_model_kind_adds_its_signal_in_workers(keywords_kind, sample,
     model, attrs = tmp_path / "oop.kw", tmp_path / "attrs"
     model.write_text("\n".join(sorted(words)) + "\n")
     ts.annotate(sample, output=attrs, signals="rps_doc_word_count", models={"oop": str(model)}, workers=2)
-    table = pq.read_table(attrs / "sample.parquet")
+    table = pq.read_table(attrs / "docs" / "sample.parquet")
     expected = {d.id: _keywords(d.text, words) for d in docs}
     assert dict(zip(table.column("id").to_pylist(), table.column("ts_keywords_oop__score").to_pylist())) == expected
-    assert _footer(attrs / "sample.parquet")["models"]["oop"]["kind"] == "keywords"
+    assert _footer(attrs / "docs" / "sample.parquet")["models"]["oop"]["kind"] == "keywords"
     oop = {i for i, n in expected.items() if n >= 3}
     assert 0 < len(oop) < len(docs)
     assert ts.select(attrs, recipe={"name": "oop", "rules": {"oop": "ts_keywords_oop >= 3"}},
@@ -398,9 +399,9 @@ def test_installed_entry_points_reach_the_cli_and_its_workers(docs, tmp_path):
         return run.stdout
 
     assert re.search(r"^ts_plugin_lines\s+doc\s+float", textsieve("signals"), re.M)
-    textsieve("annotate", str(data), "-o", "attrs", "--signals", "plugin", "--model", "the=the.wc",
+    textsieve("annotate", str(data), "-o", "attrs", "--signals", "plugin", "--models", "the=the.wc",
               "--workers", "2", "-q")
-    table = pq.read_table(tmp_path / "attrs" / "a.parquet")
+    table = pq.read_table(tmp_path / "attrs" / "docs" / "a.parquet")
     assert table.column("ts_plugin_lines__score").to_pylist() == [d.text.count("\n") + 1.0 for d in rows]
     assert table.column("ts_count_the__score").to_pylist() == [float(d.text.count("the")) for d in rows]
     (tmp_path / "r.yaml").write_text("name: short\nrules:\n  short: \"ts_plugin_lines < 20\"\n")

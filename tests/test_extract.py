@@ -53,12 +53,13 @@ def test_sample_crawl_counts_every_reason(extracted, crawl):
     assert res.documents == 120
     assert res.skipped == {"redirect": len(files), "http_error": len(files), "not_html": 2 * len(files),
                            "empty_body": len(files)}
-    summary = json.loads((out / "extract.json").read_text())
+    summary = json.loads((out / ".textsieve" / "extract.json").read_text())
     assert summary["stage"] == "extract"
     per_shard = summary["shards"]["crawl-0000.jsonl.gz"]
     assert per_shard["kept"] == 40 and per_shard["skipped"]["not_html"] == 2
-    manifest = json.loads((out / "manifest.json").read_text())
-    assert set(manifest["files"]) == {f"crawl-{k:04d}.jsonl.gz" for k in range(len(files))} | {"extract.json"}
+    manifest = json.loads((out / ".textsieve" / "manifest.json").read_text())
+    shards = {f"crawl-{k:04d}.jsonl.gz" for k in range(len(files))}
+    assert set(manifest["files"]) == shards | {".textsieve/extract.json"}
     assert manifest["files"]["crawl-0000.jsonl.gz"]["counts"]["kept"] == 40
 
 
@@ -160,7 +161,7 @@ def test_html_pages_keep_ids_and_main_content(shared_dir, tmp_path):
         shutil.copy(pages / n, folder / n)
     out = tmp_path / "docs"
     res = ts.extract([str(folder)], output=str(out), workers=1, progress=False)
-    recs = {r["id"]: r for r in read_jsonl(out / "_html.jsonl.gz")}
+    recs = {r["id"]: r for r in read_jsonl(out / "x_html.jsonl.gz")}
     assert res.pages == 12
     ids = [n[: -len(".html.gz")] for n in names]
     assert set(recs) <= set(ids) and len(recs) + sum(res.skipped.values()) == 12
@@ -207,7 +208,7 @@ def test_a_folder_with_a_wet_file_among_its_archives_is_read_and_the_wet_named(c
     res = ts.extract([str(src)], output=str(tmp_path / "out"), progress=False)
     assert res.documents > 20 and list(res.inputs_left_out) == [str(wet)]
     assert "annotate them directly" in res.inputs_left_out[str(wet)] and str(wet) in caplog.text
-    summary = json.loads((tmp_path / "out" / "extract.json").read_text())
+    summary = json.loads((tmp_path / "out" / ".textsieve" / "extract.json").read_text())
     assert summary["result"]["inputs_left_out"] == {str(wet): res.inputs_left_out[str(wet)]}
 
 
@@ -249,9 +250,10 @@ def test_pipeline_extracts_first_and_the_report_shows_it(crawl, tmp_path):
     first = subprocess.run([*CLI, "run", "pipe.yaml"], cwd=tmp_path, capture_output=True, text=True)
     assert first.returncode == 0, first.stderr
     assert "extract: 120 of 135 pages kept" in first.stderr
-    ann = json.loads((tmp_path / "out" / "attrs" / "annotate.json").read_text())
+    ann = json.loads((tmp_path / "out" / "attrs" / ".textsieve" / "annotate.json").read_text())
     assert ann["result"]["documents"] == 120
-    lines_summary = json.loads((tmp_path / "out" / "attrs" / "_dedup_lines" / "summary.json").read_text())
+    lines_set = tmp_path / "out" / "attrs" / "sets" / "dedup_lines"
+    lines_summary = json.loads((lines_set / ".textsieve" / "summary.json").read_text())
     assert lines_summary["n_docs"] == 120
     again = subprocess.run([*CLI, "run", "pipe.yaml"], cwd=tmp_path, capture_output=True, text=True)
     assert "0 shard(s) written, 3 already done" in again.stderr
@@ -270,11 +272,11 @@ def test_killed_run_publishes_nothing_and_the_rerun_adopts_finished_shards(crawl
     out = tmp_path / "docs"
 
     def one_shard_staged() -> bool:
-        return any(out.glob(".staging-extract-*/.crawl-0000.jsonl.gz.done.json"))
+        return any(out.glob(".textsieve/staging-extract-*/.crawl-0000.jsonl.gz.done.json"))
 
     kill_when([*CLI, "extract", str(crawl), "-o", str(out), "--workers", "1"], one_shard_staged, 0.3,
               "the first shard was staged")
-    assert not (out / "manifest.json").exists() and not list(out.glob("*.jsonl.gz"))  # nothing published
+    assert not (out / ".textsieve" / "manifest.json").exists() and not list(out.glob("*.jsonl.gz"))  # nothing published
     res = subprocess.run([*CLI, "extract", str(crawl), "-o", str(out), "--workers", "1", "-v"],
                          capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
@@ -282,7 +284,7 @@ def test_killed_run_publishes_nothing_and_the_rerun_adopts_finished_shards(crawl
     want, _ = extracted
     for p in sorted(want.glob("*.jsonl.gz")):
         assert (out / p.name).read_bytes() == p.read_bytes()
-    assert not list(out.glob(".staging-*"))
+    assert not list(out.glob(".textsieve/staging-*"))
 
 
 def _members(path: Path) -> list[bytes]:
@@ -312,13 +314,13 @@ def test_damaged_record_fails_with_its_location_or_is_skipped_and_counted(crawl,
     damaged.write_bytes(b"".join(members))
     with pytest.raises(TextsieveError, match=r"crawl-0000\.warc\.gz:record 9: .*at byte \d+"):
         ts.extract([str(damaged)], output=str(tmp_path / "fail"), workers=1, progress=False)
-    assert not (tmp_path / "fail" / "manifest.json").exists()
+    assert not (tmp_path / "fail" / ".textsieve" / "manifest.json").exists()
     res = ts.extract([str(damaged)], output=str(tmp_path / "skip"), workers=1, progress=False, on_error="skip")
     assert res.bad_records == 1
     good = read_jsonl(extracted[0] / "crawl-0000.jsonl.gz")
     got = read_jsonl(tmp_path / "skip" / "crawl-0000.jsonl.gz")
     assert len(got) == len(good) - 1 and all(r in good for r in got)
-    summary = json.loads((tmp_path / "skip" / "extract.json").read_text())
+    summary = json.loads((tmp_path / "skip" / ".textsieve" / "extract.json").read_text())
     assert "record 9" in summary["shards"]["crawl-0000.jsonl.gz"]["bad_examples"][0]["location"]
     # a fail-mode re-run does not serve the shard that lost a record: it reads it again, and fails
     with pytest.raises(TextsieveError, match=r"record 9"):
@@ -336,12 +338,12 @@ def test_fix_text_repairs_and_counts_mojibake(tmp_path):
                                                                   "says the deal was agreed on Monday evening."]),
                                       encoding="utf-8")
     plain = ts.extract([str(folder)], output=str(tmp_path / "plain"), workers=1, progress=False)
-    assert "Â£30.4m" in read_jsonl(tmp_path / "plain" / "_html.jsonl.gz")[0]["text"] and plain.documents == 1
+    assert "Â£30.4m" in read_jsonl(tmp_path / "plain" / "x_html.jsonl.gz")[0]["text"] and plain.documents == 1
     ts.extract([str(folder)], output=str(tmp_path / "fixed"), workers=1, progress=False, fix_text=True)
-    rec = read_jsonl(tmp_path / "fixed" / "_html.jsonl.gz")[0]
+    rec = read_jsonl(tmp_path / "fixed" / "x_html.jsonl.gz")[0]
     assert "£30.4m" in rec["text"] and "Â" not in rec["text"] and rec["meta"]["fixed_text"] is True
-    summary = json.loads((tmp_path / "fixed" / "extract.json").read_text())
-    assert summary["shards"]["_html.jsonl.gz"]["fixed_text"] == 1
+    summary = json.loads((tmp_path / "fixed" / ".textsieve" / "extract.json").read_text())
+    assert summary["shards"]["x_html.jsonl.gz"]["fixed_text"] == 1
 
 
 def test_fsspec_urls_in_and_out(crawl):
@@ -353,7 +355,7 @@ def test_fsspec_urls_in_and_out(crawl):
     assert res.documents == 40
     with mem.open("/ext-out/crawl-0002.jsonl.gz", "rb") as fh:
         recs = [json.loads(x) for x in gzip.decompress(fh.read()).splitlines()]
-    assert len(recs) == 40 and mem.exists("/ext-out/manifest.json")
+    assert len(recs) == 40 and mem.exists("/ext-out/.textsieve/manifest.json")
 
 
 def test_repeated_ids_fail_naming_both_or_are_suffixed(tmp_path):
@@ -369,9 +371,9 @@ def test_repeated_ids_fail_naming_both_or_are_suffixed(tmp_path):
     with pytest.raises(TextsieveError, match=r"a\.html: duplicate id 'a': the document at .*a\.htm has it too"):
         ts.extract([str(folder)], output=str(tmp_path / "fail"), workers=1, progress=False)
     res = ts.extract([str(folder)], output=str(tmp_path / "ok"), workers=1, progress=False, dedupe_ids="suffix")
-    assert [r["id"] for r in read_jsonl(tmp_path / "ok" / "_html.jsonl.gz")] == ["a", "a#2"] and res.documents == 2
-    summary = json.loads((tmp_path / "ok" / "extract.json").read_text())
-    assert summary["shards"]["_html.jsonl.gz"]["renamed_ids"] == 1
+    assert [r["id"] for r in read_jsonl(tmp_path / "ok" / "x_html.jsonl.gz")] == ["a", "a#2"] and res.documents == 2
+    summary = json.loads((tmp_path / "ok" / ".textsieve" / "extract.json").read_text())
+    assert summary["shards"]["x_html.jsonl.gz"]["renamed_ids"] == 1
 
 
 def test_memory_urls_with_default_workers_run_in_process(crawl):
@@ -390,7 +392,7 @@ def test_other_inputs_kept_in_the_folder_stay_in_the_summary(crawl, tmp_path):
     out = tmp_path / "docs"
     ts.extract([str(crawl / "crawl-0000.warc.gz")], output=str(out), workers=1, progress=False)
     res = ts.extract([str(crawl / "crawl-0001.warc.gz")], output=str(out), workers=1, progress=False)
-    summary = json.loads((out / "extract.json").read_text())
+    summary = json.loads((out / ".textsieve" / "extract.json").read_text())
     assert set(summary["shards"]) == {"crawl-0000.jsonl.gz", "crawl-0001.jsonl.gz"}
     assert summary["result"]["documents"] == res.documents == 80
 

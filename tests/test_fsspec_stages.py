@@ -55,8 +55,8 @@ def _stages(src: str, ann: str, out: str, tmp: Path, resources: Path, capsys) ->
     got: dict = {}
     assert _run(["annotate", src, "-o", ann, "--resources", str(resources), "--workers", "1", "-q"], capsys)[0] == 0
     assert _run(["dedup", "exact", ann, "-q"], capsys)[0] == 0  # default workers: 2 shards, memory stays in-process
-    assert _run(["dedup", "fuzzy", ann, "--threshold", "0.8", "-q"], capsys)[0] == 0
-    assert _run(["dsir", "fit", "--target", f"{src}/b.jsonl", "--raw", ann, "--name", "web", "-q"], capsys)[0] == 0
+    assert _run(["dedup", "fuzzy", ann, "--thresholds", "0.8", "-q"], capsys)[0] == 0
+    assert _run(["dsir", "fit", "--targets", f"{src}/b.jsonl", "--raw", ann, "--name", "web", "-q"], capsys)[0] == 0
     rc, text, _ = _run(["select", ann, "--recipe", str(recipe), "--dry-run", "--json"], capsys)
     assert rc == 0
     got["funnel"] = {k: v for k, v in json.loads(text).items() if k != "seconds"}
@@ -68,7 +68,7 @@ def _stages(src: str, ann: str, out: str, tmp: Path, resources: Path, capsys) ->
                 capsys)[0] == 0
     with fsspec.open(f"{out}-pq/a.parquet", "rb") as fh:
         got["parquet"] = pq.read_table(fh).to_pylist()
-    with fsspec.open(f"{ann}/_dsir_web/a.parquet", "rb") as fh:
+    with fsspec.open(f"{ann}/sets/dsir_web/a.parquet", "rb") as fh:
         got["dsir"] = pq.read_table(fh).column("ts_dsir_web").to_pylist()
     report = tmp / f"report-{uuid.uuid4().hex[:6]}.html"
     assert _run(["report", ann, "--recipe", str(recipe), "--selection", out, "-o", str(report), "-q"],
@@ -125,9 +125,9 @@ def test_zstd_extension_is_read_as_zstd(shared_dir, tmp_path):
     assert [(s.rel, s.format) for s in shards] == [("UP.JSONL.ZSTD", "jsonl"), ("web.jsonl.zstd", "jsonl")]
     for shard in shards:
         assert [d.text for d in read_documents(shard)] == [json.loads(x)["text"] for x in lines]
-    assert output_rel("sub/web.jsonl.zstd") == "sub/web.parquet"
+    assert output_rel("sub/web.jsonl.zstd") == "docs/sub/web.parquet"
     with pytest.raises(Exception, match="zstd stream is truncated"):
         list(read_documents(expand_inputs([str(tmp_path / "cut.jsonl.zstd")])[0]))
     assert main(["annotate", str(tmp_path / "in" / "web.jsonl.zstd"), "-o", str(tmp_path / "ann"),
                  "--signals", "rps_doc_word_count", "--workers", "1", "-q"]) == 0
-    assert pq.read_table(tmp_path / "ann" / "web.parquet").num_rows == 30
+    assert pq.read_table(tmp_path / "ann" / "docs" / "web.parquet").num_rows == 30

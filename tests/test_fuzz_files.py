@@ -98,6 +98,7 @@ def _publish_seeds(tmp: Path) -> list[FileSeed]:
     """A real published folder's manifest.json, and the journal of a publish killed between its
     switch and its apply (what `recover` finishes on the next read)."""
     import textsieve.io.publish as publish
+    from textsieve.io import write_lock
 
     fs = fsspec.filesystem("file")
     root = tmp / "published"
@@ -121,7 +122,7 @@ def _publish_seeds(tmp: Path) -> list[FileSeed]:
         publish._apply = real_apply
     journal = (killed / publish.JOURNAL).read_bytes()
     staged = {p.relative_to(killed): p.read_bytes() for p in killed.rglob("*") if p.is_file()
-              and p.name != publish.JOURNAL and p.name != ".lock"}
+              and p.relative_to(killed).as_posix() not in (publish.JOURNAL, write_lock.LOCK)}
 
     def staging(folder: Path) -> None:
         for rel, data in staged.items():
@@ -129,8 +130,10 @@ def _publish_seeds(tmp: Path) -> list[FileSeed]:
             (folder / rel).write_bytes(data)
 
     return [
-        FileSeed("manifest", publish.MANIFEST, manifest, lambda p: publish.read_manifest(fs, str(p.parent))),
-        FileSeed("publish journal", publish.JOURNAL, journal, lambda p: publish.read_manifest(fs, str(p.parent)),
+        # both live in the folder's `.textsieve/`: the published folder is the one above
+        FileSeed("manifest", publish.MANIFEST, manifest, lambda p: publish.read_manifest(fs, str(p.parent.parent))),
+        FileSeed("publish journal", publish.JOURNAL, journal,
+                 lambda p: publish.read_manifest(fs, str(p.parent.parent)),
                  staging),
     ]
 
@@ -191,6 +194,7 @@ def _check(seed: FileSeed, folder: Path, data: bytes) -> None:
     folder.mkdir(parents=True)
     seed.setup(folder)
     path = folder / seed.filename
+    path.parent.mkdir(parents=True, exist_ok=True)  # bookkeeping lives in `.textsieve/`
     path.write_bytes(data)
     try:
         seed.read(path)
@@ -214,6 +218,7 @@ def test_file_seeds_read_cleanly(file_seeds, tmp_path) -> None:
         folder = tmp_path / seed.name.replace(" ", "_")
         folder.mkdir()
         seed.setup(folder)
+        (folder / seed.filename).parent.mkdir(parents=True, exist_ok=True)
         (folder / seed.filename).write_bytes(seed.data)
         seed.read(folder / seed.filename)
 

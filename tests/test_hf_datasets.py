@@ -9,6 +9,7 @@ for row; `select` keeps every column of the dataset. Skips when `datasets` is no
 from __future__ import annotations
 
 import gzip
+import importlib.util
 import itertools
 import json
 import os
@@ -146,8 +147,52 @@ def test_cli_reads_a_saved_folder_by_its_state(saved: Path, tmp_path: Path, caps
 
     assert main(["annotate", str(saved), "-o", str(tmp_path / "cli"), "--signals", SIGNALS,
                  "--id-field", "doc_id", "--quiet"]) == 0
-    shards = sorted(p.name for p in (tmp_path / "cli").glob("*.parquet"))
+    shards = sorted(p.name for p in (tmp_path / "cli" / "docs").glob("*.parquet"))
     assert shards == ["data-00000-of-00002.parquet", "data-00001-of-00002.parquet"]
     assert ts.attributes(tmp_path / "cli", "arrow", columns=["id"]).num_rows == N
     (saved / "state.json").write_text("{}")  # a state.json listing no Arrow files: one line, not documents
     assert main(["annotate", str(saved), "-o", str(tmp_path / "cli2"), "--signals", SIGNALS, "--quiet"]) != 0
+
+
+# ---------------------------------------------------------------- issue 26 item 6: a flat view for datasets
+
+@pytest.mark.slow  # ~2.5 s (annotate, dedup, pii): outside the quick suite
+def test_flat_view_gives_scores_and_the_docs_example_runs(shared_dir: Path, tmp_path: Path, monkeypatch, capsys):
+    """Doc-level signals arrived as span lists (`r["x"][0]["score"]`); `flat=True` gives each as
+    its score under its own name, in every form, and the docs/python-api.md example runs as
+    written on a real annotated folder."""
+    import re
+
+    ds = datasets.Dataset.from_list(_records(shared_dir))
+    attrs = tmp_path / "attrs"
+    ts.annotate(ds, output=attrs, signals=SIGNALS, id_field="doc_id", workers=1, progress=False)
+    ts.dedup_exact(attrs, progress=False)
+    ts.pii(attrs, workers=1, progress=False)
+    spans = ts.attributes(attrs, "datasets")
+    flat = ts.attributes(attrs, "datasets", flat=True)
+    assert isinstance(flat, datasets.Dataset) and flat.num_rows == spans.num_rows == N
+    for name in ("rps_doc_word_count", "rps_doc_mean_word_length"):
+        assert flat[name] == [r[0]["score"] for r in spans[name]], name
+        assert f"{name}__score" in spans.column_names and f"{name}__score" not in flat.column_names
+    assert flat.features["rps_doc_word_count"] == datasets.Value("int64")
+    assert flat["ts_pii_email"] == spans["ts_pii_email"]  # any number of spans per document: still spans
+    assert any(flat["ts_pii_email"])  # (the real pages do hold e-mail addresses)
+    assert flat["dup_exact_keep"] == spans["dup_exact_keep"]
+    cols = ["id", "rps_doc_word_count", "rps_doc_mean_word_length"]
+    table = ts.attributes(attrs, "arrow", columns=cols, flat=True)
+    assert table.column("rps_doc_word_count").to_pylist() == flat["rps_doc_word_count"]
+    if importlib.util.find_spec("polars") is not None:
+        frame = ts.attributes(attrs, "polars", columns=cols, flat=True).collect()
+        assert frame["rps_doc_mean_word_length"].to_list() == flat["rps_doc_mean_word_length"]
+    joined = ts.attributes_as_columns(ds, attrs, flat=True)
+    assert joined["rps_doc_word_count"] == flat["rps_doc_word_count"]  # row for row: one source shard
+    assert "rps_doc_word_count__score" not in joined.column_names and joined["doc_id"] == ds["doc_id"]
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "python-api.md").read_text("utf-8")
+    (code,) = re.findall(r"<!-- needs: datasets -->\s*```python\n(.*?)```", doc, re.S)
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    exec(compile(code, "docs/python-api.md", "exec"), {"ts": ts})
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == str(spans[0]["rps_doc_word_count"]) and out[1].startswith(f"{flat[0]['rps_doc_word_count']} ")
+    kept = sum(w >= 300 and k for w, k in zip(flat["rps_doc_word_count"], flat["dup_exact_keep"]))
+    assert out[2] == f"{kept} of {N} documents have 300 words or more and are kept by exact dedup" and kept > 0

@@ -33,7 +33,7 @@ TIERS: list[set[str]] = [
     {"embedding", "interop", "tokenization", "mixing", "extraction", "sample"},
     # the base: storage, execution, text kernels
     {"io", "exec", "text", "native"},
-    {"extensions", "units", "options", "errors", "document", "_version"},
+    {"extensions", "units", "options", "errors", "document", "_version", "display"},
 ]
 TIER = {name: i for i, names in enumerate(TIERS) for name in names}
 #: imports of textsieve modules inside functions, conditionals or `TYPE_CHECKING` blocks (509 when

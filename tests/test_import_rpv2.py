@@ -53,7 +53,7 @@ def test_import_keeps_released_ids_signals_bands_ccnet_and_counts_missing(releas
     assert res.missing_files["quality_signals"] == ["2023-06/0000/en_tail"]
     assert sorted(res.shards_written) == sorted(keys)
     key = "2023-06/0000/en_head"
-    cols = _rows(out, f"{key}.parquet")
+    cols = _rows(out, f"docs/{key}.parquet")
     with gzip.open(root / "quality_signals" / f"{key}.signals.json.gz", "rt", encoding="utf-8") as fh:
         released = [json.loads(line) for line in fh]
     assert cols["id"] == [r["id"] for r in released]
@@ -71,13 +71,13 @@ def test_import_keeps_released_ids_signals_bands_ccnet_and_counts_missing(releas
                                         for g in golden]
     assert cols["ccnet_url"][0] == released[0]["metadata"]["url"] and cols["ccnet_digest"][0].startswith("sha1:")
     assert cols["ts_length"] == [len(g["text"]) for g in golden]
-    meta = json.loads(pq.read_metadata(out / f"{key}.parquet").metadata[b"textsieve"])
+    meta = json.loads(pq.read_metadata(out / "docs" / f"{key}.parquet").metadata[b"textsieve"])
     assert meta["source_shard"]["path"] == str(root / "documents" / f"{key}.json.gz")
     assert meta["read_options"]["text_field"] == "raw_content"
-    tail = _rows(out, "2023-06/0000/en_tail.parquet")  # documents only: CCNet's fields, no rps_*
+    tail = _rows(out, "docs/2023-06/0000/en_tail.parquet")  # documents only: CCNet's fields, no rps_*
     assert tail["rpv2_signals"] == [False] * TAIL and tail["rps_doc_word_count"] == [None] * TAIL
     assert all(v is not None for v in tail["ccnet_perplexity__score"])
-    exact = _rows(out, "_dedup_exact/2022-49/0000/en_head.parquet")
+    exact = _rows(out, "sets/dedup_exact/2022-49/0000/en_head.parquet")
     assert exact["dup_exact_keep"].count(False) == COPIES and exact["dup_exact_keep"][-COPIES:] == [False] * COPIES
 
 
@@ -109,7 +109,7 @@ def test_annotate_of_raw_content_equals_imported_signals(release, imported, reso
     assert main(["annotate", str(root / "documents"), "-o", str(ann), "--text-field", "raw_content",
                  "--lang-field", "language", "--resources", str(resources_dir), "--workers", "1", "-q"]) == 0
     checked = mismatches = 0
-    for shard in sorted(p.relative_to(out).as_posix() for p in out.rglob("*.parquet") if "_dedup" not in str(p)):
+    for shard in sorted(p.relative_to(out).as_posix() for p in out.rglob("*.parquet") if "sets/dedup" not in str(p)):
         a, b = _rows(out, shard), _rows(ann, shard)
         assert a["id"] == b["id"] and a["row"] == b["row"]
         for name in [n for n in b if n in REGISTRY] + ["signature_sim1.0", "signature_sim0.7"]:
@@ -158,7 +158,7 @@ def test_fuzzy_on_released_bands_equals_annotated_bands_and_recipes_run(release,
                  "--workers", "1", "-q"]) == 0
     clusters = {}
     for folder in (out, ann):
-        assert main(["dedup", "fuzzy", str(folder), "--verify", "none", "--threshold", "0.8", "--threshold", "0.7",
+        assert main(["dedup", "fuzzy", str(folder), "--verify", "none", "--thresholds", "0.8", "--thresholds", "0.7",
                      "-q"]) == 0
         con = to_duckdb(str(folder))
         cols = [c for c in con.columns if c.startswith("dup_fuzzy") and "cluster" in c]
@@ -216,7 +216,7 @@ def test_lone_surrogate_escapes_are_read_not_fatal(release, imported, tmp_path, 
         res = run_import_rpv2(ImportRpv2Config(str(root), str(tmp_path / "attrs"), workers=1, progress=False))
     assert sorted(res.shards_written) == sorted(imported[1].shards_written)
     assert "1 lone UTF-16 surrogate escape(s)" in caplog.text
-    rel = str(path.relative_to(root / "documents")).replace(".json.gz", ".parquet")
+    rel = "docs/" + str(path.relative_to(root / "documents")).replace(".json.gz", ".parquet")
     assert _rows(tmp_path / "attrs", rel)["ts_length"] == _rows(imported[0], rel)["ts_length"]
 
 
@@ -274,15 +274,15 @@ def test_export_is_published_as_one_unit_and_import_refuses_a_killed_one(release
     monkeypatch.setattr(rel_, "write_parquet", dies_on_the_third)
     assert main(["export", "rpv2", str(out), "-o", str(target), "-q", "--overwrite"]) == 130
     monkeypatch.setattr(rel_, "write_parquet", write)
-    assert not (target / "quality_signals").exists() and not (target / "manifest.json").exists()
+    assert not (target / "quality_signals").exists() and not (target / ".textsieve" / "manifest.json").exists()
     capsys.readouterr()
     rc = main(["import", "rpv2", str(target), "-o", str(tmp_path / "back"), "-q"])
     err = capsys.readouterr().err
-    assert rc == 2 and "is not a complete release" in err and ".staging-export_rpv2-" in err, err
+    assert rc == 2 and "is not a complete release" in err and ".textsieve/staging-export_rpv2-" in err, err
     assert main(["import", "rpv2", str(target), "-o", str(tmp_path / "partial"), "-q", "--incomplete"]) == 0
 
     assert main(["export", "rpv2", str(out), "-o", str(target), "-q", "--overwrite"]) == 0  # finished this time
-    assert (target / "manifest.json").is_file() and not list(target.glob(".staging-*"))
+    assert (target / ".textsieve" / "manifest.json").is_file() and not list(target.glob(".textsieve/staging-*"))
     assert not [p for p in target.rglob("*") if ".tmp-" in p.name]
     assert main(["import", "rpv2", str(target), "-o", str(tmp_path / "back"), "-q"]) == 0
     (target / "minhash" / "2023-06" / "0000" / "en_head.minhash.parquet").unlink()

@@ -163,7 +163,7 @@ def test_train_importance_cli_and_annotate(shared_dir, resources_dir, tmp_path):
     assert model.source_lambda == pytest.approx(np.mean(batch_features(read_texts(web, 400, "text")).raw_words))
     ann = tmp_path / "ann"
     assert cli(["annotate", str(web), "-o", str(ann), "--resources", str(resources_dir), "--workers", "1",
-                "--model", f"wikipedia={out}", "--quiet"]) == 0
+                "--models", f"wikipedia={out}", "--quiet"]) == 0
     table = pq.read_table(next(ann.rglob("*.parquet")))
     texts = read_texts(web, 400)
     want = model.scores(texts)

@@ -80,7 +80,7 @@ def test_symlinked_files_and_folders_are_followed(tmp_path, web_lines) -> None:
     assert [s.rel for s in expand_inputs([str(src)])] == ["a.jsonl", "b.jsonl", "deep/c.jsonl"]
     result = api.annotate([str(src)], output=str(tmp_path / "attrs"), signals=SIGNALS, workers=1, progress=False)
     assert result.documents == 35 and sorted(result.shards_written) == ["a.jsonl", "b.jsonl", "deep/c.jsonl"]
-    assert (tmp_path / "attrs" / "deep" / "c.parquet").is_file()
+    assert (tmp_path / "attrs" / "docs" / "deep" / "c.parquet").is_file()
 
 
 def test_symlink_loops_end_and_each_is_reported_once(tmp_path, web_lines, caplog) -> None:
@@ -280,7 +280,7 @@ def stage_outputs(tmp_path_factory, web_lines) -> Path:
 def test_nested_output_folders_and_bookkeeping_files_are_not_documents(tmp_path, stage_outputs, web_lines,
                                                                         caplog) -> None:
     """Before: `annotate IN` with an annotate output and a selection inside IN failed with
-    "IN/attrs/_dedup_exact/a.parquet: no text column 'text'", and `annotate SEL` (a select output)
+    "IN/attrs/sets/dedup_exact/a.parquet: no text column 'text'", and `annotate SEL` (a select output)
     with "SEL/selection.json:1: malformed JSON". After: the nested output folders are left out
     with one log line each, the selection's documents are read without its selection.json, and a
     user's JSON Lines file named summary.json is still a shard."""
@@ -300,14 +300,14 @@ def test_nested_output_folders_and_bookkeeping_files_are_not_documents(tmp_path,
     kept = sum(1 for shard in expand_inputs([str(sel)]) for _ in ShardReader(shard))
     assert 0 < kept <= 40 and all(s.format == "jsonl" and s.rel != "selection.json" for s in expand_inputs([str(sel)]))
     with pytest.raises(InputError, match=r"selection\.json: this is textsieve's bookkeeping file of a select output"):
-        expand_inputs([str(sel / "selection.json")])
+        expand_inputs([str(sel / ".textsieve" / "selection.json")])
 
 
 def test_an_attribute_folder_given_as_documents_says_what_it_is(stage_outputs) -> None:
     """Before: "attrs/a.parquet: no text column 'text' (columns present: id, shard, row, ...)".
     After: the shard's textsieve footer names it an attribute shard, with the way out."""
     shards = expand_inputs([str(stage_outputs / "attrs")])
-    assert [s.rel for s in shards] == ["a.parquet", "b.parquet"]  # its bookkeeping and set folder are left out
+    assert [s.rel for s in shards] == ["docs/a.parquet", "docs/b.parquet"]  # its bookkeeping and sets are left out
     with pytest.raises(InputError, match=r"a\.parquet: a textsieve attribute shard \(the output of annotate"):
         list(ShardReader(shards[0]))
 
@@ -362,7 +362,7 @@ def test_zip_chain_members_open_and_annotate(tmp_path, web_lines, monkeypatch) -
                                                  ("sub/b.jsonl", f"zip://sub/b.jsonl::{archive}")]
     result = api.annotate(["zip://::archive.zip"], output="attrs", signals=SIGNALS, workers=1, progress=False)
     assert result.documents == 20 and sorted(result.shards_written) == ["a.jsonl", "sub/b.jsonl"]
-    assert (tmp_path / "attrs" / "sub" / "b.parquet").is_file()
+    assert (tmp_path / "attrs" / "docs" / "sub" / "b.parquet").is_file()
     monkeypatch.chdir(os.path.dirname(tmp_path))  # the member URLs open from any working directory
     assert [sum(1 for _ in ShardReader(s)) for s in shards] == [12, 8]
     # and `select` reads them back: the members lie inside the recorded (absolute) input root

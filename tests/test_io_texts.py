@@ -56,7 +56,9 @@ def _annotated(tmp: Path, sources: dict[str, list[str]]) -> Path:
         table = table.replace_schema_metadata({META_KEY: json.dumps(meta).encode()})
         pq.write_table(table, out / (shard.rel.split(".")[0] + ".parquet"))
     # the inputs annotate records: sources are read only inside them (issue 16, item 17)
-    (out / "annotate.json").write_text(json.dumps({"stage": "annotate", "config": {"inputs": [str(src)]}}))
+    (out / ".textsieve").mkdir()
+    summary = {"stage": "annotate", "config": {"inputs": [str(src)]}}
+    (out / ".textsieve" / "annotate.json").write_text(json.dumps(summary))
     return out
 
 

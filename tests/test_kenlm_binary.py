@@ -58,12 +58,12 @@ def test_annotate_with_a_kenlm_model(arpa, tmp_path):
     src.write_text("".join(json.dumps({"id": str(i), "text": t}) + "\n" for i, t in enumerate(_topics()[1:20:2])),
                    encoding="utf-8")
     assert main(["annotate", str(src), "-o", str(tmp_path / "o"), "--signals", "rps_doc_word_count",
-                 "--model", f"docs={klm}", "--workers", "1", "-q"]) == 0
-    table = pq.read_table(tmp_path / "o" / "in.parquet")
+                 "--models", f"docs={klm}", "--workers", "1", "-q"]) == 0
+    table = pq.read_table(tmp_path / "o" / "docs" / "in.parquet")
     got = [s[0]["score"] for s in table.column("ts_perplexity_docs").to_pylist()]
     want, _ = load_kenlm(str(klm)).perplexities([normalize(t) for t in _topics()[1:20:2]])
     assert got == want.tolist() and all(p > 1 for p in got)
-    meta = json.loads(pq.read_metadata(tmp_path / "o" / "in.parquet").metadata[b"textsieve"])
+    meta = json.loads(pq.read_metadata(tmp_path / "o" / "docs" / "in.parquet").metadata[b"textsieve"])
     assert meta["models"]["docs"]["kind"] == "kenlm"
 
 
@@ -76,7 +76,7 @@ def test_a_truncated_kenlm_binary_is_one_line_naming_the_file(tmp_path, capsys):
     src = tmp_path / "in.jsonl"
     src.write_text(json.dumps({"id": "0", "text": _topics()[0]}) + "\n", encoding="utf-8")
     assert main(["annotate", str(src), "-o", str(tmp_path / "o"), "--signals", "rps_doc_word_count",
-                 "--model", f"lm={bad}", "-q"]) != 0
+                 "--models", f"lm={bad}", "-q"]) != 0
     err = capsys.readouterr().err
     assert f"{bad}: kenlm cannot read this KenLM binary model" in err and "Traceback" not in err
 

@@ -72,7 +72,7 @@ def test_unknown_lang_is_one_line_cli_error_listing_codes(shared_dir, tmp_path, 
     assert err.startswith("textsieve: error: ") and err.count("\n") == 1, err
     assert "'english'" in err and "did you mean 'en'" in err
     assert "en, de, fr, es, it, auto" in err and "Traceback" not in err
-    assert not (out / "docs.parquet").exists()
+    assert not (out / "docs" / "docs.parquet").exists()
     assert main(["annotate", src, "-o", str(out), "--lang", "xx", "-q"]) == 2
     assert "'xx'" in capsys.readouterr().err
 
@@ -110,7 +110,7 @@ def test_languages_without_lists_get_null_and_are_counted(shared_dir, resources_
         res = run_annotate(AnnotateConfig([src], str(out), lang=None, lang_field="meta.lang", workers=2,
                                           batch_size=7, resources=str(resources_dir), progress=False,
                                           signals="content"))
-    table = pq.read_table(out / "docs.parquet")
+    table = pq.read_table(out / "docs" / "docs.parquet")
     stop = {g: load_stop_words(resources_dir / "stopwords" / f"{g}.json") for g in ("en", "de")}
     bad = {g: load_bad_words(resources_dir / "ldnoobw" / g) for g in ("en", "de")}
     rows = table.to_pylist()
@@ -125,9 +125,9 @@ def test_languages_without_lists_get_null_and_are_counted(shared_dir, resources_
                 assert row[name] == [{"start": 0, "end": len(doc["text"]), "score": None}], (doc["id"], name)
                 assert row[name + "__score"] is None
     expected_counts = {"ja": 3, "pcm": 4, NO_LANG: 1}
-    assert _meta(out / "docs.parquet")["langs_without_word_lists"] == expected_counts
+    assert _meta(out / "docs" / "docs.parquet")["langs_without_word_lists"] == expected_counts
     assert res.langs_without_word_lists == expected_counts
-    summary = json.loads((out / "annotate.json").read_text())
+    summary = json.loads((out / ".textsieve" / "annotate.json").read_text())
     assert summary["result"]["langs_without_word_lists"] == expected_counts
     warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     assert len(warnings) == 1, warnings
@@ -143,9 +143,9 @@ def test_rpv2_languages_only_means_no_warning_and_zero_counts(shared_dir, resour
         run_annotate(AnnotateConfig([src], str(tmp_path / "out"), lang_field="meta.lang", workers=1,
                                     resources=str(resources_dir), progress=False, signals="content"))
     assert not [r for r in caplog.records if r.levelname == "WARNING"]
-    table = pq.read_table(tmp_path / "out" / "docs.parquet")
+    table = pq.read_table(tmp_path / "out" / "docs" / "docs.parquet")
     assert None not in _scores(table, "rps_doc_stop_word_fraction")
-    assert _meta(tmp_path / "out" / "docs.parquet")["langs_without_word_lists"] == {}
+    assert _meta(tmp_path / "out" / "docs" / "docs.parquet")["langs_without_word_lists"] == {}
 
 
 def test_null_word_list_scores_fail_every_recipe_rule(shared_dir, resources_dir, tmp_path):
@@ -173,7 +173,7 @@ def test_lang_auto_nulls_detected_languages_without_lists(shared_dir, resources_
     src = _write(tmp_path / "docs.jsonl", docs)
     res = run_annotate(AnnotateConfig([src], str(tmp_path / "out"), lang="auto", workers=1, progress=False,
                                       resources=str(resources_dir), signals="rps_doc_stop_word_fraction"))
-    table = pq.read_table(tmp_path / "out" / "docs.parquet")
+    table = pq.read_table(tmp_path / "out" / "docs" / "docs.parquet")
     detected = table.column("ts_lang").to_pylist()
     stop = _scores(table, "rps_doc_stop_word_fraction")
     listed = ("en", "de", "fr", "es", "it")
@@ -199,7 +199,7 @@ def test_user_lists_for_another_language(shared_dir, resources_dir, tmp_path, ca
     with caplog.at_level(logging.WARNING):
         res = run_annotate(AnnotateConfig([src], str(tmp_path / "out"), lang_field="meta.lang", workers=1,
                                           resources=str(res_dir), progress=False, signals="content"))
-    table = pq.read_table(tmp_path / "out" / "docs.parquet")
+    table = pq.read_table(tmp_path / "out" / "docs" / "docs.parquet")
     stop, bad = _scores(table, "rps_doc_stop_word_fraction"), _scores(table, "rps_doc_ldnoobw_words")
     for doc, s, b in zip(docs, stop, bad):
         if doc["meta"]["lang"] == "pt":  # a stop-word list but no LDNOOBW list
@@ -265,7 +265,8 @@ def test_lang_auto_falls_back_to_a_close_language_with_lists(shared_dir, tmp_pat
     en = run_annotate(AnnotateConfig([src], str(tmp_path / "en"), lang="en", workers=1, progress=False,
                                      signals="rps_doc_stop_word_fraction"))
     assert en.documents == res.documents == 9
-    auto_t, en_t = pq.read_table(tmp_path / "auto" / "docs.parquet"), pq.read_table(tmp_path / "en" / "docs.parquet")
+    auto_t = pq.read_table(tmp_path / "auto" / "docs" / "docs.parquet")
+    en_t = pq.read_table(tmp_path / "en" / "docs" / "docs.parquet")
     assert auto_t.column("ts_lang").to_pylist()[:7] == ["pcm"] * 7  # what the model said, unchanged
     stop, stop_en = _scores(auto_t, "rps_doc_stop_word_fraction"), _scores(en_t, "rps_doc_stop_word_fraction")
     assert stop[:4] == stop_en[:4] and all(s > 0 for s in stop[:4])  # English stop words found, en values
@@ -273,7 +274,7 @@ def test_lang_auto_falls_back_to_a_close_language_with_lists(shared_dir, tmp_pat
     assert res.lang_fallbacks == {"pcm->en": 4} and res.langs_without_word_lists == {"pcm": 3}
     assert res.lang_confidence["pcm"]["docs"] == 7 and res.lang_confidence["en"]["docs"] == 2
     assert 0 < res.lang_confidence["pcm"]["mean_score"] < 1
-    summary = json.loads((tmp_path / "auto" / "annotate.json").read_text())["result"]
+    summary = json.loads((tmp_path / "auto" / ".textsieve" / "annotate.json").read_text())["result"]
     assert summary["lang_fallbacks"] == {"pcm->en": 4} and summary["lang_confidence"] == res.lang_confidence
-    assert _meta(tmp_path / "auto" / "docs.parquet")["lang_fallbacks"] == {"pcm->en": 4}
+    assert _meta(tmp_path / "auto" / "docs" / "docs.parquet")["lang_fallbacks"] == {"pcm->en": 4}
     assert any("pcm->en 4" in r.getMessage() for r in caplog.records)

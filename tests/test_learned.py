@@ -68,10 +68,10 @@ def test_cross_validated_quality_beats_majority(fitted):
 
 def test_predict_equals_sql_on_attribute_parquet(fitted, dclm_annotated):
     model = fitted[0].model
-    shards = sorted(dclm_annotated.glob("*.parquet"))
+    shards = sorted((dclm_annotated / "docs").glob("*.parquet"))
     table = __import__("pyarrow").concat_tables([pq.read_table(p) for p in shards])
     p_np = model.predict(compute_features(table, model.features))
-    glob = str(dclm_annotated / "*.parquet")
+    glob = str(dclm_annotated / "docs" / "*.parquet")
     rows = duckdb.sql(f"SELECT id, {model.predict_sql()} AS p FROM read_parquet('{glob}')").fetchall()
     p_sql = dict(rows)
     got = np.array([p_sql[i] for i in table.column("id").to_pylist()])
@@ -110,13 +110,13 @@ def test_custom_feature_sql_and_line_aggregates(dclm_annotated):
     names = ["rps_doc_word_count", "log1p(rps_doc_word_count)", "sum(rps_lines_num_words)",
              "max(rps_lines_num_words)", "min(rps_lines_uppercase_letter_fraction)",
              "frac(rps_lines_ending_with_terminal_punctution_mark == 1)", "frac(rps_lines_num_words <= 3)"]
-    table = pq.read_table(dclm_annotated / "good.parquet")
+    table = pq.read_table(dclm_annotated / "docs" / "good.parquet")
     vals = compute_features(table, names)
     # sum of words over lines == the document word count for these texts is not guaranteed, but
     # the per-line sum is positive wherever the doc has words
     assert np.all(vals["sum(rps_lines_num_words)"][vals["rps_doc_word_count"] > 0] > 0)
     sql = ", ".join(f"{feature_sql(n)}" for n in names)
-    rows = duckdb.sql(f"SELECT {sql} FROM read_parquet('{dclm_annotated / 'good.parquet'}')").fetchall()
+    rows = duckdb.sql(f"SELECT {sql} FROM read_parquet('{dclm_annotated / 'docs' / 'good.parquet'}')").fetchall()
     got = np.array(rows, dtype=np.float64)
     for j, n in enumerate(names):
         np.testing.assert_allclose(got[:, j], vals[n], rtol=1e-12, atol=1e-12, err_msg=n)

@@ -84,7 +84,7 @@ def test_tree_arrays_reproduce_scikit_learn(dclm_embedded):
     from textsieve.learned import trees
     from textsieve.learned.features import compute_features, default_features
 
-    table = pq.read_table(dclm_embedded / "dclm.parquet")
+    table = pq.read_table(dclm_embedded / "docs" / "dclm.parquet")
     names = default_features(table.schema)
     feats = compute_features(table, names)
     X = np.column_stack([feats[n] for n in names])  # NaN where missing: the missing-value branches
@@ -105,11 +105,11 @@ def test_boosted_embedding_model_end_to_end_in_select(dclm_embedded, tmp_path, c
     # before `learn apply`: select says what to run
     assert main(["select", str(dclm_embedded), "--recipe", str(recipe), "--dry-run"]) == 2
     err = capsys.readouterr().err
-    assert "does not compile to SQL" in err and "textsieve learn apply" in err and "_learned_quality" in err
+    assert "does not compile to SQL" in err and "textsieve learn apply" in err and "sets/learned_quality" in err
     assert main(["learn", "apply", str(model), str(dclm_embedded), "--workers", "1", "--json"]) == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert summary["documents"] == 218 and summary["column"] == "ts_learned_quality"
-    stored = pq.read_table(dclm_embedded / "_learned_quality" / "dclm.parquet")
+    stored = pq.read_table(dclm_embedded / "sets" / "learned_quality" / "dclm.parquet")
     p = stored.column("ts_learned_quality").to_numpy()
     # the stage's per-shard prediction equals the trained model on the training matrices
     res = _train(dclm_embedded, None, ["signals", "embed"], "boosted")
@@ -117,7 +117,8 @@ def test_boosted_embedding_model_end_to_end_in_select(dclm_embedded, tmp_path, c
 
     m = res.model
     E, _ = embed_rows(str(dclm_embedded), "wordllama", [("dclm.parquet", i) for i in range(218)])
-    views = {"signals": m.signal_matrix(pq.read_table(dclm_embedded / "dclm.parquet")), "embed": E.astype(float)}
+    signals = m.signal_matrix(pq.read_table(dclm_embedded / "docs" / "dclm.parquet"))
+    views = {"signals": signals, "embed": E.astype(float)}
     np.testing.assert_allclose(p, m.predict(views), rtol=0, atol=1e-12)
     out = tmp_path / "kept"
     assert main(["select", str(dclm_embedded), "--recipe", str(recipe), "-o", str(out), "-q"]) == 0
@@ -157,7 +158,8 @@ def test_clear_errors(dclm_embedded, tmp_path, capsys):
     assert "unknown feature set(s) 'embeds'" in err and "signals, embed, ngrams" in err
     bare = tmp_path / "bare"
     bare.mkdir()
-    for f in ("dclm.parquet", "annotate.json", "manifest.json"):
+    for f in ("docs/dclm.parquet", ".textsieve/annotate.json", ".textsieve/manifest.json"):
+        (bare / f).parent.mkdir(exist_ok=True)
         (bare / f).write_bytes((dclm_embedded / f).read_bytes())
     assert main(["learn", "--input", str(bare), "--label-field", LABEL, "--features-from", "embed", "-o", out]) == 2
     err = capsys.readouterr().err
@@ -193,7 +195,7 @@ def dclm_reference(tmp_path_factory) -> Path:
     ann = root / "ann"
     assert main(["annotate", str(root / "in"), "-o", str(ann), "--resources",
                  str(shared_dir / "golden" / "rpv2_resources"), "--lang-field", "meta.lang", "--workers", "1", "-q",
-                 "--model", f"wikiref={root / 'wikiref.tsm'}", "--model", f"wiki={root / 'wikilm.tsm'}"]) == 0
+                 "--models", f"wikiref={root / 'wikiref.tsm'}", "--models", f"wiki={root / 'wikilm.tsm'}"]) == 0
     return ann
 
 
@@ -244,8 +246,8 @@ def test_pipeline_learn_section_applies_the_model_for_select_and_reruns_when_it_
     first = run_pipeline(cfg, quiet=True)
     assert [s.status for s in first.stages] == ["ran"] * 4
     attrs = tmp_path / "out" / "attrs"
-    p = pq.read_table(attrs / "_learned_quality" / "dclm.parquet").column("ts_learned_quality").to_numpy()
-    ids = pq.read_table(attrs / "dclm.parquet", columns=["id"]).column("id").to_pylist()
+    p = pq.read_table(attrs / "sets" / "learned_quality" / "dclm.parquet").column("ts_learned_quality").to_numpy()
+    ids = pq.read_table(attrs / "docs" / "dclm.parquet", columns=["id"]).column("id").to_pylist()
 
     def kept() -> set[str]:
         with gzip.open(tmp_path / "out" / "selected" / "dclm.jsonl.gz", "rt", encoding="utf-8") as fh:
@@ -258,7 +260,7 @@ def test_pipeline_learn_section_applies_the_model_for_select_and_reruns_when_it_
     third = run_pipeline(load(str(tmp_path / "p.yaml")), quiet=True)
     assert {s.name: s.status for s in third.stages} == {"annotate": "skipped", "embed": "skipped",
                                                       "learn:quality": "ran", "select": "ran"}
-    p2 = pq.read_table(attrs / "_learned_quality" / "dclm.parquet").column("ts_learned_quality").to_numpy()
+    p2 = pq.read_table(attrs / "sets" / "learned_quality" / "dclm.parquet").column("ts_learned_quality").to_numpy()
     assert not np.allclose(p, p2) and kept() == {i for i, q in zip(ids, p2) if q > 0.5}
     sql_model = tmp_path / "sql.json"
     train(LearnConfig([LabelledSource(str(dclm_embedded), label_field=LABEL)], output=str(sql_model)))
@@ -296,7 +298,7 @@ def test_pipeline_learn_items_are_checked_before_anything_runs(dclm_embedded, tm
                                   "rules": {"good": "quality.predict > 0.5"}}}}
     (tmp_path / "ok.yaml").write_text(yaml.safe_dump(base))
     plan = make_plan(load(str(tmp_path / "ok.yaml")))
-    assert [s.name for s in plan.stages][2] == "learn:quality" and "_learned_quality" in plan.stages[2].does
+    assert [s.name for s in plan.stages][2] == "learn:quality" and "sets/learned_quality" in plan.stages[2].does
 
     def refused(name: str, change: dict, match: str) -> None:
         doc = json.loads(json.dumps(base))
@@ -312,7 +314,7 @@ def test_pipeline_learn_items_are_checked_before_anything_runs(dclm_embedded, tm
 
     refused("mismatch", {"select": {"recipe": {"name": "learned", "models": {"quality": "b/quality.json"},
                                                "rules": {"good": "quality.predict > 0.5"}}}},
-            r"select.recipe: .*learn: item writes _learned_quality with another model")
+            r"select.recipe: .*learn: item writes sets/learned_quality with another model")
     refused("twice", {"learn": [{"model": "a/quality.json"}, {"model": "b/other.json"}]},
             r"learn\[1\]: writes _learned_quality, as learn\[0\] does")
     refused("noembed", {"embed": None}, r"learn\[0\]\.model: .* reads embeddings \(wordllama\); add an `embed:`")
@@ -341,4 +343,4 @@ def test_the_pipeline_learn_example_in_the_docs_plans(dclm_embedded, tmp_path):
     plan = make_plan(load(str(tmp_path / "p.yaml")))
     names = [s.name for s in plan.stages]
     assert names == ["annotate", "embed", "learn:wiki-like", "select"]  # a stage is named by its model's file
-    assert "_learned_wiki_like" in plan.stages[2].does  # its set by the model's name
+    assert "sets/learned_wiki_like" in plan.stages[2].does  # its set by the model's name

@@ -214,7 +214,7 @@ def test_languages_come_from_the_recorded_lang_field(sample_corpus, tmp_path, ca
     """Before: a mix of the sample's attributes (language in meta.lang, no ts_lang) and of its
     `select` output listed every token as `unknown`; now as `en`, in the manifest, the records
     and the report. A selection's recorded lang_field (selection.json) is the field read."""
-    sel = json.loads((sample_corpus["sel"] / "selection.json").read_text())
+    sel = json.loads((sample_corpus["sel"] / ".textsieve" / "selection.json").read_text())
     assert sel["read_options"]["lang_field"] == "meta.lang"
     data = {"tokens": 20_000, "tokenizer": "words", "seed": 0, "shard_size": "8K tokens", "sources": [
         {"name": "attrs", "attributes": str(sample_corpus["attrs"]), "recipe": str(sample_corpus["recipe"]),
@@ -232,8 +232,8 @@ def test_languages_come_from_the_recorded_lang_field(sample_corpus, tmp_path, ca
     # the recorded field is the one read: point it at the records' `source` field instead
     moved = tmp_path / "sel2"
     shutil.copytree(sample_corpus["sel"], moved)
-    (moved / "selection.json").write_text(json.dumps({**sel, "read_options": {**sel["read_options"],
-                                                                              "lang_field": "source"}}))
+    _republish(moved, ".textsieve/selection.json",  # as select would have recorded it (an edit is not believed)
+               json.dumps({**sel, "read_options": {**sel["read_options"], "lang_field": "source"}}).encode())
     data["sources"] = [{"name": "sel", "selection": str(moved), "share": 1.0}]
     _, pools, _ = plan_mix(MixConfig(data, workers=1))
     sources = {r["source"] for f in sorted(moved.glob("*.jsonl.gz")) for r in read_jsonl(f)}
@@ -312,3 +312,98 @@ def test_redact_key_errors_are_one_line(corpus, tmp_path, capsys):
     f = mix_file(tmp_path / "m3.yaml", corpus, web={"redact": [3]})
     rc, _, err = _cli(capsys, "mix", str(f), "--dry-run")
     assert rc != 0 and err.count("\n") == 1 and "redact: expected a list of names" in err
+
+
+# ---------------------------------------------------------------- issue 26 item 6: stored counts, finished mixes
+
+def _republish(folder: Path, rel: str, data: bytes) -> None:
+    """Replace bookkeeping file `rel` of a published folder and record it in the manifest, as if
+    the stage had written it so (a file edited behind the manifest's back is not believed)."""
+    import hashlib
+
+    from textsieve.io.publish import MANIFEST
+
+    (folder / rel).write_bytes(data)
+    book = json.loads((folder / MANIFEST).read_text())
+    book["files"][rel].update(size=len(data), sha256=hashlib.sha256(data).hexdigest())
+    (folder / MANIFEST).write_text(json.dumps(book))
+
+
+def _stored(corpus: dict, tmp_path: Path, name: str = "bpe") -> dict[str, Path]:
+    """Copies of the corpus's folders with `textsieve tokens` run on both annotate folders under
+    another name than the tokenizer file's stem, and the wiki selection made again from its copy
+    (so its selection.json names that copy)."""
+    from textsieve.stages.select.select import SelectConfig, run_select
+    from textsieve.stages.training.tokens import TokensConfig, run_tokens
+
+    web, wiki = tmp_path / "web-attrs", tmp_path / "wiki-attrs"
+    shutil.copytree(corpus["web"], web)
+    shutil.copytree(corpus["root"] / "wiki-attrs", wiki)
+    for attrs in (web, wiki):
+        run_tokens(TokensConfig(str(attrs), str(corpus["tok"]), name=name, workers=1, progress=False))
+    run_select(SelectConfig(directory=str(wiki), output=str(tmp_path / "wiki-sel"), recipe=str(corpus["recipe"]),
+                            workers=1, progress=False))
+    return {"web": web, "wiki-sel": tmp_path / "wiki-sel"}
+
+
+def test_plan_reads_stored_counts_and_a_finished_mix_returns_at_once(corpus, tmp_path, monkeypatch, capsys):
+    """Before: the plan encoded every text of a selection source (and of a source whose tokens
+    set had another name), in a dry run and again in a re-run of a published mix. Now both
+    sources are planned from the counts `textsieve tokens` stored with the same tokenizer file
+    (same numbers as encoding), and a re-run of the published mix reads no record and counts
+    no token."""
+    from textsieve.stages.training import mix_sources, mix_worker
+
+    encoded = plan_mix(MixConfig(str(mix_file(tmp_path / "enc.yaml", corpus)), workers=1))[2]
+    assert [s.token_count for s in encoded.sources] == ["tokenizer", "tokenizer"]
+    stored = _stored(corpus, tmp_path)
+    f = mix_file(tmp_path / "mix.yaml", corpus, web={"attributes": str(stored["web"])},
+                 wiki={"selection": str(stored["wiki-sel"])})
+
+    def no_encoding(task):
+        raise AssertionError(f"encoded {task.pool.key}")
+
+    monkeypatch.setattr(mix_worker, "count_task", no_encoding)
+    _, pools, plan = plan_mix(MixConfig(str(f), workers=1))
+    assert [p.token_count for p in pools] == ["column:ts_tokens_bpe"] * 2
+    assert [s.tokens for s in plan.sources] == [s.tokens for s in encoded.sources]
+    assert [s.documents for s in plan.sources] == [s.documents for s in encoded.sources]
+    rc, out, _ = _cli(capsys, "mix", str(f), "--dry-run")
+    assert rc == 0 and "token counts:\n  web: stored counts ts_tokens_bpe" in out
+    first = run_mix(MixConfig(str(f), output=str(tmp_path / "out"), workers=1, progress=False))
+    assert not first.skipped and first.tokens > 0
+
+    def no_records(*args, **kwargs):
+        raise AssertionError("a finished mix read the selection's records")
+
+    monkeypatch.setattr(mix_sources, "_selection_records", no_records)
+    again = run_mix(MixConfig(str(f), output=str(tmp_path / "out"), workers=1, progress=False))
+    assert again.skipped and (again.documents, again.tokens, again.shards) == (first.documents, first.tokens,
+                                                                              first.shards)
+    assert again.plan.to_dict() == first.plan.to_dict()  # the published plan, read back
+
+
+def test_the_plan_says_why_a_source_is_encoded(corpus, tmp_path, capsys):
+    """Without stored counts, with counts of another tokenizer file, and with a selection made
+    by an older textsieve (no annotate folder recorded), the plan names the reason and the fix."""
+    from textsieve.io.publish import SELECTION_JSON
+    from textsieve.tokenization.tokenizer import train_bpe
+
+    f = mix_file(tmp_path / "mix.yaml", corpus)
+    rc, out, _ = _cli(capsys, "mix", str(f), "--dry-run")
+    assert rc == 0 and f"  web: {corpus['web']} has no stored token counts; `textsieve tokens {corpus['web']} " \
+                       f"--tokenizer {corpus['tok']}` stores them" in out
+    stored = _stored(corpus, tmp_path)
+    from pydoc_data.topics import topics
+
+    other = tmp_path / "other.json"  # another tokenizer file: the stored counts are not its counts
+    train_bpe([topics[k] for k in sorted(topics)][:40], 300, str(other))
+    g = mix_file(tmp_path / "other.yaml", corpus, tokenizer=str(other), web={"attributes": str(stored["web"])})
+    rc, out, _ = _cli(capsys, "mix", str(g), "--dry-run")
+    assert rc == 0 and "ts_tokens_bpe (" in out and f"were made with other tokenizer files than {other}" in out
+    old = json.loads((stored["wiki-sel"] / SELECTION_JSON).read_text())
+    old.pop("attributes")  # as an older textsieve wrote it
+    _republish(stored["wiki-sel"], SELECTION_JSON, json.dumps(old).encode())
+    h = mix_file(tmp_path / "old.yaml", corpus, wiki={"selection": str(stored["wiki-sel"])})
+    rc, out, err = _cli(capsys, "mix", str(h), "--dry-run")
+    assert "wiki: its selection.json does not name the annotate folder" in out + err

@@ -1,4 +1,4 @@
-"""Asking for a model means computing it (issue 10, item 8): `--signals ts_lang --model wikiref=M`
+"""Asking for a model means computing it (issue 10, item 8): `--signals ts_lang --models wikiref=M`
 writes wikiref's column too (CLI, API and YAML plan alike), and a recipe's relative `models:`
 path is looked up beside the recipe file, then in the working directory, with an error that
 names both places. Real text: slices of the dev corpora."""
@@ -35,10 +35,10 @@ def test_naming_one_model_signal_keeps_the_other_models_columns(data):
     tmp, model = data
     out = tmp / "cli"
     assert main(["annotate", str(tmp / "web.jsonl"), "-o", str(out), "--signals", "ts_lang",
-                 "--model", f"wikiref={model}", "--workers", "1", "-q"]) == 0
-    names = pq.read_schema(out / "web.parquet").names
+                 "--models", f"wikiref={model}", "--workers", "1", "-q"]) == 0
+    names = pq.read_schema(out / "docs" / "web.parquet").names
     assert "ts_lang" in names and "rps_doc_ml_wikiref_score" in names
-    scores = pq.read_table(out / "web.parquet").column("rps_doc_ml_wikiref_score").to_pylist()
+    scores = pq.read_table(out / "docs" / "web.parquet").column("rps_doc_ml_wikiref_score").to_pylist()
     assert sum(s[0]["score"] is not None for s in scores) > 60
 
 
@@ -48,7 +48,7 @@ def test_api_and_plan_agree(data):
                          signals=["rps_doc_word_count", "ts_lang"], models={"wikiref": model})
     planned = planned_schema(cfg)
     run_annotate(cfg)
-    got = pq.read_schema(tmp / "api" / "web.parquet")
+    got = pq.read_schema(tmp / "api" / "docs" / "web.parquet")
     assert {"rps_doc_word_count", "ts_lang", "rps_doc_ml_wikiref_score"} <= set(got.names)
     assert "ts_lang_score" not in got.names  # of the language model, only the named signal
     assert [(f.name, f.type) for f in got] == [(f.name, f.type) for f in planned]

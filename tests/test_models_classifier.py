@@ -50,7 +50,7 @@ def test_annotate_scores_wiki_higher(linear_model, shared_dir, tmp_path):
     out = tmp_path / "out"
     run_annotate(AnnotateConfig(inputs=[str(dev / "target_wiki.jsonl.gz")], output=str(out / "wiki"),
                                 signals="rps_doc_word_count", workers=1, progress=False, models={"wikiref": path}))
-    table = pq.read_table(out / "wiki" / "target_wiki.parquet")
+    table = pq.read_table(out / "wiki" / "docs" / "target_wiki.parquet")
     assert without_conveniences(table.column_names)[-1] == "rps_doc_ml_wikiref_score"
     wiki = np.array([r[0]["score"] for r in table.column("rps_doc_ml_wikiref_score").to_pylist()])
     # web documents of the kinds least like Wikipedia (chat, usenet), read from a small slice
@@ -66,7 +66,7 @@ def test_annotate_scores_wiki_higher(linear_model, shared_dir, tmp_path):
                 break
     run_annotate(AnnotateConfig(inputs=[str(src)], output=str(out / "web"), signals="rps_doc_word_count",
                                 workers=1, progress=False, models={"wikiref": path}))
-    web_rows = pq.read_table(out / "web" / "web.parquet").column("rps_doc_ml_wikiref_score").to_pylist()
+    web_rows = pq.read_table(out / "web" / "docs" / "web.parquet").column("rps_doc_ml_wikiref_score").to_pylist()
     web = np.array([r[0]["score"] for r in web_rows if r and r[0]["score"] is not None])
     assert np.median(wiki) > 0.9 > 0.1 > np.median(web)
     assert all(round(x, 8) == x for x in wiki[:50])
@@ -83,7 +83,7 @@ def test_null_for_empty_and_other_languages(tmp_path, linear_model):
     src.write_text("".join(json.dumps({"id": i, "text": t, "lang": g}) + "\n" for i, t, g in docs))
     run_annotate(AnnotateConfig(inputs=[str(src)], output=str(tmp_path / "o"), signals="rps_doc_word_count",
                                 lang_field="lang", workers=1, progress=False, models={"wikiref": en_only}))
-    rows = pq.read_table(tmp_path / "o" / "d.parquet").column("rps_doc_ml_wikiref_score").to_pylist()
+    rows = pq.read_table(tmp_path / "o" / "docs" / "d.parquet").column("rps_doc_ml_wikiref_score").to_pylist()
     assert rows[0][0]["score"] is not None and rows[1][0]["score"] is None and rows[2][0]["score"] is None
 
 
@@ -111,7 +111,7 @@ def test_fasttext_backend_and_user_bin(shared_dir, tmp_path):
     src.write_text(json.dumps({"id": "a", "text": "Some text\nover two lines."}) + "\n")
     run_annotate(AnnotateConfig(inputs=[str(src)], output=str(tmp_path / "o"), signals="rps_doc_word_count",
                                 workers=1, progress=False, models={"palm": str(user_bin)}))
-    table = pq.read_table(tmp_path / "o" / "d.parquet")
+    table = pq.read_table(tmp_path / "o" / "docs" / "d.parquet")
     assert without_conveniences(table.column_names)[-1] == "rps_doc_ml_palm_score"
-    meta = json.loads(pq.read_metadata(tmp_path / "o" / "d.parquet").metadata[b"textsieve"])
+    meta = json.loads(pq.read_metadata(tmp_path / "o" / "docs" / "d.parquet").metadata[b"textsieve"])
     assert meta["models"]["palm"]["kind"] == "classifier" and meta["models"]["palm"]["header"]["foreign"]

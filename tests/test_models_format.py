@@ -93,7 +93,7 @@ def test_annotate_model_metadata_and_fingerprint(tmp_path, capsys):
     cfg = AnnotateConfig(inputs=[str(docs)], output=out, signals="rps_doc_word_count", workers=1, progress=False,
                          models={"ut1": model})
     run_annotate(cfg)
-    shard = f"{out}/docs.parquet"
+    shard = f"{out}/docs/docs.parquet"
     table = pq.read_table(shard)
     assert without_conveniences(table.column_names) == [
         "id", "shard", "row", "rps_doc_word_count", "rps_doc_ut1_blacklist"]
@@ -114,7 +114,7 @@ def test_model_signal_selection(tmp_path):
     out = str(tmp_path / "only")
     run_annotate(AnnotateConfig(inputs=[str(docs)], output=out, signals="rps_doc_ut1_blacklist", workers=1,
                                 progress=False, models={"ut1": str(UT1_DIR)}))
-    table = pq.read_table(f"{out}/docs.parquet")
+    table = pq.read_table(f"{out}/docs/docs.parquet")
     assert without_conveniences(table.column_names) == ["id", "shard", "row", "rps_doc_ut1_blacklist"]
     values = [row[0]["score"] if row else None for row in table.column("rps_doc_ut1_blacklist").to_pylist()]
     assert values == [0, 148, None, 8]  # {adult}; {adult, gambling, phishing}; no URL; {gambling}
@@ -122,9 +122,9 @@ def test_model_signal_selection(tmp_path):
 
 def test_cli_bad_model_option(tmp_path, capsys):
     docs = _docs(tmp_path)
-    assert main(["annotate", str(docs), "-o", str(tmp_path / "x"), "--model", "nopath", "-q"]) == 2
+    assert main(["annotate", str(docs), "-o", str(tmp_path / "x"), "--models", "nopath", "-q"]) == 2
     assert "expected NAME=PATH" in capsys.readouterr().err
-    assert main(["annotate", str(docs), "-o", str(tmp_path / "x"), "--model", f"m={tmp_path}/none.tsm", "-q"]) == 2
+    assert main(["annotate", str(docs), "-o", str(tmp_path / "x"), "--models", f"m={tmp_path}/none.tsm", "-q"]) == 2
     assert "none.tsm" in capsys.readouterr().err
 
 

@@ -76,8 +76,8 @@ def test_lang_auto_picks_word_lists(shared_dir, resources_dir, tmp_path):
                                            lang_field="meta.lang", workers=1, resources=str(resources_dir),
                                            progress=False, signals="rps_doc_stop_word_fraction"))
     assert by_field.documents == len(docs)
-    t_auto = pq.read_table(tmp_path / "auto" / "deb.parquet")
-    t_field = pq.read_table(tmp_path / "field" / "deb.parquet")
+    t_auto = pq.read_table(tmp_path / "auto" / "docs" / "deb.parquet")
+    t_field = pq.read_table(tmp_path / "field" / "docs" / "deb.parquet")
     assert without_conveniences(t_auto.column_names)[-2:] == ["ts_lang", "ts_lang_score"]
     detected = t_auto.column("ts_lang").to_pylist()
     truth = [d["id"].split("/")[1] for d in docs]  # the Debian Reference translation's language
@@ -91,7 +91,7 @@ def test_lang_auto_picks_word_lists(shared_dir, resources_dir, tmp_path):
     assert np.mean([sw_auto[i] for i in german]) > 0.2  # German stop words, not English ones
     p = _scores(t_auto, "ts_lang_score")
     assert all(0 < x <= 1 for x in p)
-    meta = json.loads(pq.read_metadata(tmp_path / "auto" / "deb.parquet").metadata[b"textsieve"])
+    meta = json.loads(pq.read_metadata(tmp_path / "auto" / "docs" / "deb.parquet").metadata[b"textsieve"])
     assert meta["models"]["lang"]["header"]["package"] == "py3langid"
 
 
@@ -113,11 +113,11 @@ def test_fasttext_language_id_model(shared_dir, tmp_path):
     src = _write(tmp_path / "test.jsonl", test)
     run_annotate(AnnotateConfig(inputs=[src], output=str(tmp_path / "out"), lang="auto", workers=1, progress=False,
                                 signals="rps_doc_word_count", models={"lid": str(tmp_path / "tiny_lid.bin")}))
-    table = pq.read_table(tmp_path / "out" / "test.parquet")
+    table = pq.read_table(tmp_path / "out" / "docs" / "test.parquet")
     assert without_conveniences(table.column_names) == [
         "id", "shard", "row", "rps_doc_word_count", "ts_lang", "ts_lang_score"]
     detected = table.column("ts_lang").to_pylist()
     truth = [d["id"].split("/")[1] for d in test]
     assert np.mean([a == b for a, b in zip(detected, truth)]) > 0.6  # 5 labels: chance is 0.2
-    meta = json.loads(pq.read_metadata(tmp_path / "out" / "test.parquet").metadata[b"textsieve"])
+    meta = json.loads(pq.read_metadata(tmp_path / "out" / "docs" / "test.parquet").metadata[b"textsieve"])
     assert meta["models"]["lid"]["kind"] == "langid" and meta["models"]["lid"]["header"]["foreign"]

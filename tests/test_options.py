@@ -22,7 +22,7 @@ from textsieve.pipeline.twins import CLI_COMMANDS, yaml_path
 #: the fewest arguments each stage command parses with (its required ones)
 REQUIRED_ARGS = {"extract": ["crawl.warc.gz", "-o", "out"], "dedup_lines": ["attrs"],
                  "annotate": ["in.jsonl", "-o", "out"], "dedup_exact": ["attrs"], "dedup_fuzzy": ["attrs"],
-                 "dsir": ["--target", "t.jsonl", "--raw", "attrs", "--name", "wiki"], "select": ["attrs"],
+                 "dsir": ["--targets", "t.jsonl", "--raw", "attrs", "--name", "wiki"], "select": ["attrs"],
                  "decontaminate": ["attrs", "--against", "b.jsonl"], "pii": ["attrs"],
                  "tokens": ["attrs", "--tokenizer", "tok.json"], "mix": ["mix.yaml"], "embed": ["attrs"],
                  "dedup_semantic": ["attrs"], "learn": ["m.json", "attrs"]}
@@ -81,17 +81,17 @@ def test_choices_come_from_the_dataclass():
 def test_repeated_flags_do_not_append_to_the_default():
     from textsieve.stages.dedup.fuzzy import FuzzyConfig
 
-    args = build_parser().parse_args(["dedup", "fuzzy", "attrs", "--threshold", "0.9", "--threshold", "0.7"])
+    args = build_parser().parse_args(["dedup", "fuzzy", "attrs", "--thresholds", "0.9", "--thresholds", "0.7"])
     assert config_kwargs(FuzzyConfig, args)["thresholds"] == [0.9, 0.7]
 
 
 def test_model_options_parse_to_a_mapping_and_bad_ones_name_the_option(capsys):
     from textsieve.stages.annotate.annotate import AnnotateConfig
 
-    args = build_parser().parse_args(["annotate", "x.jsonl", "-o", "o", "--model", "a=1.tsm", "--model", "b=2.tsm"])
+    args = build_parser().parse_args(["annotate", "x.jsonl", "-o", "o", "--models", "a=1.tsm", "--models", "b=2.tsm"])
     assert config_kwargs(AnnotateConfig, args)["models"] == {"a": "1.tsm", "b": "2.tsm"}
-    assert main(["annotate", "x.jsonl", "-o", "o", "--model", "nopath"]) == 2
-    assert "--model 'nopath': expected NAME=PATH" in capsys.readouterr().err
+    assert main(["annotate", "x.jsonl", "-o", "o", "--models", "nopath"]) == 2
+    assert "--models 'nopath': expected NAME=PATH" in capsys.readouterr().err
 
 
 def test_select_dsir_uses_the_library_defaults_regression():

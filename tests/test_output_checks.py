@@ -1,5 +1,5 @@
 """No command writes over what it reads: every registered command that writes (an `--output`,
-`-o`, a positional OUTPUT or `dsir fit --model`) declares it with `commands.options.writes`, and
+`-o`, a positional OUTPUT or `dsir fit --model-path`) declares it with `commands.options.writes`, and
 the CLI then refuses an output that is, lies inside or contains one of its inputs before the
 command runs (issue 25: `learn -o` replaced a published attribute shard with a JSON model;
 `train tokenizer c.jsonl -o c.jsonl` overwrote the training corpus)."""
@@ -94,7 +94,7 @@ def test_learn_onto_a_published_attribute_shard_and_train_tokenizer_onto_its_cor
     build_sample(corpus, max_docs=40)
     assert main(["annotate", str(corpus), "-o", str(tmp_path / "attrs"), "--signals", "rps_doc_word_count", "-q",
                  "--workers", "1"]) == 0
-    shard = tmp_path / "attrs" / "c.parquet"
+    shard = tmp_path / "attrs" / "docs" / "c.parquet"
     shard_sha, corpus_sha = _sha(shard), _sha(corpus)
     rc = main(["learn", "--positive", str(tmp_path / "attrs"), "--negative", str(tmp_path / "attrs"),
                "-o", str(shard)])
@@ -131,7 +131,7 @@ def test_an_edited_annotate_json_is_refused_naming_it(tmp_path, capsys):
     attrs = tmp_path / "attrs"
     assert main(["annotate", str(corpus.parent), "-o", str(attrs), "--signals", "rps_doc_word_count", "-q",
                  "--workers", "1"]) == 0
-    summary = attrs / "annotate.json"
+    summary = attrs / ".textsieve" / "annotate.json"
     published = summary.read_bytes()
     doc = json.loads(published)
     doc["input_roots"] = ["/"]

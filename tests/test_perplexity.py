@@ -157,7 +157,7 @@ def test_train_lm_cli_annotate_tsm_and_arpa(corpora, tmp_path):
     assert 0 < lo < hi and lm.params["cutoff_source"] == "5-fold held-out" and lm.tables.order == 3
     ann = tmp_path / "ann"
     assert cli(["annotate", str(pool), "-o", str(ann), "--signals", "rps_doc_word_count", "--workers", "1",
-                "--model", f"wiki={model}", "--model", f"wa={arpa}", "--quiet"]) == 0
+                "--models", f"wiki={model}", "--models", f"wa={arpa}", "--quiet"]) == 0
     t = pq.read_table(next(ann.rglob("*.parquet")))
     ppl = [s[0]["score"] for s in t.column("ts_perplexity_wiki").to_pylist()]
     assert ppl == [s[0]["score"] for s in t.column("ts_perplexity_wa").to_pylist()]

@@ -111,7 +111,7 @@ def test_stage_writes_spans_counts_and_refuses_other_settings(attrs, planted, tm
     shutil.copytree(attrs, d)
     res = run_pii(PiiConfig(str(d), workers=1, progress=False))
     assert (res.documents, res.shards) == (60, 2)
-    t = pq.read_table(d / "_pii" / "part0.parquet")
+    t = pq.read_table(d / "sets" / "pii" / "part0.parquet")
     assert t.schema == output_schema()
     texts = {x.id: x for x in planted}
     n = 0
@@ -123,14 +123,14 @@ def test_stage_writes_spans_counts_and_refuses_other_settings(attrs, planted, tm
             if p.type != "decoy":
                 assert any(doc.text[s:e].endswith(p.value.lstrip("+(")) for s, e in spans), p
         n += row["ts_pii_count"]
-    summary = json.loads((d / "_pii" / "summary.json").read_text())
+    summary = json.loads((d / "sets" / "pii" / ".textsieve" / "summary.json").read_text())
     assert summary["ts_pii_count"] >= n and summary["types"] == list(PII_TYPES)
     assert summary["phone_regions"] == ["US"] and summary["detector_version"] == 1
     assert run_pii(PiiConfig(str(d), workers=1, progress=False)).skipped
     with pytest.raises(DocSetError, match=r"types=.*--overwrite"):
         run_pii(PiiConfig(str(d), types="email,ip", progress=False))
     sub = run_pii(PiiConfig(str(d), types=["email", "ip"], overwrite=True, workers=1, progress=False))
-    assert pq.read_table(d / "_pii" / "part1.parquet").column_names == ["id", "shard", "row", "ts_pii_email",
+    assert pq.read_table(d / "sets" / "pii" / "part1.parquet").column_names == ["id", "shard", "row", "ts_pii_email",
                                                                        "ts_pii_ip", "ts_pii_count"]
     assert sub.summary["ts_pii_count"] < summary["ts_pii_count"]
     assert main(["pii", str(d), "--types", "email,card", "-q"]) == 2

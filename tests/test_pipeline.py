@@ -245,8 +245,8 @@ def test_example_pipeline_runs_on_the_sample_and_records_its_resolved_config(sam
     out = tmp_path / "out"
     assert main(["run", str(p), "-o", str(out), "-q"]) == 0
     assert capsys.readouterr().err == ""  # --quiet: no progress, no info
-    assert sorted(x.name for x in (out / "attrs").glob("*.parquet")) == [f"part-{k}.parquet" for k in range(3)]
-    for s in ("_dedup_exact_rpv2", "_dedup_fuzzy"):  # the example normalizes: the set is named by it
+    assert sorted(x.name for x in (out / "attrs" / "docs").glob("*.parquet")) == [f"part-{k}.parquet" for k in range(3)]
+    for s in ("sets/dedup_exact_rpv2", "sets/dedup_fuzzy"):  # the example normalizes: the set is named by it
         assert len(list((out / "attrs" / s).glob("*.parquet"))) == 3
     selected = [rec for k in range(3) for rec in read_jsonl(out / "selected" / f"part-{k}.jsonl.gz")]
     assert 0 < len(selected) < 240 and all(len(r["text"].split()) >= 50 for r in selected)

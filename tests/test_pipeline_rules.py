@@ -123,7 +123,7 @@ def test_dsir_fit_recipes_see_only_the_stages_before_them(corpus, tmp_path, caps
 def test_existing_attribute_sets_count(corpus, tmp_path, capsys):
     p = _pipeline(tmp_path, corpus, {"mine": "my_quality > 0.5"})
     assert "unknown column 'my_quality'" in _fails(p, capsys, "--dry-run")
-    own = tmp_path / "out" / "attrs" / "_mine"
+    own = tmp_path / "out" / "attrs" / "sets" / "mine"
     own.mkdir(parents=True)
     pq.write_table(pa.table({"id": ["a"], "shard": ["part-0.jsonl.gz"], "row": [0], "my_quality": [0.9]}),
                    own / "part-0.parquet")
@@ -154,7 +154,7 @@ def test_planned_columns_are_the_columns_a_real_run_writes(corpus, tmp_path, sha
     attrs = tmp_path / "out" / "attrs"
     for stage, planned in planned_sets(load(p)):
         name, want = planned.name, planned.schema
-        got = pq.read_schema(sorted((attrs / f"_{name}" if name else attrs).glob("*.parquet"))[0])
+        got = pq.read_schema(sorted((attrs / "sets" / name if name else attrs / "docs").glob("*.parquet"))[0])
         assert [(f.name, f.type) for f in got] == [(f.name, f.type) for f in want], stage
     selected = []
     for f in sorted((tmp_path / "out" / "selected").glob("*.jsonl.gz")):

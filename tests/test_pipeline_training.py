@@ -55,13 +55,13 @@ def test_dry_run_plans_every_stage(folder: Path, capsys) -> None:
 def test_pipeline_runs_to_training_shards_and_reruns_as_a_noop(folder: Path, capsys) -> None:
     assert main(["run", str(folder / "pipe.yaml"), "-q"]) == 0
     out = folder / "out"
-    summary = json.loads((out / "attrs" / "_decontam" / "summary.json").read_text())
+    summary = json.loads((out / "attrs" / "sets" / "decontam" / ".textsieve" / "summary.json").read_text())
     assert summary["n_docs"] == 500
-    assert (out / "attrs" / "_pii" / "summary.json").exists()
-    assert (out / "attrs" / "_tokens_tok" / "summary.json").exists()
-    selection = json.loads((out / "selected" / "selection.json").read_text())
+    assert (out / "attrs" / "sets" / "pii" / ".textsieve" / "summary.json").exists()
+    assert (out / "attrs" / "sets" / "tokens_tok" / ".textsieve" / "summary.json").exists()
+    selection = json.loads((out / "selected" / ".textsieve" / "selection.json").read_text())
     assert selection["redact"]
-    manifest = json.loads((out / "train" / "manifest.json").read_text())
+    manifest = json.loads((out / "train" / ".textsieve" / "manifest.json").read_text())
     assert any(rel.endswith(".bin") for rel in manifest["files"])
     before = {p.name: p.stat().st_mtime_ns for p in (out / "train").glob("*")}
     capsys.readouterr()

@@ -56,8 +56,8 @@ def _copy_attrs(web: dict[str, Path], tmp_path: Path) -> Path:
 
 
 def _fuzzy_cmd(attrs: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "textsieve.cli", "dedup", "fuzzy", str(attrs), "--threshold", "0.8",
-            "--threshold", "0.7", "--workers", "1", "-q", *extra]
+    return [sys.executable, "-m", "textsieve.cli", "dedup", "fuzzy", str(attrs), "--thresholds", "0.8",
+            "--thresholds", "0.7", "--workers", "1", "-q", *extra]
 
 
 def _set_bytes(folder: Path) -> dict[str, bytes]:
@@ -84,18 +84,18 @@ def test_fuzzy_killed_with_other_settings_never_publishes_a_mix(web, tmp_path):
     correctly; its leftovers are removed."""
     attrs = _copy_attrs(web, tmp_path)
     assert main(_fuzzy_cmd(attrs)[3:]) == 0
-    fuzzy = attrs / "_dedup_fuzzy"
+    fuzzy = attrs / "sets" / "dedup_fuzzy"
     reference = _set_bytes(fuzzy)
     assert _keeps_one_per_cluster(fuzzy, "dup_fuzzy_t70") == (0, 0)
-    assert json.loads(reference["summary.json"])["thresholds"]["0.8"]["n_clusters"] >= 250
+    assert json.loads(reference[".textsieve/summary.json"])["thresholds"]["0.8"]["n_clusters"] >= 250
 
     def three_staged() -> bool:
-        return len(list(attrs.glob("_dedup_fuzzy/.staging-*/*.parquet"))) >= 3
+        return len(list(attrs.glob("sets/dedup_fuzzy/.textsieve/staging-*/*.parquet"))) >= 3
 
     kill_when(_fuzzy_cmd(attrs, "--keep", "longest"), three_staged, 0.4, "3 shards of --keep longest were written")
     # what the killed run leaves is its staging folder and its lock file (the kernel released the
     # lock itself; the next writer takes and removes the file), never a published file
-    leftovers = {k: v for k, v in _set_bytes(fuzzy).items() if ".staging-" in k or k == ".lock"}
+    leftovers = {k: v for k, v in _set_bytes(fuzzy).items() if ".textsieve/staging-" in k or k == ".textsieve/lock"}
     assert _set_bytes(fuzzy) == {**reference, **leftovers}
     assert main(_fuzzy_cmd(attrs)[3:]) == 0  # the first settings again: up to date, skipped
     assert _set_bytes(fuzzy) == reference  # no staged leftovers of the killed run, nothing of `longest`
@@ -110,7 +110,7 @@ def test_fuzzy_killed_while_switching_is_finished_by_the_next_reader(web, tmp_pa
 
     attrs = _copy_attrs(web, tmp_path)
     assert main(_fuzzy_cmd(attrs)[3:]) == 0
-    reference = _set_bytes(attrs / "_dedup_fuzzy")
+    reference = _set_bytes(attrs / "sets" / "dedup_fuzzy")
     real = publish._apply
     calls = {"n": 0}
 
@@ -129,16 +129,16 @@ def test_fuzzy_killed_while_switching_is_finished_by_the_next_reader(web, tmp_pa
             run_fuzzy(FuzzyConfig(str(attrs), thresholds=[0.8, 0.7], keep="longest", workers=1, progress=False))
     finally:
         publish._apply = real
-    assert (attrs / "_dedup_fuzzy" / publish.JOURNAL).exists()
+    assert (attrs / "sets" / "dedup_fuzzy" / publish.JOURNAL).exists()
     # a reader finishes the switch: the whole `longest` generation, never two `first` + rest
     assert main(["dedup", "show", str(attrs), "--threshold", "0.7", "--top", "1"]) == 0
-    after = _set_bytes(attrs / "_dedup_fuzzy")
+    after = _set_bytes(attrs / "sets" / "dedup_fuzzy")
     assert publish.JOURNAL not in after and after != reference
     manifest = json.loads(after[publish.MANIFEST])
-    assert json.loads(after["summary.json"])["keep"] == "longest"
+    assert json.loads(after[publish.SUMMARY])["keep"] == "longest"
     for rel, entry in manifest["files"].items():
         assert len(after[rel]) == entry["size"]
-    assert _keeps_one_per_cluster(attrs / "_dedup_fuzzy", "dup_fuzzy_t70") == (0, 0)
+    assert _keeps_one_per_cluster(attrs / "sets" / "dedup_fuzzy", "dup_fuzzy_t70") == (0, 0)
 
 
 @pytest.mark.slow  # > 2 s: outside the quick suite
@@ -156,7 +156,7 @@ def test_select_recomputes_when_an_attribute_set_changes(web, tmp_path):
     assert main(["dedup", "fuzzy", str(attrs), "--keep", "none", "-q"]) == 0
     assert main(["select", str(attrs), "-r", str(recipe), "-o", str(out), "-q"]) == 0
     second = sum(len(read_jsonl(p)) for p in out.glob("*.jsonl.gz"))
-    selection = json.loads((out / "selection.json").read_text())
+    selection = json.loads((out / ".textsieve" / "selection.json").read_text())
     assert second < first and selection["counts"]["selected"] == second
     import textsieve as ts
 
@@ -196,10 +196,10 @@ def test_annotate_reruns_a_shard_whose_input_grew(tmp_path, dev_dir):
     out = tmp_path / "out"
     args = ["annotate", str(src.parent), "-o", str(out), "--signals", "rps_doc_word_count", "--workers", "1", "-q"]
     assert main(args) == 0
-    assert pq.read_metadata(out / "a.parquet").num_rows == 20
+    assert pq.read_metadata(out / "docs" / "a.parquet").num_rows == 20
     src.write_text("".join(docs), encoding="utf-8")
     assert main(args) == 0
-    assert pq.read_metadata(out / "a.parquet").num_rows == 50
+    assert pq.read_metadata(out / "docs" / "a.parquet").num_rows == 50
 
 
 def test_verify_inputs_sees_a_same_size_edit_that_kept_its_mtime(tmp_path, dev_dir):
@@ -218,10 +218,10 @@ def test_verify_inputs_sees_a_same_size_edit_that_kept_its_mtime(tmp_path, dev_d
     assert edited != text and len(edited.encode()) == len(text.encode())
     src.write_text(edited, encoding="utf-8")
     os.utime(src, ns=(stat.st_atime_ns, stat.st_mtime_ns))
-    written = (out / "a.parquet").stat().st_mtime_ns
+    written = (out / "docs" / "a.parquet").stat().st_mtime_ns
     assert main(args) == 0  # by size + mtime: unchanged (the documented limit of the cheap identity)
     assert main([*args, "--verify-inputs"]) == 0
-    assert (out / "a.parquet").stat().st_mtime_ns != written  # the content hash changed: re-annotated
+    assert (out / "docs" / "a.parquet").stat().st_mtime_ns != written  # the content hash changed: re-annotated
 
 
 @pytest.mark.parametrize("case", ["select_into_docs", "select_into_attrs", "annotate_into_parquet_input",
@@ -238,8 +238,8 @@ def test_outputs_never_overlap_their_inputs(web, tmp_path, case, capsys):
                  "-q"]) == 0
     pq_in = tmp_path / "pq"
     pq_in.mkdir()
-    pq.write_table(pq.read_table(attrs / "s0.parquet").select(["id"]).append_column(
-        "text", pq.read_table(attrs / "s0.parquet").column("id")), pq_in / "p.parquet")
+    pq.write_table(pq.read_table(attrs / "docs" / "s0.parquet").select(["id"]).append_column(
+        "text", pq.read_table(attrs / "docs" / "s0.parquet").column("id")), pq_in / "p.parquet")
     link = tmp_path / "link"
     link.symlink_to(docs)
     before = {p: p.read_bytes() for p in [*docs.iterdir(), *pq_in.iterdir()]}
@@ -276,7 +276,8 @@ def test_output_inside_a_memory_input_is_refused(capsys):
 def test_txt_folders_and_underscore_inputs_are_shards_downstream(tmp_path, dev_dir):
     """Item 6. Before: a folder of .txt files became `_txt.parquet`, which dedup and select skipped
     ("13 documents" instead of 14; a .txt-only folder: "no attribute shards"). After: shards are
-    the files annotate's manifest lists, so names never decide."""
+    the files annotate's manifest lists, so names never decide; and no output name starts with
+    `_` (issue 26: pyarrow and Spark skip such files), so they are `x_txt`, `x_2024`."""
     rows = web_docs(dev_dir, 14)
     docs = tmp_path / "docs"
     (docs / "_2024").mkdir(parents=True)
@@ -286,14 +287,14 @@ def test_txt_folders_and_underscore_inputs_are_shards_downstream(tmp_path, dev_d
     attrs, out = tmp_path / "attrs", tmp_path / "sel"
     assert main(["annotate", str(docs), "-o", str(attrs), "--signals", "rps_doc_word_count,minhash", "--workers",
                  "1", "-q"]) == 0
-    assert (attrs / "_txt.parquet").exists() and (attrs / "_2024" / "x.parquet").exists()
+    assert (attrs / "docs" / "x_txt.parquet").exists() and (attrs / "docs" / "x_2024" / "x.parquet").exists()
     assert main(["dedup", "exact", str(attrs), "-q"]) == 0
-    summary = json.loads((attrs / "_dedup_exact" / "summary.json").read_text())
+    summary = json.loads((attrs / "sets" / "dedup_exact" / ".textsieve" / "summary.json").read_text())
     assert summary["n_docs"] == 14
     recipe = tmp_path / "r.yaml"
     recipe.write_text("rules:\n  all: rps_doc_word_count >= 0\n  unique: dup_exact_keep\n")
     assert main(["select", str(attrs), "-r", str(recipe), "-o", str(out), "-q"]) == 0
-    assert json.loads((out / "selection.json").read_text())["counts"]["pool"] == 14
+    assert json.loads((out / ".textsieve" / "selection.json").read_text())["counts"]["pool"] == 14
     from textsieve.io.attributes import attribute_sets
 
     assert attribute_sets(str(attrs)) == ["dedup_exact"]  # `_2024` is an input folder, not a set
@@ -333,7 +334,7 @@ def test_a_footer_pointing_outside_the_inputs_is_refused(web, tmp_path, capsys):
     with gzip.open(secret, "wt", encoding="utf-8") as fh:
         for r in read_jsonl(web["docs"] / "s0.jsonl.gz"):
             fh.write(json.dumps(dict(r, text="SECRET " + r["text"][7:])) + "\n")  # same length
-    shard = attrs / "s0.parquet"
+    shard = attrs / "docs" / "s0.parquet"
     table = pq.read_table(shard)
     meta = dict(pq.read_metadata(shard).metadata)
     doc = json.loads(meta[b"textsieve"])
@@ -349,7 +350,7 @@ def test_a_footer_pointing_outside_the_inputs_is_refused(web, tmp_path, capsys):
     assert "outside the inputs recorded" in err and str(secret) in err
     assert not out.exists() or not list(out.glob("*.jsonl.gz"))
     # the user vouches for the folder: then it is read
-    assert main(["select", str(attrs), "-r", str(recipe), "-o", str(out), "--source-root", str(secret.parent),
+    assert main(["select", str(attrs), "-r", str(recipe), "-o", str(out), "--source-roots", str(secret.parent),
                  "-q"]) == 0
     assert any(r["text"].startswith("SECRET ") for r in read_jsonl(out / "s0.jsonl.gz"))
 
@@ -366,15 +367,15 @@ def _republish(attrs: Path) -> None:
 
 
 def _published_shards(folder: Path) -> dict[str, bytes]:
-    """The shard files a reader sees in `folder` (not staging, not other stages' `_` sets),
+    """The shard files a reader sees in `folder` (not staging, not other stages' sets),
     checked against the manifest."""
     files = {}
     for p in folder.rglob("*"):
         parts = p.relative_to(folder).parts
         if (p.is_file() and p.name.endswith((".parquet", ".jsonl.gz", ".tsm"))
-                and not any(x.startswith(".") for x in parts) and not parts[0].startswith("_")):
+                and not any(x.startswith(".") for x in parts) and parts[0] != "sets"):
             files["/".join(parts)] = p.read_bytes()
-    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest = json.loads((folder / ".textsieve" / "manifest.json").read_text())
     assert {r for r in manifest["files"] if r.endswith((".parquet", ".jsonl.gz", ".tsm"))} == set(files)
     for rel, data in files.items():
         assert manifest["files"][rel]["size"] == len(data)
@@ -399,15 +400,15 @@ def test_a_killed_run_of_other_settings_leaves_the_published_result_current(web,
                       "--workers", "1", "--batch-size", "50"],
                      ["--signals", "rps_doc_word_count", "--overwrite"], attrs),
         "dedup_exact": (["dedup", "exact", str(attrs), "--bloom-fp", "1e-6", "--workers", "1"],
-                        ["--bloom-fp", "1e-3", "--overwrite"], attrs / "_dedup_exact_bloom"),
-        "dsir_fit": (["dsir", "fit", "--raw", str(attrs), "--target", str(target), "--name", "t", "--buckets", "2000"],
-                     ["--buckets", "3000", "--overwrite"], attrs / "_dsir_t"),
+                        ["--bloom-fp", "1e-3", "--overwrite"], attrs / "sets" / "dedup_exact_bloom"),
+        "dsir_fit": (["dsir", "fit", "--raw", str(attrs), "--targets", str(target), "--name", "t", "--buckets", "2000"],
+                     ["--buckets", "3000", "--overwrite"], attrs / "sets" / "dsir_t"),
         "select": (["select", str(attrs), "-r", str(recipe_a), "-o", str(tmp_path / "sel"), "--workers", "1"],
                    ["-r", str(recipe_b), "--overwrite"], tmp_path / "sel"),
     }[stage]
     assert main([*a, "-q"]) == 0
     reference = _published_shards(folder)
-    staged = ".staging-*/**/*" if stage != "annotate" else ".staging-*/s*.parquet"
+    staged = ".textsieve/staging-*/**/*" if stage != "annotate" else ".textsieve/staging-*/docs/s*.parquet"
 
     def some_staged() -> bool:
         return len([p for p in folder.glob(staged) if p.name.endswith((".parquet", ".jsonl.gz"))
@@ -426,7 +427,7 @@ def test_a_recipe_that_keeps_nothing_is_an_empty_selection(web, tmp_path):
     recipe.write_text("rules:\n  none: rps_doc_word_count < 0\n")
     out = tmp_path / "sel"
     assert main(["select", str(web["attrs"]), "-r", str(recipe), "-o", str(out), "-q"]) == 0
-    counts = json.loads((out / "selection.json").read_text())["counts"]
+    counts = json.loads((out / ".textsieve" / "selection.json").read_text())["counts"]
     assert counts["selected"] == 0 and counts["pool"] == 1800
     assert sorted(p.name for p in out.glob("*.jsonl.gz")) == [f"s{k}.jsonl.gz" for k in range(N_SHARDS)]
     assert all(read_jsonl(p) == [] for p in out.glob("*.jsonl.gz"))
@@ -453,7 +454,7 @@ def test_a_folder_annotated_in_two_runs_keeps_both_source_roots(dev_dir, tmp_pat
     recipe = tmp_path / "all.yaml"
     recipe.write_text("rules:\n  all: rps_doc_word_count >= 0\n")
     assert main(["select", str(out), "-r", str(recipe), "-o", str(tmp_path / "sel"), "-q"]) == 0
-    assert json.loads((tmp_path / "sel" / "selection.json").read_text())["counts"]["selected"] == 24
+    assert json.loads((tmp_path / "sel" / ".textsieve" / "selection.json").read_text())["counts"]["selected"] == 24
 
 
 def test_a_symlinked_input_file_is_read_back_by_select(dev_dir, tmp_path):
@@ -491,7 +492,7 @@ def test_a_set_made_before_the_documents_were_annotated_again_is_not_joined(dev_
     assert "annotated again" in err and "dup_exact_keep" in err
     assert main(["dedup", "exact", str(out), "-q"]) == 0  # re-run: joined again, all 14 kept
     assert main(["select", str(out), "-r", str(recipe), "-o", str(tmp_path / "sel"), "-q"]) == 0
-    assert json.loads((tmp_path / "sel" / "selection.json").read_text())["counts"]["selected"] == 14
+    assert json.loads((tmp_path / "sel" / ".textsieve" / "selection.json").read_text())["counts"]["selected"] == 14
 
 
 def test_overwrite_adopts_its_own_staged_work(dev_dir, tmp_path, monkeypatch):

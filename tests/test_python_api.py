@@ -9,6 +9,7 @@ import gzip
 import importlib.util
 import inspect
 import json
+import os
 import re
 import subprocess
 import sys
@@ -237,10 +238,10 @@ def test_select_results_funnel_and_draw(annotated, tmp_path):
 
 def _expected_join(attrs: Path) -> dict:
     """(shard, row) -> a few columns, read set by set straight from the Parquet files."""
-    main = pq.read_table(next(attrs.glob("*.parquet")), columns=["shard", "row", "ts_length"]).to_pylist()
+    main = pq.read_table(next((attrs / "docs").glob("*.parquet")), columns=["shard", "row", "ts_length"]).to_pylist()
     out = {(r["shard"], r["row"]): {"ts_length": r["ts_length"]} for r in main}
-    for set_dir, col in (("_dedup_exact", "dup_exact_keep"), ("_dedup_fuzzy", "dup_fuzzy_t70_cluster"),
-                         ("_dsir_wiki", "ts_dsir_wiki_norm")):
+    for set_dir, col in (("sets/dedup_exact", "dup_exact_keep"), ("sets/dedup_fuzzy", "dup_fuzzy_t70_cluster"),
+                         ("sets/dsir_wiki", "ts_dsir_wiki_norm")):
         for r in pq.read_table(next((attrs / set_dir).glob("*.parquet")), columns=["shard", "row", col]).to_pylist():
             out[(r["shard"], r["row"])][col] = r[col]
     return out
@@ -273,9 +274,9 @@ def test_attributes_names_clashes_and_reports_mistakes(annotated, monkeypatch, t
 
     attrs = tmp_path / "attrs"
     shutil.copytree(annotated, attrs)
-    (attrs / "_mine").mkdir()
-    base = pq.read_table(next(attrs.glob("*.parquet")), columns=["id", "shard", "row", "ts_length"])
-    pq.write_table(base.slice(0, 10), attrs / "_mine" / "web.parquet")  # 10 rows, a clashing name
+    (attrs / "sets" / "mine").mkdir(parents=True)
+    base = pq.read_table(next((attrs / "docs").glob("*.parquet")), columns=["id", "shard", "row", "ts_length"])
+    pq.write_table(base.slice(0, 10), attrs / "sets" / "mine" / "web.parquet")  # 10 rows, a clashing name
     rel = ts.attributes(attrs)
     assert "mine.ts_length" in rel.columns
     got = rel.query("v", 'SELECT count("mine.ts_length"), count(*) FROM v').fetchall()[0]
@@ -346,7 +347,8 @@ def test_plain_script_without_main_guard_uses_workers(tmp_path):
     assert out.stdout.splitlines() == ["top level ran", "documents 200"]
     assert "bootstrapping" not in out.stderr
     ts.annotate(tmp_path / "web.jsonl.gz", output=tmp_path / "alone", workers=1, progress=False)
-    two, one = pq.read_table(tmp_path / "attrs" / "web.parquet"), pq.read_table(tmp_path / "alone" / "web.parquet")
+    two = pq.read_table(tmp_path / "attrs" / "docs" / "web.parquet")
+    one = pq.read_table(tmp_path / "alone" / "docs" / "web.parquet")
     assert two.replace_schema_metadata(None).equals(one.replace_schema_metadata(None))
 
 
@@ -381,9 +383,13 @@ def test_crashing_worker_fails_fast_with_one_clear_error(tmp_path):
 
 def _doc_script(text: str, have_polars: bool) -> tuple[str, int]:
     """The page's ```python blocks, in order, as one script; a block after `<!-- needs: polars -->`
-    is left out when polars is missing. Returns (script, blocks kept)."""
-    blocks = re.findall(r"(<!-- needs: (\w+) -->\s*)?```python\n(.*?)```", text, re.S)
-    kept = [code for _, need, code in blocks if not need or (need == "polars" and have_polars)]
+    (or `datasets`, or both: `needs: polars datasets`) is left out when that package is missing,
+    and the notebook's cells (`<!-- notebook cell -->`, run by `test_python_api_notebook_runs`)
+    always. Returns (script, blocks kept)."""
+    blocks = re.findall(r"(<!-- (needs: ([\w ]+?)|notebook cell) -->\s*)?```python\n(.*?)```", text, re.S)
+    have = {"polars": have_polars, "datasets": importlib.util.find_spec("datasets") is not None}
+    kept = [code for _, marker, need, code in blocks
+            if not marker or (need and all(have.get(n, False) for n in need.split()))]
     return "\n".join(kept), len(kept)
 
 
@@ -399,6 +405,99 @@ def test_python_api_doc_runs(tmp_path):
                          timeout=300)
     assert out.returncode == 0, out.stderr[-4000:]
     assert re.search(r"recipe api-demo: [\d,]+ documents", out.stdout), out.stdout[-2000:]
-    for made in ("attrs/_dedup_exact", "attrs/_dedup_fuzzy", "attrs/_dsir_docs", "selected", "docs-like",
+    for made in ("attrs/sets/dedup_exact", "attrs/sets/dedup_fuzzy", "attrs/sets/dsir_docs", "selected", "docs-like",
                  "sample-run/selected"):
         assert (tmp_path / made).is_dir(), made
+
+
+# ---------------------------------------------------------------- the notebook session runs in a kernel
+
+def _notebook_cells(text: str) -> list[tuple[str, list[str]]]:
+    """(source, the kinds of output the page shows after it) of each `<!-- notebook cell -->`
+    block: `stdout`/`stderr` (a stream), `html` or `text` (a result)."""
+    parts = re.split(r"<!-- notebook cell -->\s*```python\n", text)[1:]
+    cells = []
+    for part in parts:
+        source, _, rest = part.partition("```")
+        rest = re.split(r"\n#+ ", rest)[0]  # up to the next heading
+        cells.append((source.rstrip("\n"), re.findall(r"<!-- output: (\w+) -->", rest)))
+    return cells
+
+
+def _kind(output: dict) -> str:
+    if output["output_type"] == "stream":
+        return output["name"]
+    return "html" if "text/html" in output.get("data", {}) else "text"
+
+
+def test_python_api_notebook_runs(tmp_path, monkeypatch):
+    """The page's notebook session, executed cell by cell in a real Jupyter kernel (nbclient):
+    each cell gives the outputs the page shows, of the kinds it shows; results render as HTML
+    tables (the funnel one row per rule), progress is one line per shard instead of a stream
+    of `\\r` redraws, the attribute preview holds no raw bytes, `dir(ts)` lists only the API."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    pytest.importorskip("ipykernel")
+    cells = _notebook_cells(DOC.read_text("utf-8"))
+    assert len(cells) >= 5 and all(kinds for _, kinds in cells)
+    script = "\n".join(source for source, _ in cells)
+    for call in ("textsieve sample", "ts.annotate(", "dry_run=True", "ts.select(", "ts.attributes(", ").limit(3)"):
+        assert call in script, call
+    # a kernel of this interpreter under a name of our own, so no user-wide `python3` spec is picked
+    spec = tmp_path / "jupyter" / "kernels" / "textsieve-test"
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "textsieve test", "language": "python"}))
+    # the page shows the plain progress lines of a kernel without ipywidgets; where ipywidgets is
+    # installed, the kernel gets a stand-in that fails to import, so its outputs match the page
+    hidden = tmp_path / "no-widgets" / "ipywidgets"
+    hidden.mkdir(parents=True)
+    (hidden / "__init__.py").write_text("raise ImportError('hidden from this kernel by the test')\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(hidden.parent), os.environ.get("PYTHONPATH")])))
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))
+    monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))  # the kernel's history stays out of ~
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")  # `!textsieve`
+    work = tmp_path / "work"
+    work.mkdir()
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source, _ in cells])
+    nbclient.NotebookClient(nb, timeout=240, kernel_name="textsieve-test",
+                            resources={"metadata": {"path": str(work)}}).execute()
+
+    # the page shows what the kernel gave, output for output (a stream the kernel flushed in
+    # several messages is one output in Jupyter, and on the page)
+    shown = [(cell.source, [k for i, k in enumerate(kinds) if i == 0 or k != kinds[i - 1] or k in ("html", "text")])
+             for cell in nb.cells for kinds in [[_kind(o) for o in cell.outputs]]]
+    assert shown == cells
+    outputs = [o for cell in nb.cells for o in cell.outputs]
+    streams = [o["text"] for o in outputs if o["output_type"] == "stream"]
+    assert all(text.strip() for text in streams), streams  # no empty stream output
+    assert not any(re.search(r"\r(?!\n)", text) for text in streams), streams  # no \r redraws
+    wrote = re.search(r"wrote ([\d,]+) documents", streams[0])  # `!textsieve sample`: 500 on most machines
+    assert wrote, streams
+    n = int(wrote.group(1).replace(",", ""))
+    progress = [line for text in streams for line in text.splitlines() if " done; " in line]
+    assert any(re.fullmatch(rf"annotate: sample\.jsonl\.gz done; {n:,} docs so far, [\d,]+ docs/s, 100%, ETA \S+", line)
+               for line in progress), streams
+    assert any(line.startswith("select: sample.jsonl.gz done; ") for line in progress), streams
+
+    html = {source: o["data"]["text/html"] for source, cell in zip((s for s, _ in cells), nb.cells)
+            for o in cell.outputs if _kind(o) == "html"}
+    annotated = next(h for s, h in html.items() if "ts.annotate(" in s)
+    assert f"AnnotateResult: {n:,} documents annotated into notebook/attrs" in annotated
+    funnel = next(h for s, h in html.items() if "dry_run=True" in s)
+    assert funnel.startswith('<table class="textsieve">') and f"recipe gopher: {n:,} documents" in funnel
+    for rule in ts.load_recipe("gopher").rules:  # one row per rule of the recipe
+        assert f"<td style=\"text-align:left\">{rule.name}</td>" in funnel, rule.name
+    kept = re.search(r"kept: ([\d,]+) \(", funnel)
+    assert kept
+    selection = next(h for s, h in html.items() if "output=" in s and "ts.select(" in s)
+    assert f"selected {kept.group(1)} of {n:,} documents" in selection  # the selection keeps what the funnel said
+    preview = next(h for s, h in html.items() if "ts.attributes(" in s)
+    assert preview.count("<tr>") == 4  # a header and the three rows
+    assert re.search(r"<td>&lt;9 x \d+ bytes&gt;</td>", preview) and re.search(r"<td>&lt;\d+ spans&gt;</td>", preview)
+    assert "\\x" not in preview and len(preview) < 5000  # the signature bytes are not printed
+    listing = next(cell for cell in nb.cells if "dir(ts)" in cell.source)
+    names = next(o for o in listing.outputs if _kind(o) == "text")["data"]["text/plain"]
+    assert "'annotate'" in names and not re.search(r"'(Any|Path|TYPE_CHECKING|importlib|api|annotations)'", names)

@@ -162,7 +162,7 @@ def _fuzzy(src: Path, dst: Path, executor: str):
                                     progress=False))
     finally:
         partitions.WORK_BYTES_PER_ROW = real
-    return res, dst / "_dedup_fuzzy"
+    return res, dst / "sets" / "dedup_fuzzy"
 
 
 @pytest.fixture(scope="module")
@@ -236,7 +236,7 @@ def test_sample_pipeline_on_ray_matches_local(tmp_path):
         assert main(["run", str(work / "pipeline.yaml"), "-o", str(out), "--executor", executor, "-q"]) == 0
         outs[executor] = _files(out)
     compared = [k for k in outs["local"] if k.endswith((".parquet", ".jsonl.gz"))]
-    assert any(k.startswith("attrs/_dedup_fuzzy/") for k in compared)
+    assert any(k.startswith("attrs/sets/dedup_fuzzy/") for k in compared)
     assert any(k.startswith("selected/") for k in compared)
     for name in compared:
         assert outs["ray"].get(name) == outs["local"][name], f"{name} differs between executors"
@@ -260,9 +260,9 @@ def test_extract_on_ray_matches_local(tmp_path):
 def test_embed_on_ray_matches_local(local_annotated, tmp_path):
     """`embed --executor ray`: one Ray task per annotate shard, the same embedding shards."""
     ray_dir = tmp_path / "ray-embed"
-    shutil.copytree(local_annotated, ray_dir, ignore=shutil.ignore_patterns("_*"))
+    shutil.copytree(local_annotated, ray_dir, ignore=shutil.ignore_patterns("sets"))
     local_dir = tmp_path / "local-embed"
-    shutil.copytree(local_annotated, local_dir, ignore=shutil.ignore_patterns("_*"))
+    shutil.copytree(local_annotated, local_dir, ignore=shutil.ignore_patterns("sets"))
     assert main(["embed", str(local_dir), "--workers", "1", "-q"]) == 0
     assert main(["embed", str(ray_dir), "--executor", "ray", "--workers", "2", "-q"]) == 0
-    assert _same_parquet(local_dir / "_embed_wordllama", ray_dir / "_embed_wordllama") == 3
+    assert _same_parquet(local_dir / "sets" / "embed_wordllama", ray_dir / "sets" / "embed_wordllama") == 3

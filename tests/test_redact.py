@@ -94,7 +94,7 @@ def test_every_planted_value_is_replaced_in_every_format(corpus, source, fmt, tm
             counted[t] += n
     assert all(counted[t] for t in labelled.TYPES)
     assert res.redacted == counted
-    summary = json.loads((tmp_path / "out" / "selection.json").read_text())
+    summary = json.loads((tmp_path / "out" / ".textsieve" / "selection.json").read_text())
     assert summary["counts"]["redacted_this_run"] == counted and summary["redact"]["names"] == ["pii"]
 
 
@@ -111,7 +111,7 @@ def test_redaction_with_line_rules_is_consistent_and_deterministic(corpus, tmp_p
     assert (tmp_path / "both" / "web.jsonl.gz").read_bytes() == (tmp_path / "both2" / "web.jsonl.gz").read_bytes()
     cut = {r["id"]: r["text"] for r in _read(tmp_path / "cut")}
     both = {r["id"]: r for r in _read(tmp_path / "both")}
-    pii = {r["id"]: r for r in pq.read_table(ann / "_pii" / "web.parquet").to_pylist()}
+    pii = {r["id"]: r for r in pq.read_table(ann / "sets" / "pii" / "web.parquet").to_pylist()}
     originals = {d.id: d.text for d in corpus["docs"]}
     cut_some = 0
     for doc_id, text in cut.items():
@@ -132,7 +132,7 @@ def test_a_span_column_named_directly_is_removed(corpus, tmp_path):
     ann = corpus["jsonl"]
     run_select(SelectConfig(str(ann), str(tmp_path / "o"), recipe=Recipe.from_rules(RECIPE),
                             redact=["ts_pii_email"], workers=1, progress=False))
-    pii = {r["id"]: r["ts_pii_email"] for r in pq.read_table(ann / "_pii" / "web.parquet").to_pylist()}
+    pii = {r["id"]: r["ts_pii_email"] for r in pq.read_table(ann / "sets" / "pii" / "web.parquet").to_pylist()}
     for d, r in zip(corpus["docs"], _read(tmp_path / "o")):
         spans = pii[d.id]
         assert r["ts_redacted"] == {"ts_pii_email": len(spans)}
@@ -150,10 +150,10 @@ def test_bad_redact_names_are_one_line(corpus, tmp_path, capsys):
                  str(tmp_path / "x"), "-q"]) == 2
     assert "not a span list" in capsys.readouterr().err
     bare = corpus["tmp"] / "bare"
-    shutil.copytree(ann, bare, ignore=shutil.ignore_patterns("_pii"))
+    shutil.copytree(ann, bare, ignore=shutil.ignore_patterns("pii"))
     assert main(["select", str(bare), "--recipe", "gopher", "--redact", "pii", "-o", str(tmp_path / "y"), "-q"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == [f"textsieve: error: select --redact pii: {bare} has no attribute set _pii with span columns; "
+    assert err == [f"textsieve: error: select --redact pii: {bare} has no attribute set sets/pii with span columns; "
                    f"run `textsieve pii {bare}` first"]
     with pytest.raises(RecipeError, match="'redact' must be a list of names"):
         Recipe.from_yaml("rules: {a: 'rps_doc_word_count > 1'}\nredact: 3\n")
@@ -169,7 +169,7 @@ def test_load_regions_converts_only_the_selected_rows(corpus, tmp_path):
 
     from textsieve.personal_data.redact_plan import load_regions
 
-    t = pq.read_table(corpus["jsonl"] / "_pii" / "web.parquet")
+    t = pq.read_table(corpus["jsonl"] / "sets" / "pii" / "web.parquet")
     cols = [f"ts_pii_{k}" for k in labelled.TYPES]
     reps = 40_000 // t.num_rows
     big = pa.concat_tables([t.select(cols)] * reps)

@@ -44,11 +44,11 @@ def run_dir(tmp_path_factory) -> Path:
     attrs = str(run / "attrs")
     res = str(SHARED / "golden" / "rpv2_resources")
     for argv in (["annotate", str(src), "-o", attrs, "--resources", res, "--lang-field", "meta.lang",
-                  "--model", "lang=builtin:py3langid"],
-                 ["dedup", "fuzzy", attrs, "--threshold", "0.8", "--threshold", "0.7"],
+                  "--models", "lang=builtin:py3langid"],
+                 ["dedup", "fuzzy", attrs, "--thresholds", "0.8", "--thresholds", "0.7"],
                  ["dedup", "exact", attrs],
                  ["dedup", "exact", attrs, "--normalize", "rpv2"],
-                 ["dsir", "fit", "--target", str(SHARED / "corpora" / "dev" / "target_wiki.jsonl.gz"),
+                 ["dsir", "fit", "--targets", str(SHARED / "corpora" / "dev" / "target_wiki.jsonl.gz"),
                   "--raw", attrs, "--name", "wiki"],
                  ["select", attrs, "--recipe", "gopher", "-o", str(run / "selected")]):
         assert main([*argv, "-q"]) == 0, argv
@@ -76,7 +76,7 @@ def test_thresholds_from_rules() -> None:
 
 
 def test_collect_figures_match_the_data(run_dir: Path) -> None:
-    d = collect(str(run_dir))  # recipe taken from selected/selection.json
+    d = collect(str(run_dir))  # recipe taken from selected/.textsieve/selection.json
     assert d.recipe is not None and d.recipe.name == "gopher"
     assert d.documents == N_DOCS + 1
     assert d.funnel is not None and d.funnel.kept == d.selection["counts"]["selected"]
@@ -150,7 +150,7 @@ def test_funnel_per_source_and_per_language(run_dir: Path) -> None:
     `ts_lang` (an attribute column) adds up to the whole funnel, value by value."""
     from textsieve.report.breakdown import MAX_GROUPS
 
-    d = collect(str(run_dir))  # gopher, from selected/selection.json
+    d = collect(str(run_dir))  # gopher, from selected/.textsieve/selection.json
     by = {b.title: b for b in d.breakdowns}
     assert set(by) == {"source", "language"}
     src, lang = by["source"], by["language"]
@@ -192,7 +192,7 @@ def test_by_field_choices(run_dir: Path, tmp_path: Path, capsys) -> None:
     assert b.origin == "attribute column" and {r.value: r.documents for r in b.rows}["false"] == \
         d.dedup_exact_sets["dedup_exact"]["n_removed"]
     assert set(d.dedup_exact_sets) == {"dedup_exact", "dedup_exact_rpv2"}
-    with pytest.raises(BreakdownError, match=r"--by sorce: not an attribute column .*first record has: id, meta"):
+    with pytest.raises(BreakdownError, match=r"--by sorce: not an attribute column .*their records have: id, meta"):
         collect(str(run_dir), by="sorce")
     assert main(["report", str(run_dir), "--by", "sorce", "-o", str(tmp_path / "r.html")]) == 2
     err = capsys.readouterr().err
@@ -262,7 +262,7 @@ def test_log_axis_for_heavy_tails(run_dir: Path, shared_dir: Path, tmp_path: Pat
     (tmp_path / "pool.jsonl").write_text("".join(json.dumps(r) + "\n" for r in pool))
     assert main(["train", "lm", "--corpus", str(tmp_path / "wiki.jsonl"), "-o", str(tmp_path / "wiki.tsm"), "-q"]) == 0
     assert main(["annotate", str(tmp_path / "pool.jsonl"), "-o", str(tmp_path / "ann"), "--signals",
-                 "rps_doc_word_count", "--model", f"wiki={tmp_path / 'wiki.tsm'}", "--workers", "1", "-q"]) == 0
+                 "rps_doc_word_count", "--models", f"wiki={tmp_path / 'wiki.tsm'}", "--workers", "1", "-q"]) == 0
     q = {x.name: x.hist for x in collect(str(tmp_path / "ann")).signals}
     assert q["ts_perplexity_wiki"].log and not q["ts_perplexity_wiki"].edges and q["ts_perplexity_wiki"].lo > 0
     assert not q["ts_perplexity_wiki_bucket"].log
@@ -317,6 +317,30 @@ def test_views_render_in_chromium(run_dir: Path, tmp_path: Path) -> None:
     cache = Path(__file__).resolve().parents[1] / ".pytest_cache"
     if cache.is_dir():
         shutil.copy(shot, cache / "report-views.png")
+    # issue 26: the language table (a column per gopher rule) ran off the page at 1400 px; now every
+    # table fits its box (rule names wrap) and nothing reaches past the window's right edge
+    assert "class='n rule'" in page
+    assert _overflow(out, tmp_path) == [], "tables or elements wider than the page at 1400 px"
+
+
+#: measures the laid-out page: every table box narrower than its table, every element past the
+#: window's right edge (outside a scrolling table box); written to <body data-overflow>
+MEASURE = """<script>window.addEventListener('load',function(){var W=document.documentElement.clientWidth,bad=[];
+document.querySelectorAll('.tw').forEach(function(t){var s=t.closest('section');
+if(t.scrollWidth>t.clientWidth+1)bad.push((s?s.id:'-')+': table '+t.scrollWidth+'px in '+t.clientWidth+'px');});
+document.querySelectorAll('main *').forEach(function(e){var r=e.getBoundingClientRect(),s=e.closest('section');
+if(r.right>W+1&&!e.closest('.tw'))bad.push((s?s.id:'-')+': '+e.tagName+' reaches '+Math.round(r.right)+'px');});
+document.body.setAttribute('data-overflow',bad.slice(0,20).join(' | '));});</script>"""
+
+
+def _overflow(page: Path, tmp: Path, width: int = 1400) -> list[str]:
+    """What does not fit at `width` px (see `MEASURE`), from the page rendered in headless Chromium."""
+    probe = tmp / f"{page.stem}-measured.html"
+    probe.write_text(page.read_text("utf-8").replace("</body>", MEASURE + "</body>"), "utf-8")
+    dom = _chromium([f"--window-size={width},3000", "--dump-dom", probe.resolve().as_uri()], tmp)
+    found = re.search(r'data-overflow="([^"]*)"', dom.stdout)
+    assert found is not None, dom.stderr[-2000:]
+    return [x for x in htmllib.unescape(found.group(1)).split(" | ") if x]
 
 
 @pytest.mark.slow  # > 2 s: outside the quick suite
@@ -335,3 +359,116 @@ def test_exact_set_without_duplicates_and_record_fields(tmp_path: Path) -> None:
     assert main(["report", str(attrs), "-o", str(tmp_path / "r.html"), "-q"]) == 0
     page = (tmp_path / "r.html").read_text("utf-8")
     assert "source" in page and "rps_doc_word_count" in page
+
+
+# ---------------------------------------------------------------- issue 26 item 5: per source over every shard
+
+def test_per_source_view_when_the_first_input_lacks_source(dev_dir: Path, tmp_path: Path) -> None:
+    """Before: the field was looked for in the first record of the first shard only, so a folder
+    whose first input has no `source` had no per-source view. Now every shard is looked at, and
+    the documents without one are counted under "(no value)"."""
+    from textsieve.report.breakdown import NONE_LABEL
+
+    with gzip.open(dev_dir / "web_sample.jsonl.gz", "rt", encoding="utf-8") as fh:
+        recs = [json.loads(line) for _, line in zip(range(240), fh)]
+    (tmp_path / "in").mkdir()
+    with gzip.open(tmp_path / "in" / "a.jsonl.gz", "wt", encoding="utf-8") as fh:  # sorts first: no `source`
+        fh.writelines(json.dumps({k: v for k, v in r.items() if k != "source"}) + "\n" for r in recs[:80])
+    with gzip.open(tmp_path / "in" / "b.jsonl.gz", "wt", encoding="utf-8") as fh:
+        fh.writelines(json.dumps(r) + "\n" for r in recs[80:])
+    attrs = tmp_path / "attrs"
+    assert main(["annotate", str(tmp_path / "in"), "-o", str(attrs), "--signals", "rps_doc_word_count",
+                 "--workers", "1", "-q"]) == 0
+    d = collect(str(attrs))
+    assert not [n for n in d.notes if "No per-source view" in n]
+    (src,) = [b for b in d.breakdowns if b.title == "source"]
+    want = _counts(r["source"] for r in recs[80:]) | {NONE_LABEL: 80}
+    assert src.n_values == len(want) and sum(r.documents for r in src.rows) == len(recs)
+    assert {r.value: r.documents for r in src.rows if not r.value.startswith("(") or r.value == NONE_LABEL}.items() \
+        <= want.items()
+
+
+# ---------------------------------------------------------------- issue 26 item 5: the training-data sets
+
+@pytest.fixture(scope="module")
+def training_run(dev_dir: Path, tmp_path_factory) -> dict:
+    """400 real web pages annotated, then every set of the training-data page: decontamination
+    against a held-out set made of paragraphs of eight of the pages, personal data, CCNet line
+    dedup and real token counts (a BPE trained on the pydoc topics)."""
+    from pydoc_data.topics import topics
+
+    from textsieve.tokenization.tokenizer import train_bpe
+
+    root = tmp_path_factory.mktemp("report-training")
+    with gzip.open(dev_dir / "web_sample.jsonl.gz", "rt", encoding="utf-8") as fh:
+        recs = [json.loads(line) for _, line in zip(range(400), fh)]
+    with gzip.open(root / "web.jsonl.gz", "wt", encoding="utf-8") as fh:
+        fh.writelines(json.dumps(r) + "\n" for r in recs)
+    held = []
+    for r in recs[5::50]:
+        paras = [p for p in r["text"].split("\n\n") if len(p.split()) >= 40]
+        if paras:
+            held.append({"id": r["id"], "text": paras[0]})
+    with open(root / "heldout.jsonl", "w", encoding="utf-8") as fh:
+        fh.writelines(json.dumps(h) + "\n" for h in held)
+    train_bpe([topics[k] for k in sorted(topics)], 500, str(root / "bpe.json"))
+    attrs = str(root / "attrs")
+    for argv in (["annotate", str(root / "web.jsonl.gz"), "-o", attrs, "--signals", "rps_doc_word_count"],
+                 ["dedup", "lines", attrs], ["pii", attrs],
+                 ["decontaminate", attrs, "--against", f"heldout={root / 'heldout.jsonl'}"],
+                 ["tokens", attrs, "--tokenizer", str(root / "bpe.json")]):
+        assert main([*argv, "--workers", "1", "-q"] if argv[0] != "dedup" else [*argv, "-q"]) == 0, argv
+    return {"attrs": root / "attrs", "records": recs, "heldout": held}
+
+
+@pytest.mark.slow  # the fixture runs five stages (~6 s)
+def test_training_sets_have_their_sections(training_run: dict, tmp_path: Path) -> None:
+    """Decontamination, personal data, line dedup and token sections appear, with counts equal
+    to the sets' own columns, the matched text of the top documents, and no personal data
+    copied into the page; the page renders in Chromium and fits 1400 px."""
+    import textsieve as ts
+
+    attrs = training_run["attrs"]
+    t = ts.attributes(attrs, "arrow", flat=True).to_pylist()
+    out = tmp_path / "report.html"
+    assert main(["report", str(attrs), "-o", str(out), "-q"]) == 0
+    page = out.read_text("utf-8")
+    sections = dict(re.findall(r'<section id="([^"]+)">(.*?)</section>', page, re.S))
+    assert {"decontamination", "pii", "dedup-lines", "tokens-bpe"} <= set(sections)
+    for anchor in ("decontamination", "pii", "dedup-lines", "tokens-bpe"):
+        assert f'href="#{anchor}"' in page  # in the navigation
+
+    dec = htmllib.unescape(sections["decontamination"])
+    hits = sorted((r for r in t if r["ts_contam_count"]), key=lambda r: (-r["ts_contam_count"], r["id"]))
+    assert len(hits) >= len(training_run["heldout"]) > 0
+    assert f"{len(hits):,} ({100 * len(hits) / len(t):.1f}%)" in dec
+    assert f"{sum(r['ts_contam_count'] for r in t):,}" in dec
+    first = min(dec.find(f"<td>{r['id']}</td>") for r in hits[:3])
+    assert first > 0 and dec.find(f"<td>{hits[0]['id']}</td>") == first  # most matched n-grams first
+    held = {h["id"]: h["text"] for h in training_run["heldout"]}
+    if hits[0]["id"] in held:  # its matched text is the held-out paragraph
+        assert " ".join(held[hits[0]["id"]].split()[:6]) in " ".join(dec.split())
+
+    pii = htmllib.unescape(sections["pii"])
+    emails = [r for r in t if r["ts_pii_email"]]
+    assert f"<td>email</td><td class=\"n\">{len(emails):,}</td>" in pii
+    assert f"{sum(len(r['ts_pii_email']) for r in t):,}</td></tr>" in pii
+    texts = {r["id"]: r["text"] for r in training_run["records"]}
+    values = {texts[r["id"]][s["start"]:s["end"]] for r in emails for s in r["ts_pii_email"]}
+    assert values and not [v for v in values if v in pii]  # the section copies no address (only ids, counts)
+
+    lines = htmllib.unescape(sections["dedup-lines"])
+    dup = sum(r["dup_lines_count"] for r in t)
+    assert dup > 0 and f"{dup:,} of " in lines and "duplicate lines" in lines
+
+    tok = htmllib.unescape(sections["tokens-bpe"])
+    assert f"{sum(r['ts_tokens_bpe'] for r in t):,}" in tok and "ts_tokens_bpe: tokens per document" in tok
+
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"headless check skipped: {CHROMIUM} not installed (apt-get install chromium)")
+    n_svg = page.count('<svg class="chart"')
+    dom = _chromium(["--dump-dom", out.resolve().as_uri()], tmp_path)
+    body = re.search(r"<body([^>]*)>", dom.stdout).group(1)
+    assert htmllib.unescape(re.search(r'data-errors="([^"]*)"', body).group(1)) == "", body
+    assert re.search(r'data-charts="(\d+)/(\d+)"', body).groups() == (str(n_svg), str(n_svg))
+    assert _overflow(out, tmp_path) == []

@@ -2,7 +2,7 @@
 dev sample as two input files, annotated and embedded with the default model; the map has one
 point per sampled document in one colour per source, the recipe's kept/dropped colouring
 matches the recipe's own rule, the page is the same on every run, and the semantic duplicates
-section shows a `_dedup_semantic/summary.json` of the stage's shape."""
+section shows a `_dedup_semantic/.textsieve/summary.json` of the stage's shape."""
 
 from __future__ import annotations
 
@@ -71,7 +71,7 @@ def test_report_has_the_map_one_point_per_doc_two_sources_deterministic(embedded
     page = out1.read_text("utf-8")
     assert page == out2.read_text("utf-8"), "the page must be the same on every run"
     assert '<section id="embeddings">' in page and 'href="#embeddings"' in page
-    info = json.loads((embedded / "_embed_wordllama" / "summary.json").read_text("utf-8"))
+    info = json.loads((embedded / "sets" / "embed_wordllama" / ".textsieve" / "summary.json").read_text("utf-8"))
     for value in ("wordllama", "256", info["model_fingerprint"]):
         assert f"<td>{value}</td>" in page
     (svg,) = _charts(page, "source")
@@ -104,8 +104,8 @@ def test_points_are_the_sampled_documents_projected(embedded: Path) -> None:
     again = embedding_views(str(embedded), sample=60, seed=3)[0]
     assert again.ids == v.ids and np.array_equal(again.xy, v.xy)
     assert embedding_views(str(embedded), sample=60, seed=4)[0].ids != v.ids
-    by_file = {str(p.relative_to(embedded / "_embed_wordllama")): pq.read_table(p, columns=["id", "shard"])
-               for p in (embedded / "_embed_wordllama").glob("*.parquet")}
+    by_file = {str(p.relative_to(embedded / "sets" / "embed_wordllama")): pq.read_table(p, columns=["id", "shard"])
+               for p in (embedded / "sets" / "embed_wordllama").glob("*.parquet")}
     shard_of = {i: s for t in by_file.values() for i, s in zip(t["id"].to_pylist(), t["shard"].to_pylist())}
     assert v.source == [shard_of[d] for d in v.ids]
 
@@ -129,7 +129,7 @@ def test_kept_and_dropped_by_the_recipe(embedded: Path) -> None:
     d = collect(str(embedded), recipe)
     (v,) = d.embeddings
     wc = {}
-    for p in embedded.glob("*.parquet"):
+    for p in (embedded / "docs").glob("*.parquet"):
         t = pq.read_table(p, columns=["id", "rps_doc_word_count"])
         wc.update(zip(t["id"].to_pylist(), (x[0]["score"] for x in t["rps_doc_word_count"].to_pylist())))
     want = [wc[i] >= 80 for i in v.ids]
@@ -142,11 +142,11 @@ def test_kept_and_dropped_by_the_recipe(embedded: Path) -> None:
 
 
 def test_semantic_section_from_the_summary(embedded: Path, tmp_path: Path) -> None:
-    """A `_dedup_semantic/summary.json` of the stage's shape (per eps: counts and the largest
+    """A `sets/dedup_semantic/.textsieve/summary.json` of the stage's shape (per eps: counts and the largest
     clusters with members' first lines and cosine similarity) becomes the section."""
     ann = tmp_path / "attrs"
     shutil.copytree(embedded, ann)
-    t = pq.read_table(sorted(ann.glob("*.parquet"))[0], columns=["id", "shard", "row"])
+    t = pq.read_table(sorted((ann / "docs").glob("*.parquet"))[0], columns=["id", "shard", "row"])
     ids, shards, rows = t["id"].to_pylist(), t["shard"].to_pylist(), t["row"].to_pylist()
     member = [{"id": ids[i], "shard": shards[i], "row": rows[i], "first_line": f"line <{i}> of text",
                "similarity": 1.0 - 0.01 * i} for i in range(3)]
@@ -155,8 +155,8 @@ def test_semantic_section_from_the_summary(embedded: Path, tmp_path: Path) -> No
                                "top_clusters": [{"cluster_id": 7, "size": 3, "members": member}]},
                        "0.05": {"n_clusters": 1, "n_docs_in_clusters": 2, "n_removed": 1,
                                 "top_clusters": [{"cluster_id": 7, "size": 2, "members": member[:2]}]}}}
-    (ann / "_dedup_semantic").mkdir()
-    (ann / "_dedup_semantic" / "summary.json").write_text(json.dumps(summary), "utf-8")
+    (ann / "sets" / "dedup_semantic" / ".textsieve").mkdir(parents=True)
+    (ann / "sets" / "dedup_semantic" / ".textsieve" / "summary.json").write_text(json.dumps(summary), "utf-8")
     d = collect(str(ann))
     assert d.dedup_semantic == summary
     page = render(d)
@@ -193,7 +193,7 @@ def test_semantic_section_from_the_stage(embedded: Path, tmp_path: Path) -> None
 def test_no_embeddings_no_map(embedded: Path, tmp_path: Path) -> None:
     assert "run <code>textsieve embed DIR</code>" in embeddings_section([])
     ann = tmp_path / "attrs"
-    shutil.copytree(embedded, ann, ignore=shutil.ignore_patterns("_embed_*"))
+    shutil.copytree(embedded, ann, ignore=shutil.ignore_patterns("embed_*"))
     d = collect(str(ann))
     assert d.embeddings == [] and 'data-kind="scatter"' not in render(d)
     (v,) = embedding_views(str(embedded), sample=0)

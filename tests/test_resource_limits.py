@@ -40,7 +40,7 @@ def test_batch_size_does_not_change_annotate_bytes(web2000: Path, tmp_path: Path
         out = tmp_path / f"bs{bs}"
         ts.annotate([str(web2000)], output=str(out), batch_size=bs, workers=1, progress=False,
                     resources=str(resources_dir))
-        outs.append((out / "web.parquet").read_bytes())
+        outs.append((out / "docs" / "web.parquet").read_bytes())
     assert outs[0] == outs[1]
 
 
@@ -129,7 +129,7 @@ def _dead_pid() -> int:
 
 
 def test_stale_temp_of_a_model_file_elsewhere_is_removed(near_dup_attrs: Path, tmp_path: Path, dev_dir: Path):
-    """Before: a killed `dsir fit --model PATH` left `.NAME.tmp-PID@HOST-RAND` beside PATH (outside
+    """Before: a killed `dsir fit --model-path PATH` left `.NAME.tmp-PID@HOST-RAND` beside PATH (outside
     every output folder that a run cleans) for good."""
     import textsieve as ts
     from textsieve.io.leftovers import writer_tag
@@ -196,7 +196,7 @@ def test_huge_document_is_skipped_and_memory_stays_small(huge_doc, tmp_path: Pat
         peaks[name] = run_measured([sys.executable, "-m", "textsieve.cli", "annotate", str(src), "-o", str(out),
                                     "--workers", "2", "--on-error", "skip", "-q"], env=env)
         assert peaks[name].returncode == 0, peaks[name].stderr[-2000:]
-    summary = json.loads((tmp_path / "with" / "annotate.json").read_text())
+    summary = json.loads((tmp_path / "with" / ".textsieve" / "annotate.json").read_text())
     assert summary["result"]["documents"] == 40 and summary["result"]["skipped_records"] == 1
     added = peaks["with"].total - peaks["without"].total
     assert added <= 10 * nbytes, (added, peaks["with"].peaks, peaks["without"].peaks)
@@ -241,8 +241,8 @@ def test_a_big_document_under_the_limit_costs_under_14x_its_size(tmp_path: Path,
         assert peaks[name].returncode == 0, peaks[name].stderr[-2000:]
     added = peaks["with"].total - peaks["without"].total
     assert added <= 14 * nbytes, (added / nbytes, peaks["with"].peaks, peaks["without"].peaks)
-    full = pq.read_table(next((tmp_path / "with").glob("*.parquet")))
-    tight = pq.read_table(next((tmp_path / "tight").glob("*.parquet")))
+    full = pq.read_table(next((tmp_path / "with" / "docs").glob("*.parquet")))
+    tight = pq.read_table(next((tmp_path / "tight" / "docs").glob("*.parquet")))
     assert full.num_rows == tight.num_rows == 21 and full.equals(tight)
 
 
@@ -434,7 +434,7 @@ def test_dedup_fuzzy_tree_peak_within_memory(line_attrs: Path, memory: str, work
     peak = run_measured([sys.executable, "-m", "textsieve.cli", "dedup", "fuzzy", str(line_attrs), "--memory", memory,
                          "--workers", str(workers), "--verify", verify, "--overwrite", "-q"])
     assert peak.returncode == 0, peak.stderr[-2000:]
-    summary = json.loads((line_attrs / "_dedup_fuzzy" / "summary.json").read_text())
+    summary = json.loads((line_attrs / "sets" / "dedup_fuzzy" / ".textsieve" / "summary.json").read_text())
     assert summary["thresholds"]["0.8"]["n_clusters"] > 4000  # the pairs to verify are there
     working = [p for p in peak.peaks.values() if p >= HELPER_PEAK]
     bound = parse_memory(memory) + len(working) * process_allowance()

@@ -25,18 +25,18 @@ RUN_LOG = "pipeline.run.json"  # timings: the only file that is entirely run-spe
 
 def _normalized(rel: str, data: bytes) -> bytes:
     """Stage summaries that record what *this* run did (timings, counts of skipped shards)."""
-    if rel == "attrs/annotate.json":
+    if rel == "attrs/.textsieve/annotate.json":
         doc = json.loads(data)
         doc.pop("result")  # seconds, shards written/skipped by this invocation
         return json.dumps(doc, sort_keys=True).encode()
-    if rel == "selected/selection.json":
+    if rel == "selected/.textsieve/selection.json":
         doc = json.loads(data)
         for k in ("characters_written_this_run", "shards_skipped"):
             doc["counts"].pop(k)
         return json.dumps(doc, sort_keys=True).encode()
     if rel.endswith("manifest.json"):  # lists the summaries above with their (run-specific) hashes
         doc = json.loads(data)
-        for name in ("annotate.json", "selection.json"):
+        for name in (".textsieve/annotate.json", ".textsieve/selection.json"):
             doc["files"].pop(name, None)
         return json.dumps(doc, sort_keys=True).encode()
     return data
@@ -103,7 +103,7 @@ def test_killed_runs_resume_to_identical_outputs(corpus):
     attrs = out / "attrs"
 
     def annotated() -> list[Path]:  # finished but not yet published: in the run's staging folder
-        return list(attrs.glob(".staging-annotate-*/s*.parquet"))
+        return list(attrs.glob(".textsieve/staging-annotate-*/docs/s*.parquet"))
 
     def some_annotated() -> bool:
         return attrs.is_dir() and 1 <= len(annotated()) < N_SHARDS
@@ -111,24 +111,26 @@ def test_killed_runs_resume_to_identical_outputs(corpus):
     kill_when(_cmd(corpus), some_annotated, 0.15, "annotate had finished some shards")
     finished = {p.name: p.stat().st_mtime_ns for p in annotated()}
     assert 1 <= len(finished) < N_SHARDS and not (out / ".state").exists()
-    assert not list(attrs.glob("s*.parquet")), "annotate published before it had finished"
+    assert not list((attrs / "docs").glob("s*.parquet")), "annotate published before it had finished"
 
     # 2. re-run; kill in dedup fuzzy (exact done)
     kill_when(_cmd(corpus), lambda: _state(out, "dedup_fuzzy") == "running", 0.15, "dedup fuzzy was running")
-    assert {p.name: p.stat().st_mtime_ns for p in attrs.glob("s*.parquet") if p.name in finished} == finished, \
-        "finished annotate shards were redone"
-    assert len(list(attrs.glob("s*.parquet"))) == N_SHARDS and _state(out, "dedup_exact") == "done"
-    exact_files = {p.name: p.stat().st_mtime_ns for p in (attrs / "_dedup_exact_rpv2").iterdir()}
+    now = {p.name: p.stat().st_mtime_ns for p in (attrs / "docs").glob("s*.parquet") if p.name in finished}
+    assert now == finished, "finished annotate shards were redone"
+    assert len(list((attrs / "docs").glob("s*.parquet"))) == N_SHARDS and _state(out, "dedup_exact") == "done"
+    exact_set = attrs / "sets" / "dedup_exact_rpv2"
+    exact_files = {p.relative_to(exact_set).as_posix(): p.stat().st_mtime_ns
+                   for p in exact_set.rglob("*") if p.is_file()}
 
     # 3. re-run; kill in select, after some selected shards are written
     sel = out / "selected"
 
     def some_selected() -> bool:
-        return sel.is_dir() and 1 <= len(list(sel.glob(".staging-select-*/s*.jsonl.gz"))) < N_SHARDS
+        return sel.is_dir() and 1 <= len(list(sel.glob(".textsieve/staging-select-*/s*.jsonl.gz"))) < N_SHARDS
 
     kill_when(_cmd(corpus), some_selected, 0.3, "select had written some shards")
-    assert {p.name: p.stat().st_mtime_ns for p in (attrs / "_dedup_exact_rpv2").iterdir()} == exact_files, \
-        "dedup exact was redone although it had finished"
+    assert {p.relative_to(exact_set).as_posix(): p.stat().st_mtime_ns for p in exact_set.rglob("*")
+            if p.is_file()} == exact_files, "dedup exact was redone although it had finished"
     assert _state(out, "dedup_fuzzy") == "done" and _state(out, "dsir_docs") == "done"
     assert _state(out, "select") == "running"
 

@@ -117,15 +117,16 @@ def test_killed_annotate_resumes_from_its_last_finished_part(shared_dir, tmp_pat
 
     clean = tmp_path / "clean"
     _run(cmd(clean))
-    reference = (clean / "big.parquet").read_bytes()
+    reference = (clean / "docs" / "big.parquet").read_bytes()
 
     out = tmp_path / "out"
 
     def part_files() -> list[Path]:  # in the run's staging folder: nothing is published before the end
-        return list(out.glob(".staging-annotate-*/.big.parquet.parts/part-*.parquet"))
+        return list(out.glob(".textsieve/staging-annotate-*/docs/.big.parquet.parts/part-*.parquet"))
 
     def two_parts_and_a_third_open() -> bool:  # killed mid-shard, with a part half written
-        return len(part_files()) >= 2 and bool(list(out.glob(f".staging-annotate-*/.big.parquet{TMP_MARK}*")))
+        return len(part_files()) >= 2 and bool(list(out.glob(
+            f".textsieve/staging-annotate-*/docs/.big.parquet{TMP_MARK}*")))
 
     kill_when(cmd(out), two_parts_and_a_third_open, 0.1, "annotate had finished two parts")
     parts = part_files()[0].parent
@@ -140,12 +141,13 @@ def test_killed_annotate_resumes_from_its_last_finished_part(shared_dir, tmp_pat
 
     # the same command: resumes from the last finished part, no --overwrite needed
     _run(cmd(out))
-    assert (out / "big.parquet").read_bytes() == reference, "resumed output differs from an uninterrupted run"
-    result = json.loads((out / "annotate.json").read_text())["result"]
+    assert (out / "docs" / "big.parquet").read_bytes() == reference, "resumed output differs from an uninterrupted run"
+    result = json.loads((out / ".textsieve" / "annotate.json").read_text())["result"]
     assert result["parts_resumed"] == len(finished), "finished parts were recomputed"
     assert result["documents_resumed"] == 100 * len(finished) and result["documents"] == 430
     assert not parts.exists() and not _temps(out), "parts or temporary files were left behind"
-    assert sorted(p.name for p in out.iterdir()) == ["annotate.json", "big.parquet", "manifest.json"]
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()) == [
+        ".textsieve/annotate.json", ".textsieve/manifest.json", "docs/big.parquet"]
 
 
 # --------------------------------------------------------------------------- later stages
@@ -181,11 +183,11 @@ def _copy(annotated: Path, dest: Path) -> Path:
 
 def _count(folder: Path, pattern: str = "s[0-9]*.parquet") -> int:
     """Finished files of a run in progress: in its staging folder (published only at the end)."""
-    return len(list(folder.glob(f".staging-*/{pattern}"))) if folder.is_dir() else 0
+    return len(list(folder.glob(f".textsieve/staging-*/{pattern}"))) if folder.is_dir() else 0
 
 
 def _staged(folder: Path, pattern: str) -> dict[str, int]:
-    return {p.name: p.stat().st_mtime_ns for p in folder.glob(f".staging-*/{pattern}")}
+    return {p.name: p.stat().st_mtime_ns for p in folder.glob(f".textsieve/staging-*/{pattern}")}
 
 
 def test_killed_dedup_exact_and_fuzzy_rerun_without_overwrite(annotated, tmp_path):
@@ -198,13 +200,14 @@ def test_killed_dedup_exact_and_fuzzy_rerun_without_overwrite(annotated, tmp_pat
         return _cli("dedup", "exact", str(a), "--workers", "1", "--tmp-dir", str(spill), "-q")
 
     def fuzzy(a: Path) -> list[str]:
-        return _cli("dedup", "fuzzy", str(a), "--threshold", "0.8", "--tmp-dir", str(spill), "-q")
+        return _cli("dedup", "fuzzy", str(a), "--thresholds", "0.8", "--tmp-dir", str(spill), "-q")
 
     _run(exact(clean))
     _run(fuzzy(clean))
     # exact: killed while writing its shards; fuzzy: killed while spilling band partitions
-    for cmd, folder, ready in ((exact, "_dedup_exact", lambda: 1 <= _count(attrs / "_dedup_exact") < N_SHARDS),
-                               (fuzzy, "_dedup_fuzzy", lambda: bool(list(spill.iterdir())))):
+    exact_set = attrs / "sets" / "dedup_exact"
+    for cmd, folder, ready in ((exact, "sets/dedup_exact", lambda: 1 <= _count(exact_set) < N_SHARDS),
+                               (fuzzy, "sets/dedup_fuzzy", lambda: bool(list(spill.iterdir())))):
         out = attrs / folder
         kill_when(cmd(attrs), ready, 0.5, f"{folder} was half done")
         assert list(spill.iterdir()), "the killed run should have left its partition spill"
@@ -218,28 +221,28 @@ def test_killed_dsir_fit_resumes(annotated, tmp_path):
     attrs = _copy(annotated, tmp_path / "attrs")
 
     def fit(a: Path) -> list[str]:
-        return _cli("dsir", "fit", "--raw", str(a), "--target", str(annotated / "target.jsonl.gz"), "--name", "web",
+        return _cli("dsir", "fit", "--raw", str(a), "--targets", str(annotated / "target.jsonl.gz"), "--name", "web",
                     "--buckets", "2000", "-q", "--json")
 
     _run(fit(clean))
-    out = attrs / "_dsir_web"
+    out = attrs / "sets" / "dsir_web"
     kill_when(fit(attrs), lambda: 1 <= _count(out) < N_SHARDS, 0.5, "dsir fit had weighed some shards")
     done = _staged(out, "s*.parquet")  # renamed into place unchanged when the fit is published
     res = json.loads(_run(fit(attrs)).stdout)
     assert res["model_reused"] and res["shards_skipped"] == len(done) >= 1, "finished work was redone"
     assert {p.name: p.stat().st_mtime_ns for p in out.glob("s*.parquet") if p.name in done} == done
-    assert _files(out) == _files(clean / "_dsir_web") and not _temps(attrs)
+    assert _files(out) == _files(clean / "sets" / "dsir_web") and not _temps(attrs)
 
 
 def _selection(out: Path) -> dict[str, bytes]:
     files = _files(out)
-    manifest = json.loads(files.pop("manifest.json"))
-    manifest["files"].pop("selection.json")  # its hash covers the counts below
-    files["manifest.json"] = json.dumps(manifest, sort_keys=True).encode()
-    doc = json.loads(files.pop("selection.json"))
+    manifest = json.loads(files.pop(".textsieve/manifest.json"))
+    manifest["files"].pop(".textsieve/selection.json")  # its hash covers the counts below
+    files[".textsieve/manifest.json"] = json.dumps(manifest, sort_keys=True).encode()
+    doc = json.loads(files.pop(".textsieve/selection.json"))
     for k in ("characters_written_this_run", "shards_skipped"):  # what this invocation did
         doc["counts"].pop(k)
-    return files | {"selection.json": json.dumps(doc, sort_keys=True).encode()}
+    return files | {".textsieve/selection.json": json.dumps(doc, sort_keys=True).encode()}
 
 
 def test_select_resumes_an_interrupted_run_and_never_needs_overwrite_for_it(annotated, tmp_path):
@@ -258,7 +261,8 @@ def test_select_resumes_an_interrupted_run_and_never_needs_overwrite_for_it(anno
     # killed while writing shards: the same command resumes, keeping the finished shards
     out = tmp_path / "out"
     kill_when(select(out), lambda: 1 <= _count(out, "s[0-9]*.jsonl.gz") < N_SHARDS, 0.6, "select had written a shard")
-    assert not (out / "selection.json").exists() and not list(out.glob("s*.jsonl.gz"))  # nothing published
+    # nothing published
+    assert not (out / ".textsieve" / "selection.json").exists() and not list(out.glob("s*.jsonl.gz"))
     done = _staged(out, "s*.jsonl.gz")
     _run(select(out))
     assert {p.name: p.stat().st_mtime_ns for p in out.glob("s*.jsonl.gz") if p.name in done} == done
@@ -280,7 +284,7 @@ def test_select_resumes_an_interrupted_run_and_never_needs_overwrite_for_it(anno
     from textsieve.io.leftovers import writer_tag
 
     crashed = tmp_path / "crashed"
-    staging = crashed / ".staging-select-0123456789abcdef"
+    staging = crashed / ".textsieve/staging-select-0123456789abcdef"
     staging.mkdir(parents=True)
     (staging / f".writer-{_dead_pid()}@{writer_tag().split('@', 1)[1]}").write_bytes(b"")
     (staging / ".info.json").write_text(json.dumps({"settings": "other settings"}))
@@ -294,17 +298,17 @@ def _doc_set_command(stage: str, a: Path, extra: Path) -> tuple[list[str], str]:
     """(command, set folder) of a per-document-set stage over the annotate folder `a`; `extra`
     holds what the stage reads besides it (a tokenizer, a benchmark)."""
     if stage == "pii":
-        return _cli("pii", str(a), "--workers", "1", "-q"), "_pii"
+        return _cli("pii", str(a), "--workers", "1", "-q"), "sets/pii"
     if stage == "tokens":
         return _cli("tokens", str(a), "--tokenizer", str(extra / "tok.json"), "--name", "tok", "--workers", "1",
-                    "-q"), "_tokens_tok"
+                    "-q"), "sets/tokens_tok"
     if stage == "decontaminate":
         return _cli("decontaminate", str(a), "--against", f"bench={extra / 'bench.jsonl'}", "--workers", "1",
-                    "-q"), "_decontam"
+                    "-q"), "sets/decontam"
     if stage == "embed":
-        return _cli("embed", str(a), "--workers", "1", "-q"), "_embed_wordllama"
+        return _cli("embed", str(a), "--workers", "1", "-q"), "sets/embed_wordllama"
     if stage == "learn apply":
-        return _cli("learn", "apply", str(extra / "long.json"), str(a), "--workers", "1", "-q"), "_learned_long"
+        return _cli("learn", "apply", str(extra / "long.json"), str(a), "--workers", "1", "-q"), "sets/learned_long"
     raise AssertionError(stage)
 
 
@@ -338,10 +342,11 @@ def test_killed_per_document_set_stages_resume_to_identical_sets(stage, annotate
     out = attrs / folder
     kill_when(cmd, lambda: _count(out) >= 1, 0.4, f"{stage} had finished a shard")
     finished = _staged(out, "s[0-9]*.parquet")
-    assert finished and not (out / "manifest.json").exists(), "a killed run published something"
+    assert finished and not (out / ".textsieve" / "manifest.json").exists(), "a killed run published something"
     _run(cmd)
     assert _files(out) == reference, f"{stage}: the resumed set differs from an uninterrupted run's"
-    assert not _temps(attrs) and not list(out.glob(".staging-*")) and not (out / ".lock").exists()
+    assert not _temps(attrs) and not list(out.glob(".textsieve/staging-*"))
+    assert not (out / ".textsieve" / "lock").exists()
 
 
 def test_killed_dedup_semantic_reruns_to_the_same_set(annotated, doc_set_inputs, tmp_path):
@@ -359,13 +364,13 @@ def test_killed_dedup_semantic_reruns_to_the_same_set(annotated, doc_set_inputs,
         return _cli("dedup", "semantic", str(a), "--eps", "0.1", "--clusters", "4", "--tmp-dir", str(spill), "-q")
 
     _run(semantic(clean))
-    out = attrs / "_dedup_semantic"
+    out = attrs / "sets" / "dedup_semantic"
     kill_when(semantic(attrs), lambda: any(p.is_file() for p in spill.rglob("*")), 0.5,
               "dedup semantic had written work files")
-    assert not (out / "manifest.json").exists(), "a killed run published something"
+    assert not (out / ".textsieve" / "manifest.json").exists(), "a killed run published something"
     _run(semantic(attrs))
-    assert _files(out) == _files(clean / "_dedup_semantic"), "the re-run differs from an uninterrupted run"
-    assert not _temps(attrs) and not any(spill.iterdir()) and not (out / ".lock").exists()
+    assert _files(out) == _files(clean / "sets" / "dedup_semantic"), "the re-run differs from an uninterrupted run"
+    assert not _temps(attrs) and not any(spill.iterdir()) and not (out / ".textsieve" / "lock").exists()
 
 
 def test_killed_import_rpv2_resumes_to_the_same_shards(annotated, tmp_path):
@@ -382,14 +387,15 @@ def test_killed_import_rpv2_resumes_to_the_same_shards(annotated, tmp_path):
 
     clean, out = tmp_path / "clean", tmp_path / "out"
     _run(imported(clean))
-    shards = len(list(clean.rglob("*.parquet")))
+    shards = len([p for p in clean.rglob("*.parquet") if ".textsieve" not in p.parts])  # docs/ and sets/dedup_exact/
     assert shards >= 2, "the release should have one documents file per annotate shard"
-    kill_when(imported(out), lambda: 1 <= len(list(out.glob(".staging-*/**/*.parquet"))) < shards, 0.5,
+    kill_when(imported(out), lambda: 1 <= len(list(out.glob(".textsieve/staging-*/**/*.parquet"))) < shards, 0.5,
               "import rpv2 had written a shard")
-    assert not (out / "manifest.json").exists(), "a killed run published something"
+    assert not (out / ".textsieve" / "manifest.json").exists(), "a killed run published something"
     _run(imported(out))
     shards_of = lambda folder: {k: v for k, v in _files(folder).items() if k.endswith(".parquet")}  # noqa: E731
     assert shards_of(out) == shards_of(clean) and len(shards_of(out)) == shards, "the resumed shards differ"
-    summary = json.loads((out / "annotate.json").read_text())["result"]  # its own paths and seconds aside
-    assert summary["documents"] == json.loads((clean / "annotate.json").read_text())["result"]["documents"]
-    assert not _temps(out) and not list(out.glob(".staging-*")) and not (out / ".lock").exists()
+    summary = json.loads((out / ".textsieve" / "annotate.json").read_text())["result"]  # its paths and seconds aside
+    clean_summary = json.loads((clean / ".textsieve" / "annotate.json").read_text())["result"]
+    assert summary["documents"] == clean_summary["documents"]
+    assert not _temps(out) and not list(out.glob(".textsieve/staging-*")) and not (out / ".textsieve" / "lock").exists()

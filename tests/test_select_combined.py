@@ -51,13 +51,13 @@ def routes(tmp_path_factory, dev_dir):
                  "rps_doc_word_count,rps_doc_mean_word_length,rps_lines_num_words", "--workers", "1", "-q"]) == 0
     assert main(["dedup", "exact", ann, "-q"]) == 0
     # one step: fit on the survivors, draw from them
-    assert main(["dsir", "fit", "--target", str(tmp / "t.jsonl"), "--raw", ann, "--name", "wiki", "--recipe", r,
+    assert main(["dsir", "fit", "--targets", str(tmp / "t.jsonl"), "--raw", ann, "--name", "wiki", "--recipe", r,
                  "-q"]) == 0
     # two steps: materialize the survivors, annotate them on their own, fit there
     assert main(["select", ann, "-r", r, "-o", str(tmp / "mat"), "-q"]) == 0
     assert main(["annotate", str(tmp / "mat" / "*.jsonl.gz"), "-o", str(tmp / "mat_ann"), "--signals",
                  "rps_doc_word_count", "--workers", "1", "-q"]) == 0
-    assert main(["dsir", "fit", "--target", str(tmp / "t.jsonl"), "--raw", str(tmp / "mat_ann"), "--name", "wiki",
+    assert main(["dsir", "fit", "--targets", str(tmp / "t.jsonl"), "--raw", str(tmp / "mat_ann"), "--name", "wiki",
                  "-q"]) == 0
     return tmp
 
@@ -75,7 +75,7 @@ def test_one_step_selects_the_same_documents_as_the_two_step_route(routes, extra
     got, want = _ids(one), _ids(two)
     assert got == want and len(got) > 10
     assert _texts(one) == _texts(two)
-    summary = json.loads((one / "selection.json").read_text())
+    summary = json.loads((one / ".textsieve" / "selection.json").read_text())
     assert summary["dsir"]["recipe_survivors"] == len(_ids(tmp / "mat")) < summary["dsir"]["annotated"] == 600
     assert summary["attribute_sets"] == ["dedup_exact", "dsir_wiki"]
 
@@ -83,7 +83,7 @@ def test_one_step_selects_the_same_documents_as_the_two_step_route(routes, extra
 def test_fit_on_survivors_gives_the_weights_of_a_fit_on_the_materialized_pool(routes):
     tmp = routes
     def weights(folder: Path) -> dict[str, float]:
-        t = pa.concat_tables([pq.read_table(p) for p in sorted((folder / "_dsir_wiki").glob("*.parquet"))])
+        t = pa.concat_tables([pq.read_table(p) for p in sorted((folder / "sets" / "dsir_wiki").glob("*.parquet"))])
         return dict(zip(t.column("id").to_pylist(), t.column("ts_dsir_wiki").to_pylist()))
 
     one, two = weights(tmp / "ann"), weights(tmp / "mat_ann")
@@ -91,7 +91,7 @@ def test_fit_on_survivors_gives_the_weights_of_a_fit_on_the_materialized_pool(ro
     # the same raw model (counts bit-equal), so the same weights up to float summation order
     assert [one[i] for i in two] == pytest.approx(list(two.values()), rel=1e-9, abs=1e-9)
     def header(folder: Path) -> dict:
-        with open(folder / "_dsir_wiki" / "model.dsir", "rb") as fh:
+        with open(folder / "sets" / "dsir_wiki" / ".textsieve" / "model.dsir", "rb") as fh:
             return json.loads(fh.readline())
 
     head_one, head_two = header(tmp / "ann"), header(tmp / "mat_ann")
@@ -112,7 +112,7 @@ def test_dry_run_prints_the_draw_summary_over_the_survivors(routes, capsys):
     for key in ("documents", "distinct", "tokens", "eligible", "shortfall"):
         assert one[key] == two[key], key
     assert one["ess"] == pytest.approx(two["ess"], rel=1e-12)
-    assert not (tmp / "ann" / "selection.json").exists()
+    assert not (tmp / "ann" / ".textsieve" / "selection.json").exists()
 
 
 def test_line_rules_still_cut_the_drawn_documents(routes):
@@ -137,7 +137,7 @@ def test_fit_recipe_errors_are_one_clear_line(routes, capsys):
     own.write_text('rules:\n  w: "ts_dsir_wiki_norm > -5"\n')
     none = tmp / "none.yaml"
     none.write_text('rules:\n  w: "rps_doc_word_count > 100000000"\n')
-    fit = ["dsir", "fit", "--target", str(tmp / "t.jsonl"), "--raw", str(tmp / "ann"), "--name", "wiki", "-q"]
+    fit = ["dsir", "fit", "--targets", str(tmp / "t.jsonl"), "--raw", str(tmp / "ann"), "--name", "wiki", "-q"]
     assert main(fit + ["--recipe", str(own)]) == 2
     assert "uses the columns of _dsir_wiki, the weights this fit replaces" in capsys.readouterr().err
     assert main(fit + ["--recipe", str(none)]) == 2

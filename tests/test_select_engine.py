@@ -43,7 +43,7 @@ def corpus(tmp_path_factory):
 
 
 def _attrs(ann: str, columns: list[str]) -> list[dict]:
-    return pq.read_table(f"{ann}/web3k.parquet", columns=["id", "shard", "row"] + columns).to_pylist()
+    return pq.read_table(f"{ann}/docs/web3k.parquet", columns=["id", "shard", "row"] + columns).to_pylist()
 
 
 # ---------------------------------------------------------------- independent twin of the rule semantics
@@ -233,7 +233,7 @@ def test_c4_materialized_lines_cut_by_spans(corpus, attrs, tmp_path):
         assert r["text"] == "".join(lines) and lines
         assert r["meta"] == src["meta"] and r["source"] == src["source"]
     assert sum(1 for r in recs if r["text"] != corpus["records"][r["row"]]["text"]) > len(recs) // 4
-    summary = json.loads((out / "selection.json").read_text())
+    summary = json.loads((out / ".textsieve" / "selection.json").read_text())
     assert summary["status"] == "done" and summary["counts"]["selected"] == want["kept"]
     assert summary["recipe"]["name"] == "c4" and summary["inputs"][0]["fingerprint"]
     # re-run: finished shard skipped; another recipe into the same folder refused
@@ -267,8 +267,8 @@ def test_attribute_set_columns_joined_on_shard_row(corpus, attrs):
                     "row": pa.array([d["row"] for d in rows], pa.int64()),
                     "toy_keep": [d["row"] % 3 != 0 for d in rows],
                     "toy_score": [None if d["row"] % 5 == 0 else (d["row"] % 7) / 7 for d in rows]})
-    setdir = Path(corpus["ann"]) / "_toyset"
-    setdir.mkdir(exist_ok=True)
+    setdir = Path(corpus["ann"]) / "sets" / "toyset"
+    setdir.mkdir(parents=True, exist_ok=True)
     pq.write_table(tbl, setdir / "web3k.parquet")
     recipe = Recipe.from_rules({"keep": "toy_keep", "score": "toy_score > 0.5",
                                 "nullable": "toy_score is null or toy_score >= 0"})
@@ -297,7 +297,7 @@ def test_learned_model_as_rule(corpus, tmp_path):
     rec = tmp_path / "r.yaml"
     rec.write_text("models: {quality: q.json}\nrules:\n  learned: 'quality.predict > 0.5'\n")
     f = compute_funnel(corpus["ann"], load_recipe(str(rec)))
-    table = pq.read_table(f"{corpus['ann']}/web3k.parquet")
+    table = pq.read_table(f"{corpus['ann']}/docs/web3k.parquet")
     p = model.predict_table(table)
     assert f.kept == int((p > 0.5).sum()) and 0 < f.kept < N_DOCS
     bad = tmp_path / "bad.yaml"
@@ -325,7 +325,7 @@ def test_dsir_resample_materialized_with_multiplicity(corpus, tmp_path):
         src = corpus["records"][r["row"]]
         assert (r["id"], r["text"]) == (src["id"], src["text"])
     assert seen == want and max(seen.values()) > 1
-    summary = json.loads((out / "selection.json").read_text())
+    summary = json.loads((out / ".textsieve" / "selection.json").read_text())
     assert summary["dsir"]["documents"] == 300 and summary["dsir"]["ess"] == pytest.approx(res.ess)
     # the weight column is usable as a rule
     f = compute_funnel(corpus["ann"], Recipe.from_rules({"w": "ts_dsir_wiki > -1e9"}))
@@ -427,9 +427,9 @@ def test_line_rule_fast_path_over_many_row_groups(corpus, tmp_path):
 
     ann = Path(corpus["ann"])
     small = tmp_path / "small"
-    small.mkdir()
-    shutil.copy(ann / "annotate.json", small / "annotate.json")
-    for shard in ann.glob("*.parquet"):
+    (small / ".textsieve").mkdir(parents=True)
+    shutil.copy(ann / ".textsieve" / "annotate.json", small / ".textsieve" / "annotate.json")
+    for shard in (ann / "docs").glob("*.parquet"):
         table = pq.read_table(shard)
         meta = pq.read_metadata(shard).metadata
         pq.write_table(table.replace_schema_metadata(meta), small / shard.name, row_group_size=97)

@@ -36,7 +36,7 @@ def _annotate(src: Path, out: Path) -> Path:
 
 def _kept_texts(ann: Path, source_texts: list[str]) -> dict[int, str]:
     """Independent twin of the recipe: row -> text with the short lines cut."""
-    attrs = pq.read_table(next(ann.glob("*.parquet")), columns=["row", "rps_doc_word_count",
+    attrs = pq.read_table(next((ann / "docs").glob("*.parquet")), columns=["row", "rps_doc_word_count",
                                                               "rps_lines_num_words"]).to_pylist()
     out = {}
     for a in attrs:

@@ -20,7 +20,7 @@ from textsieve.recipes.language import (
     load_recipe,
     parse_rule,
 )
-from textsieve.recipes.sql import Column, Schema, compile_recipe
+from textsieve.recipes.sql import Column, Schema, compile_recipe, read_schema
 
 SPAN_F = pa.list_(pa.struct([("start", pa.int64()), ("end", pa.int64()), ("score", pa.float64())]))
 SPAN_I = pa.list_(pa.struct([("start", pa.int64()), ("end", pa.int64()), ("score", pa.int64())]))
@@ -177,3 +177,74 @@ def test_non_finite_floats_reach_duckdb_as_values():
 
     assert duckdb.connect().execute(f"SELECT {lit(float('inf'))} > 1e308, {lit(-float('inf'))} < 0").fetchall() == [
         (True, True)]
+
+
+# ---------------------------------------------------------------- issue 26 item 6: every bad rule at once
+
+BAD_RULES = """\
+name: typos
+rules:
+  words: "rps_doc_word_count >= 50"
+  mean_len: "rps_doc_mean_wordlength between 3 and 10"
+  lines: "line: rps_lines_num_word >= 3"
+  value: "rps_doc_word_count"
+  bullets: "frac(rps_lines_start_with_bulletpoint == 1) <= 0.9"
+"""
+
+
+@pytest.fixture(scope="module")
+def attrs(dev_dir, tmp_path_factory):
+    """40 real web pages annotated with a doc- and two line-level signals."""
+    import gzip
+    import json
+
+    from _files import web_docs
+
+    from textsieve.stages.annotate.annotate import AnnotateConfig, run_annotate
+
+    tmp = tmp_path_factory.mktemp("recipe-errors")
+    with gzip.open(tmp / "web.jsonl.gz", "wt", encoding="utf-8") as fh:
+        fh.writelines(json.dumps(d) + "\n" for d in web_docs(dev_dir, 40))
+    run_annotate(AnnotateConfig([str(tmp / "web.jsonl.gz")], str(tmp / "attrs"), workers=1, progress=False,
+                                signals=["rps_doc_word_count", "rps_lines_num_words",
+                                         "rps_lines_start_with_bulletpoint"]))
+    return tmp / "attrs"
+
+
+def test_every_bad_rule_is_reported_with_its_line(attrs, tmp_path, capsys):
+    """Three bad rules of five (an unknown doc column, an unknown line column, a value that is
+    not a condition): one error lists all three in recipe order with their lines in the file,
+    and the list of valid names once, not three times."""
+    from textsieve.cli import main
+
+    recipe = tmp_path / "typos.yaml"
+    recipe.write_text(BAD_RULES)
+    assert main(["select", str(attrs), "--recipe", str(recipe), "--dry-run", "-q"]) != 0
+    err = capsys.readouterr().err
+    head, *items, foot = err.strip().splitlines()
+    assert head == f"textsieve: error: recipe file {recipe}: recipe 'typos' has 3 bad rules:"
+    assert [i.split(":")[0] for i in items] == ["  - line 4", "  - line 5", "  - line 6"]
+    assert "rule 'mean_len'" in items[0] and "unknown column 'rps_doc_mean_wordlength'" in items[0]
+    assert "rule 'lines'" in items[1] and "did you mean 'rps_lines_num_words'?" in items[1]
+    assert "rule 'value'" in items[2] and "is a value, not a condition" in items[2]
+    assert foot.startswith("  valid names: ") and "rps_lines_num_words" in foot and err.count("valid names") == 1
+    with pytest.raises(RecipeError) as e:  # the API raises the same, with each problem by rule
+        compile_recipe(load_recipe(recipe), read_schema(str(attrs)))
+    assert [rule for rule, _ in e.value.problems] == ["mean_len", "lines", "value"]
+
+
+def test_every_syntax_error_is_reported_and_one_keeps_its_message(tmp_path):
+    recipe = tmp_path / "syntax.yaml"
+    recipe.write_text("rules:\n  - a: 'rps_doc_word_count => 5'\n  - ok: 'rps_doc_word_count > 5'\n"
+                      "  - b: 'x in [y]'\n  - c: 7\n  - ok: 'rps_doc_word_count > 6'\n")
+    with pytest.raises(RecipeError) as e:
+        load_recipe(recipe)
+    msg = str(e.value)
+    assert msg.startswith(f"recipe file {recipe}: recipe 'syntax' has 4 bad rules:\n  - line 2: rule 'a': ")
+    assert "\n  - line 4: rule 'b': " in msg and "literal values only" in msg
+    assert "\n  - line 5: rule 'c': condition must be a string, got 7" in msg
+    assert "\n  - line 3: recipe 'syntax': rule name 'ok' used twice" in msg  # the name's first line
+    assert msg.count("valid operators:") == 1
+    with pytest.raises(RecipeError) as one:  # a single bad rule: its message as before, with its line
+        Recipe.from_yaml("rules:\n  good: 'x > 1'\n  bad: 'x => 1'\n")
+    assert str(one.value).startswith("line 3: rule 'bad': expected a column, number, string or '('")

@@ -70,7 +70,7 @@ def _zst_records(out: Path) -> list[dict]:
 
 
 def _hashes(out: Path) -> dict[str, str]:
-    return {r: f["sha256"] for r, f in json.loads((out / "manifest.json").read_text())["files"].items()}
+    return {r: f["sha256"] for r, f in json.loads((out / ".textsieve" / "manifest.json").read_text())["files"].items()}
 
 
 def _cli(capsys, *args: str) -> tuple[int, str, str]:
@@ -93,7 +93,7 @@ def test_bin_shards_are_the_selection_each_document_once_decoding_to_its_tokens(
     assert rc == 0, err
     tok = load_tokenizer(corpus["tok"])
     text_of = {(r["shard"], r["row"]): r["text"] for r in want}
-    manifest = json.loads((out / "manifest.json").read_text())
+    manifest = json.loads((out / ".textsieve" / "manifest.json").read_text())
     shards = manifest["info"]["mix"]["shards"]
     got = []
     for shard in shards:
@@ -109,10 +109,10 @@ def test_bin_shards_are_the_selection_each_document_once_decoding_to_its_tokens(
                                                                             for r in want)
     assert len(want) < 180 and len(shards) > 3 and all(s["tokens"] >= 20_000 for s in shards[:-1])
     assert [(d["shard"], d["row"]) for d in got] != sorted((d["shard"], d["row"]) for d in got)  # shuffled
-    summary = json.loads((out / "selection.json").read_text())
+    summary = json.loads((out / ".textsieve" / "selection.json").read_text())
     assert summary["training_shards"]["format"] == "bin" and summary["counts"]["selected"] == len(want)
     assert manifest["stage"] == "mix" and manifest["info"]["select"]["training_shards"] is True
-    assert "selection.json" in manifest["files"] and not list(out.glob("part-*"))
+    assert ".textsieve/selection.json" in manifest["files"] and not list(out.glob("part-*"))
     from textsieve.stages.training.mix import MixConfig, plan_mix
 
     mix = {"tokens": 1000, "tokenizer": "words", "sources": [{"name": "t", "selection": str(out), "share": 1.0}]}
@@ -131,10 +131,15 @@ def test_dsir_draw_keeps_its_multiplicity(corpus, tmp_path):
     assert Counter((r["shard"], r["row"], r["id"]) for r in recs) == want
     assert sum(want.values()) == 150 == res.documents and max(want.values()) > 1
     assert all(r["tokens"] == len(re.findall(r"\w+|[^\w\s]", r["text"])) for r in recs)  # words: the estimate
-    manifest = json.loads((tmp_path / "train" / "manifest.json").read_text())
+    manifest = json.loads((tmp_path / "train" / ".textsieve" / "manifest.json").read_text())
     assert manifest["info"]["mix"]["sources"][0]["token_count"] == "words"  # the estimate, labelled
     assert res.dsir is not None and manifest["info"]["mix"]["sources"][0]["details"]["dsir"]["k"] == 150
 
+
+
+def _stamps(folder: Path) -> dict[str, int]:
+    """Every file's modification time (bookkeeping included; folders' times change with a lock)."""
+    return {p.relative_to(folder).as_posix(): p.stat().st_mtime_ns for p in folder.rglob("*") if p.is_file()}
 
 def test_identical_across_runs_and_workers_rerun_is_a_noop(corpus, tmp_path):
     """Parquet shards of a byte size: 1 or 2 workers and a tiny --memory give the same bytes; the
@@ -150,11 +155,11 @@ def test_identical_across_runs_and_workers_rerun_is_a_noop(corpus, tmp_path):
     assert _hashes(tmp_path / "a") == _hashes(tmp_path / "b") == _hashes(tmp_path / "c")
     assert len(a.shards_written) > 2 and a.training is not None and not a.training["skipped"]
     assert all(s["bytes"] >= 100_000 for s in a.training["shards"][:-1])
-    stamp = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "a").iterdir()}
+    stamp = _stamps(tmp_path / "a")
     again = run("a", workers=1)
     assert again.training is not None and again.training["skipped"] and again.shards_written == []
     assert again.documents == a.documents and len(again.shards_skipped) == len(a.shards_written)
-    assert {p.name: p.stat().st_mtime_ns for p in (tmp_path / "a").iterdir()} == stamp
+    assert _stamps(tmp_path / "a") == stamp
     run("d", workers=1, seed=5)
     assert _hashes(tmp_path / "d") != _hashes(tmp_path / "a")
     with pytest.raises(MixError, match="other settings"):

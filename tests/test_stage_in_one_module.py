@@ -13,9 +13,9 @@ import sys
 import textwrap
 from pathlib import Path
 
-#: a complete stage: the share of upper-case letters of each document, as the set `_shout`
+#: a complete stage: the share of upper-case letters of each document, as the set `sets/shout`
 SHOUT = '''
-"""`textsieve shout`: the share of upper-case letters per document (the set `_shout`)."""
+"""`textsieve shout`: the share of upper-case letters per document (the set `sets/shout`)."""
 
 from dataclasses import dataclass
 
@@ -32,7 +32,7 @@ class ShoutConfig:
     directory: str = option(help="output folder of `textsieve annotate`", positional=True, metavar="ANNOTATED_DIR")
     min_letters: int = option(1, help="documents with fewer letters get 0")
     workers: int | None = option(None, help="processes (default: all cores)")
-    overwrite: bool = option(False, help="replace a _shout set made with other settings")
+    overwrite: bool = option(False, help="replace a sets/shout set made with other settings")
     progress: bool = progress_option()
 
 
@@ -63,9 +63,9 @@ STAGE = Stage("shout", ShoutConfig, "shout", lambda c: Outcome({"documents": run
               derived={"directory": "always the annotate folder OUT/attrs", "progress": PROGRESS_REASON},
               complete=set_named("shout"), call=run_shout,
               output_sets=lambda c, layout, where: [PlannedSet("shout", output_schema(job(c)))],
-              estimate=lambda c, e: doc_set_plan("shout", "upper-case share -> _shout", e.docs),
+              estimate=lambda c, e: doc_set_plan("shout", "upper-case share -> sets/shout", e.docs),
               cli_spec=CliSpec(help="share of upper-case letters per document",
-                               description="Write the attribute set ANNOTATED_DIR/_shout (ts_shout_frac).",
+                               description="Write the attribute set ANNOTATED_DIR/sets/shout (ts_shout_frac).",
                                examples=("textsieve shout attrs/",),
                                report=lambda r: f"shout: {r.documents:,} documents -> {r.output}"))
 '''
@@ -140,14 +140,14 @@ def test_a_stage_module_alone_gives_command_section_api_plan_and_run(tmp_path):
     assert r["signature"] == ["directory", "min_letters", "workers", "overwrite", "progress"]
     assert "fields of ShoutConfig" in r["doc"] and "min_letters (default 1)" in r["doc"]
 
-    assert r["dry_run"]["code"] == 0 and "upper-case share -> _shout" in r["dry_run"]["out"]
+    assert r["dry_run"]["code"] == 0 and "upper-case share -> sets/shout" in r["dry_run"]["out"]
     assert r["typo"]["code"] == 2 and "did you mean 'ts_shout_frac'?" in r["typo"]["err"]
     assert not (tmp_path / "never").exists()
 
     assert r["run"]["code"] == 0, r["run"]["err"]
     import pyarrow.dataset as ds
 
-    fracs = ds.dataset(str(out / "attrs" / "_shout"), format="parquet", exclude_invalid_files=True) \
+    fracs = ds.dataset(str(out / "attrs" / "sets" / "shout")) \
         .to_table().column("ts_shout_frac").to_pylist()
     assert len(fracs) == 60 and 0 < min(fracs) < max(fracs) < 1  # real prose: some capitals, never all
     selected = [json.loads(line) for f in sorted((out / "selected").rglob("*.jsonl.gz"))
@@ -155,7 +155,8 @@ def test_a_stage_module_alone_gives_command_section_api_plan_and_run(tmp_path):
     assert 0 < len(selected) == sum(f < 0.2 for f in fracs)  # select read the new stage's column
 
     # the command and the API on the pipeline's set: the same settings are up to date, nothing redone
-    assert r["command"]["code"] == 0 and f"shout: 60 documents -> {out / 'attrs' / '_shout'}" in r["command"]["err"]
+    assert r["command"]["code"] == 0
+    assert f"shout: 60 documents -> {out / 'attrs' / 'sets' / 'shout'}" in r["command"]["err"]
     assert r["api"] == [60, True]
     # another setting (the default min_letters 1, not the pipeline's 5): refused without --overwrite, named
     assert r["refused"]["code"] == 2 and "min_letters" in r["refused"]["err"], r["refused"]

@@ -79,14 +79,14 @@ def _copy(env: dict, tmp_path: Path) -> Path:
 
 
 def _counts(attrs: Path, name: str) -> list[int]:
-    return [n for k in range(2) for n in pq.read_table(attrs / f"_tokens_{name}" / f"s{k}.parquet")
+    return [n for k in range(2) for n in pq.read_table(attrs / "sets" / f"tokens_{name}" / f"s{k}.parquet")
             .column(f"ts_tokens_{name}").to_pylist()]
 
 
 def _count_map(attrs: Path, name: str) -> dict[tuple[str, int], int]:
     out = {}
     for k in range(2):
-        t = pq.read_table(attrs / f"_tokens_{name}" / f"s{k}.parquet")
+        t = pq.read_table(attrs / "sets" / f"tokens_{name}" / f"s{k}.parquet")
         out.update(zip(zip(t.column("shard").to_pylist(), t.column("row").to_pylist()),
                        t.column(f"ts_tokens_{name}").to_pylist()))
     return out
@@ -108,9 +108,9 @@ def test_training_is_deterministic_and_counts_equal_tokenizers_own(env, tmp_path
     want = [len(e.ids) for e in plain.encode_batch(env["texts"], add_special_tokens=False)]
     assert _counts(attrs, "tok") == want
     assert (res.documents, res.tokens, res.column, res.computed) == (200, sum(want), "ts_tokens_tok", 2)
-    t = pq.read_table(attrs / "_tokens_tok" / "s0.parquet")
+    t = pq.read_table(attrs / "sets" / "tokens_tok" / "s0.parquet")
     assert t.schema.equals(output_schema("tok")) and t.column("id").to_pylist() == env["ids"][:100]
-    summary = json.loads((attrs / "_tokens_tok" / "summary.json").read_text())
+    summary = json.loads((attrs / "sets" / "tokens_tok" / ".textsieve" / "summary.json").read_text())
     assert (summary["tokenizer_fingerprint"], summary["tokenizer_kind"]) == (tok.fingerprint, "hf")
     assert summary["ts_tokens_tok"] == sum(want)
     # a special-token string inside a document is text, never the control token
@@ -134,7 +134,8 @@ def test_tiktoken_file_counts_like_the_bpe_it_was_made_from(env, tmp_path):
     ranks = {base64.b64decode(a): int(b) for a, b in (ln.split() for ln in tk_path.read_text().splitlines())}
     own = tiktoken.Encoding("own", pat_str=tk.pattern or "", mergeable_ranks=ranks, special_tokens={})
     assert res.tokens == sum(len(x) for x in own.encode_ordinary_batch(env["texts"]))
-    assert json.loads((attrs / "_tokens_bpe" / "summary.json").read_text())["tokenizer_kind"] == "tiktoken"
+    summary = json.loads((attrs / "sets" / "tokens_bpe" / ".textsieve" / "summary.json").read_text())
+    assert summary["tokenizer_kind"] == "tiktoken"
 
 
 def test_rerun_is_a_noop_and_a_changed_tokenizer_file_recounts(env, tmp_path):
@@ -211,7 +212,7 @@ def test_dsir_token_budget_counts_real_tokens(env, tmp_path, dev_dir):
     out = tmp_path / "sel"
     assert main(["select", str(attrs), "--dsir", "wiki", "--tokens", str(BUDGET), "--seed", "1", "--token-column",
                  "ts_tokens_b", "-o", str(out), "-q"]) == 0
-    sel = json.loads((out / "selection.json").read_text())
+    sel = json.loads((out / ".textsieve" / "selection.json").read_text())
     assert sel["dsir"]["token_column"] == "ts_tokens_b" and sel["dsir"]["tokens"] == r.tokens >= BUDGET
 
 

@@ -132,14 +132,14 @@ def test_killed_run_publishes_nothing_and_resumes(corpus, tmp_path):
     cmd = [sys.executable, "-m", "textsieve.cli", "mix", str(f), "-o", str(out), "--workers", "1"]
 
     def some_tasks_done() -> bool:
-        return any(out.glob(".staging-mix-*/.work/t*.done"))
+        return any(out.glob(".textsieve/staging-mix-*/.work/t*.done"))
 
     kill_when(cmd, some_tasks_done, 1.0, "a scatter task finished")
-    assert not (out / "manifest.json").exists() and not list(out.glob("shard-*"))
+    assert not (out / ".textsieve" / "manifest.json").exists() and not list(out.glob("shard-*"))
     done = subprocess.run([*cmd, "--json", "-q"], capture_output=True, text=True, check=True)
     res = json.loads(done.stdout)
     assert res["tasks_resumed"] >= 1 and res["tasks_resumed"] < res["tasks"]
     clean = run_mix(MixConfig(str(f), output=str(tmp_path / "clean"), workers=1, progress=False))
-    manifest = json.loads((out / "manifest.json").read_text())
+    manifest = json.loads((out / ".textsieve" / "manifest.json").read_text())
     assert {r: x["sha256"] for r, x in manifest["files"].items()} == _hashes(clean)
-    assert not list(out.glob(".staging-*"))
+    assert not list(out.glob(".textsieve/staging-*"))

@@ -42,19 +42,19 @@ def _holder(root: Path, stage: str) -> subprocess.Popen:
 
 
 def test_a_second_writer_fails_naming_the_holder_and_a_killed_holders_lock_is_taken(attrs, capsys):
-    root = attrs / "_dedup_fuzzy"
+    root = attrs / "sets" / "dedup_fuzzy"
     holder = _holder(root, "dedup_fuzzy")
     try:
-        rc = main(["dedup", "fuzzy", str(attrs), "--threshold", "0.8", "-q", "--workers", "1"])
+        rc = main(["dedup", "fuzzy", str(attrs), "--thresholds", "0.8", "-q", "--workers", "1"])
         err = capsys.readouterr().err
         assert rc == 2 and len(err.strip().splitlines()) == 1, err
         assert f"{root}: another run is writing here (dedup_fuzzy, pid@host {holder.pid}@" in err, err
-        assert not (root / "manifest.json").exists()  # nothing published past the holder
+        assert not (root / ".textsieve" / "manifest.json").exists()  # nothing published past the holder
     finally:
         holder.send_signal(signal.SIGKILL)
         holder.wait()
-    assert main(["dedup", "fuzzy", str(attrs), "--threshold", "0.8", "-q", "--workers", "1"]) == 0
-    assert (root / "manifest.json").is_file() and not (root / ".lock").exists()
+    assert main(["dedup", "fuzzy", str(attrs), "--thresholds", "0.8", "-q", "--workers", "1"]) == 0
+    assert (root / ".textsieve" / "manifest.json").is_file() and not (root / ".textsieve" / "lock").exists()
 
 
 def test_the_lock_is_reentrant_in_one_process_and_released_on_commit(tmp_path):
@@ -69,9 +69,9 @@ def test_the_lock_is_reentrant_in_one_process_and_released_on_commit(tmp_path):
         fh.write("a")
     second.add("a.txt")
     second.commit()
-    assert not (tmp_path / "out" / ".lock").exists() and first.root == second.root
+    assert not (tmp_path / "out" / ".textsieve" / "lock").exists() and first.root == second.root
     lock = write_lock.take(fs, str(tmp_path / "out"), "other")  # free for the next writer
-    assert lock is not None and (tmp_path / "out" / ".lock").read_text().startswith("other, pid@host ")
+    assert lock is not None and (tmp_path / "out" / ".textsieve" / "lock").read_text().startswith("other, pid@host ")
     write_lock.release(lock)
 
 
@@ -85,9 +85,9 @@ def test_a_second_writer_is_refused_in_every_stage_family(family, attrs, tmp_pat
     recipe.write_text("name: words\nrules:\n  words: rps_doc_word_count >= 5\n")
     runs = {"annotate": (tmp_path / "out", ["annotate", str(corpus), "-o", str(tmp_path / "out"), "--signals",
                                             "rps_doc_word_count"]),
-            "dedup exact": (attrs / "_dedup_exact", ["dedup", "exact", str(attrs)]),
+            "dedup exact": (attrs / "sets" / "dedup_exact", ["dedup", "exact", str(attrs)]),
             "select": (tmp_path / "sel", ["select", str(attrs), "-o", str(tmp_path / "sel"), "--recipe", str(recipe)]),
-            "pii": (attrs / "_pii", ["pii", str(attrs)])}
+            "pii": (attrs / "sets" / "pii", ["pii", str(attrs)])}
     root, argv = runs[family]
     holder = _holder(root, "another run")
     try:
@@ -97,7 +97,7 @@ def test_a_second_writer_is_refused_in_every_stage_family(family, attrs, tmp_pat
         holder.send_signal(signal.SIGKILL)
         holder.wait()
     assert rc == 2 and len(err.strip().splitlines()) == 1 and "another run is writing here" in err, err
-    assert not (root / "manifest.json").exists()
+    assert not (root / ".textsieve" / "manifest.json").exists()
 
 
 # ---------------------------------------------------------------- object stores: a lease
@@ -107,7 +107,7 @@ def _lease(fs, root: str, owner: str, expires_in: float) -> None:
     import json
     import time
 
-    fs.pipe_file(f"{root}/.lock", json.dumps({"holder": f"dedup_fuzzy, pid@host {owner}", "owner": owner,
+    fs.pipe_file(f"{root}/.textsieve/lock", json.dumps({"holder": f"dedup_fuzzy, pid@host {owner}", "owner": owner,
                                               "token": "theirs", "since": time.time() - 5,
                                               "expires": time.time() + expires_in}).encode())
 
@@ -127,22 +127,22 @@ def test_an_object_store_output_is_held_by_a_lease_that_names_its_holder():
     import fsspec
 
     fs = fsspec.filesystem("memory")
-    root = "/lease-test/attrs/_dedup_fuzzy"
+    root = "/lease-test/attrs/sets/dedup_fuzzy"
     _lease(fs, root, "4242@other-host", 300)
     with pytest.raises(write_lock.OutputLockedError, match=r"another run is writing here \(dedup_fuzzy, pid@host "
                                                            r"4242@other-host, since .*its lease runs to"):
         _publish(fs, root)
-    assert not fs.exists(f"{root}/manifest.json")
+    assert not fs.exists(f"{root}/.textsieve/manifest.json")
     _lease(fs, root, "4242@other-host", -1)  # expired: its run died without giving it back
     _publish(fs, root)
-    assert fs.exists(f"{root}/manifest.json") and not fs.exists(f"{root}/.lock")
+    assert fs.exists(f"{root}/.textsieve/manifest.json") and not fs.exists(f"{root}/.textsieve/lock")
     ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     from textsieve.io.leftovers import writer_tag
 
     host = writer_tag().split("@", 1)[1]
     _lease(fs, root, f"{ended.stdout.strip()}@{host}", 300)  # this machine's process that has ended
     _publish(fs, root)
-    assert not fs.exists(f"{root}/.lock")
+    assert not fs.exists(f"{root}/.textsieve/lock")
     fs.rm("/lease-test", recursive=True)
 
 
@@ -158,10 +158,10 @@ def test_a_held_lease_is_renewed_while_the_run_lasts(monkeypatch):
     root = "/lease-renew/out"
     key = write_lock.take(fs, root, "mix")
     try:
-        first = json.loads(fs.cat_file(f"{root}/.lock"))["expires"]
+        first = json.loads(fs.cat_file(f"{root}/.textsieve/lock"))["expires"]
         time.sleep(0.4)
-        assert json.loads(fs.cat_file(f"{root}/.lock"))["expires"] > first  # renewed by the holder's thread
+        assert json.loads(fs.cat_file(f"{root}/.textsieve/lock"))["expires"] > first  # renewed by the holder's thread
         assert write_lock.take(fs, root, "mix") == key  # re-entrant within the process
     finally:
         write_lock.release(key)
-    assert not fs.exists(f"{root}/.lock")
+    assert not fs.exists(f"{root}/.textsieve/lock")

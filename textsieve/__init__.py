@@ -42,4 +42,9 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_api_names()))
+    """The API and the module's dunders (`__version__`, `__doc__`, ...), nothing else: not the
+    names this file imports for its own use (`Any`, `Path`, `importlib`, `TYPE_CHECKING`) nor the
+    submodules Python binds here once they are loaded (`api`, `io`, `signals`, ...), so `dir(ts)`
+    and a notebook's tab completion list what `import textsieve as ts` is for."""
+    dunders = {name for name in globals() if name.startswith("__") and name.endswith("__")}
+    return sorted(dunders | set(_api_names()))

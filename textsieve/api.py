@@ -45,6 +45,7 @@ from textsieve.stages.sources.import_rpv2 import ImportRpv2Config, ImportRpv2Res
 from textsieve.tokenization.train import TrainTokenizerConfig, TrainTokenizerResult
 
 if TYPE_CHECKING:
+    import datasets
     import duckdb
     import polars
     import pyarrow
@@ -61,14 +62,16 @@ Inputs = PathLike | Sequence[PathLike]
 
 # ---------------------------------------------------------------- functions that are not stages
 
-def attributes_as_columns(dataset: Any, directory: PathLike, columns: Sequence[str] | None = None) -> Any:
+def attributes_as_columns(dataset: Any, directory: PathLike, columns: Sequence[str] | None = None, *,
+                          flat: bool = False) -> Any:
     """The Hugging Face `dataset` with the attributes of `directory` (annotated from it, plus
     the attribute sets beside them) as extra columns, row for row (`textsieve.interop.hf`);
-    `columns` picks attribute columns (default all but the MinHash bands). The text is not
-    copied: the new columns are concatenated beside the dataset's own table."""
+    `columns` picks attribute columns (default all but the MinHash bands); `flat=True` gives
+    each doc-level signal as its plain score (see `attributes`). The text is not copied: the
+    new columns are concatenated beside the dataset's own table."""
     from textsieve.interop.hf import attributes_as_columns as _join
 
-    return _join(dataset, os.fspath(directory), columns)
+    return _join(dataset, os.fspath(directory), columns, flat)
 
 
 def import_rpv2(root: PathLike, **options: Any) -> ImportRpv2Result:
@@ -167,27 +170,37 @@ def read_documents(paths: Inputs, **options: Any) -> Iterator[Document]:
 
 @overload
 def attributes(directory: PathLike, as_: Literal["duckdb"] = ..., *, columns: Sequence[str] | None = ...,
-               connection: Any = ...) -> duckdb.DuckDBPyRelation: ...
+               connection: Any = ..., flat: bool = ...) -> duckdb.DuckDBPyRelation: ...
 @overload
 def attributes(directory: PathLike, as_: Literal["arrow"], *, columns: Sequence[str] | None = ...,
-               connection: None = ...) -> pyarrow.Table: ...
+               connection: None = ..., flat: bool = ...) -> pyarrow.Table: ...
 @overload
 def attributes(directory: PathLike, as_: Literal["polars"], *, columns: Sequence[str] | None = ...,
-               connection: None = ...) -> polars.LazyFrame: ...
+               connection: None = ..., flat: bool = ...) -> polars.LazyFrame: ...
+@overload
+def attributes(directory: PathLike, as_: Literal["datasets"], *, columns: Sequence[str] | None = ...,
+               connection: None = ..., flat: bool = ...) -> datasets.Dataset: ...
 
 
 def attributes(directory: PathLike, as_: str = "duckdb", *, columns: Sequence[str] | None = None,
-               connection: Any = None) -> Any:
+               connection: Any = None, flat: bool = False) -> Any:
     """Every attribute of an annotate folder in one table, one row per document: annotate's
-    signals plus every attribute set beside them (`_dedup_exact`, `_dedup_fuzzy`, `_dsir_<name>`,
+    signals plus every attribute set beside them (`sets/dedup_exact`, `sets/dedup_fuzzy`, `sets/dsir_<name>`,
     ...), LEFT JOINed on (shard, row) as `select` joins them. `as_`: "duckdb" (a lazy relation;
-    `connection=` to put it on yours), "arrow" (a `pyarrow.Table`) or "polars" (a lazy
-    `polars.LazyFrame`; needs polars). `columns` keeps only those. See
-    `textsieve.io.attribute_view` for naming."""
+    `connection=` to put it on yours), "arrow" (a `pyarrow.Table`), "polars" (a lazy
+    `polars.LazyFrame`; needs polars) or "datasets" (a Hugging Face `datasets.Dataset`; needs
+    datasets). `flat=True`: each doc-level signal as a plain score column under its own name
+    (`r["rps_doc_word_count"]`, not `r["rps_doc_word_count"][0]["score"]`); line-level signals
+    stay span lists. `columns` keeps only those (named as in the view asked for). See
+    `textsieve.io.attribute_view` for naming. In IPython, relations show the MinHash bytes as
+    `<9 x 32 bytes>` (`textsieve.display.hide_bytes_in_previews`); the data keeps them."""
+    from textsieve.display import hide_bytes_in_previews
     from textsieve.io.attribute_view import attributes as _view
 
+    if as_ == "duckdb":
+        hide_bytes_in_previews()
     return _view(os.fspath(directory), as_, columns=list(columns) if columns is not None else None,
-                 connection=connection)
+                 connection=connection, flat=flat)
 
 
 signature_of(import_rpv2, ImportRpv2Config, "root")

@@ -62,19 +62,34 @@ def _default(f: dataclasses.Field) -> Any:
     return inspect.Parameter.empty
 
 
-def build_config(cls: type[C], api_name: str, values: Mapping[str, Any]) -> C:
+def unknown_keywords(api_name: str, given: Sequence[str], valid: Sequence[str]) -> TypeError | None:
+    """The TypeError for the keywords of `given` that are not in `valid`, each with the nearest
+    valid one (difflib: `dryrun` -> `dry_run`, `threshold` -> `thresholds`), then every valid
+    keyword; None when all are known. `valid` includes the function's own keywords (`dry_run`),
+    not only the config's fields, so a typo of one is suggested and the list is the whole truth."""
+    unknown = [k for k in given if k not in valid]
+    if not unknown:
+        return None
+    said = []
+    for name in unknown:
+        near = difflib.get_close_matches(name, valid, n=1, cutoff=0.6)
+        said.append(f"{name!r}" + (f" (did you mean {near[0]!r}?)" if near else ""))
+    what = "an unexpected keyword argument" if len(unknown) == 1 else "unexpected keyword arguments"
+    return TypeError(f"{api_name}() got {what} {', '.join(said)}; valid keyword arguments: {', '.join(valid)}")
+
+
+def build_config(cls: type[C], api_name: str, values: Mapping[str, Any], extra: Sequence[str] = ()) -> C:
     """Config dataclass `cls` from keyword `values`: what every stage function does first.
 
-    Unknown names raise TypeError naming the nearest valid one; a lone value for a `list[...]`
-    field (one input path, one threshold) is wrapped in a list; path objects become strings."""
+    Unknown names raise TypeError naming the nearest valid one (among the fields and the
+    function's own `extra` keywords, which the caller has taken out of `values`); a lone value
+    for a `list[...]` field (one input path, one threshold) is wrapped in a list; path objects
+    become strings."""
     fields = dataclasses.fields(cast(Any, cls))  # `cls` is a config dataclass; type[C] cannot say so
     names = [f.name for f in fields]
-    unknown = [k for k in values if k not in names]
-    if unknown:
-        near = difflib.get_close_matches(unknown[0], names, n=1)
-        hint = f" (did you mean {near[0]!r}?)" if near else ""
-        raise TypeError(f"{api_name}() got an unexpected keyword argument {unknown[0]!r}{hint}; "
-                        f"valid keyword arguments: {', '.join(names)}")
+    error = unknown_keywords(api_name, list(values), [*names, *extra])
+    if error is not None:
+        raise error
     missing = [f.name for f in fields if _required(f) and f.name not in values]
     if missing:
         raise TypeError(f"{api_name}() missing required keyword argument(s): {', '.join(missing)}")
@@ -110,8 +125,10 @@ def signature_of(fn: Callable, cls: type, first: str | None, extra: Sequence[ins
                   + "\n".join(lines))
 
 
-def config_of(cls: type[C], api_name: str, first: str | None, first_value: Any, options: dict[str, Any]) -> C:
-    """Config `cls` from a function's first argument (field `first`) and its keywords."""
+def config_of(cls: type[C], api_name: str, first: str | None, first_value: Any, options: dict[str, Any],
+              extra: Sequence[str] = ()) -> C:
+    """Config `cls` from a function's first argument (field `first`) and its keywords (`extra`:
+    the function's own keywords, already taken out of `options`, named when one is misspelt)."""
     values = dict(options)
     if isinstance(values.get("recipe"), Mapping):  # a recipe written inline, as in a pipeline file
         values["recipe"] = recipe_of(values["recipe"])
@@ -119,7 +136,7 @@ def config_of(cls: type[C], api_name: str, first: str | None, first_value: Any, 
         if first in values:
             raise TypeError(f"{api_name}() got multiple values for argument {first!r}")
         values[first] = first_value
-    return build_config(cls, api_name, values)
+    return build_config(cls, api_name, values, extra)
 
 
-__all__ = ["build_config", "config_of", "recipe_of", "signature_of"]
+__all__ = ["build_config", "config_of", "recipe_of", "signature_of", "unknown_keywords"]

@@ -43,7 +43,8 @@ def stage_function(stage: Stage) -> Callable[..., Any]:
         dry_run = bool(options.pop("dry_run", False)) if stage.preview is not None else False
         if stage.prepare is not None:
             value = stage.prepare(value, options)
-        cfg = config_of(stage.config, name, stage.first, _plain_first(value), options)
+        own = [_DRY_RUN.name] if stage.preview is not None else []
+        cfg = config_of(stage.config, name, stage.first, _plain_first(value), options, own)
         if dry_run:
             assert stage.preview is not None
             return stage.preview(cfg)

@@ -7,6 +7,16 @@ generates each stage command's argparse options from it, `textsieve.pipeline.con
 schema, and `textsieve.api` the keyword arguments, so a default or a choice cannot drift
 between them (the `select --dsir` crash came from a CLI flag whose default disagreed with the
 library's). This module sits at the bottom of the import graph: it imports nothing of textsieve.
+
+One name per setting, on every surface: the field's name is the Python keyword, the YAML key and,
+with `-` for `_`, the long flag (`thresholds` / `thresholds:` / `--thresholds`). A list setting
+has a plural name (or a word that needs none: `against`, `redact`, `corpus`) and its flag is
+repeatable (`--thresholds 0.8 --thresholds 0.7`). There is no
+way to give a flag another spelling: a spelling users relied on before it was unified is kept in
+`renamed_from`, where it still works and warns (`--threshold` -> `--thresholds`). Why: the CLI
+said `--threshold`, `--field`, `--target` while YAML and Python said `thresholds`, `fields`,
+`targets`, so a setting learnt on one surface failed on the next. `docs/options.md` lists every
+stage's settings on the three surfaces (generated: `python -m textsieve.commands.options_page`).
 """
 
 from __future__ import annotations
@@ -24,14 +34,14 @@ METADATA_KEY = "textsieve.option"
 class Option:
     """How one config field is offered to users.
 
-    `flag`: the CLI spelling when it is not `--field-name` (e.g. `--threshold` for the repeated
-    `thresholds`); `short`: an extra short flag (`-o`); `cli=False`: no CLI option (say why in
-    `cli_reason`); `positional`: a positional argument; `repeat`: a list filled by repeating the
-    flag; `parse`: how one CLI string becomes a value (default: from the type hint); `group`: the
-    title of the `--help` group it is listed under."""
+    The long flag is always `--field-name` (`flag_of`). `short`: an extra short flag (`-o`);
+    `cli=False`: no CLI option (say why in `cli_reason`); `positional`: a positional argument;
+    `repeat`: a list filled by repeating the flag, one value each (without it a list flag takes
+    one or more values, and may be repeated too); `parse`: how one CLI string becomes a value
+    (default: from the type hint); `group`: the title of the `--help` group it is listed under;
+    `renamed_from`: old flag spellings that still work but print a warning (`renamed_message`)."""
 
     help: str
-    flag: str | None = None
     short: str | None = None
     choices: tuple[Any, ...] | None = None
     metavar: str | None = None
@@ -41,7 +51,19 @@ class Option:
     cli: bool = True
     cli_reason: str = ""
     group: str | None = None
-    aliases: tuple[str, ...] = ()
+    renamed_from: tuple[str, ...] = ()
+
+
+def flag_of(name: str) -> str:
+    """The long CLI flag of config field `name`: the same word, `-` for `_`."""
+    return "--" + name.replace("_", "-")
+
+
+def renamed_message(old: str, new: str, name: str) -> str:
+    """What a renamed option says when its old spelling `old` is used: printed to stderr by the
+    CLI's parser (a Python warning would print the source line of argparse's caller instead)."""
+    return (f"{old} is deprecated and will be removed; use {new} (the setting is `{name}` on every surface: "
+            f"flag, pipeline file and Python keyword)")
 
 
 def option(default: Any = MISSING, *, help: str, factory: Callable[[], Any] | None = None,
@@ -91,8 +113,8 @@ def check_choices(cfg: Any) -> None:
             continue
         value = getattr(cfg, f.name)
         if value is not None and value not in opt.choices:
-            flag = opt.flag or "--" + f.name.replace("_", "-")
-            raise ValueError(f"{f.name}={value!r} ({flag}): expected one of {', '.join(map(str, opt.choices))}")
+            raise ValueError(f"{f.name}={value!r} ({flag_of(f.name)}): expected one of "
+                             f"{', '.join(map(str, opt.choices))}")
 
 
 def type_hints(cls: type) -> dict[str, Any]:

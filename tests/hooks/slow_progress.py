@@ -36,8 +36,8 @@ def install(delay: float) -> None:
 
     update = Progress.update
 
-    def slow_update(self: Progress, docs: int, bytes_done: int) -> None:
-        update(self, docs, bytes_done)
+    def slow_update(self: Progress, docs: int, bytes_done: int, shard: str | None = None) -> None:
+        update(self, docs, bytes_done, shard)
         time.sleep(delay)
 
     Progress.update = slow_update

@@ -36,7 +36,7 @@ def register(tree: CommandTree) -> None:
     s.add_argument("--bands", choices=("rpv2", "fast"), default="rpv2")
     s.add_argument("--lines", type=int, default=2, help="first lines shown per member")
     s.add_argument("--semantic", action="store_true",
-                   help="clusters of `dedup semantic` (DIR/_dedup_semantic) instead of fuzzy ones")
+                   help="clusters of `dedup semantic` (DIR/sets/dedup_semantic) instead of fuzzy ones")
     s.add_argument("--eps", type=float, default=None, metavar="E",
                    help="with --semantic: which eps's clusters (default: the loosest stored)")
 

@@ -40,19 +40,12 @@ def run_rpv2_clusters(args: argparse.Namespace) -> int:
 
 
 def _fuzzy_verify_mode(directory: str) -> str | None:
-    import json
 
-    import fsspec
 
-    from textsieve.io.attributes import attribute_set_dir
+    from textsieve.io.attributes import set_summary
     from textsieve.stages.dedup.fuzzy import FUZZY_SET
 
-    fs, root = fsspec.core.url_to_fs(attribute_set_dir(directory, FUZZY_SET))
-    try:
-        with fs.open(f"{root.rstrip('/')}/summary.json", "r") as fh:
-            return json.load(fh).get("verify")
-    except (FileNotFoundError, ValueError):
-        return None
+    return (set_summary(directory, FUZZY_SET) or {}).get("verify")
 
 
 def register(tree: CommandTree) -> None:

@@ -28,12 +28,12 @@ def register(tree: CommandTree) -> None:
     isub = i.add_subparsers(dest="format", required=True, metavar="FORMAT")
     r = isub.add_parser("rpv2", parents=[common], formatter_class=ExamplesFormatter,
                         help="RedPajama-V2's release: signals, MinHash bands, duplicate lists, CCNet fields",
-                        epilog=examples("textsieve import rpv2 rpv2/ -o rpv2-attrs/ --snapshot 2023-06 --lang en  "
+                        epilog=examples("textsieve import rpv2 rpv2/ -o rpv2-attrs/ --snapshots 2023-06 --langs en  "
                                         "# illustrative: needs RPv2's files, downloaded as its dataset card shows"),
                         description="Read RPv2's released layout (documents/, quality_signals/, minhash/, "
                                     "duplicates/ under ROOT) into one attribute shard per documents file, keyed "
                                     "to documents/ by shard and row, with the released ids; the duplicate lists "
-                                    "become the attribute set _dedup_exact. Nothing is recomputed.")
+                                    "become the attribute set sets/dedup_exact. Nothing is recomputed.")
     from textsieve.stages.sources.import_rpv2 import ImportRpv2Config
 
     add_config_options(r, ImportRpv2Config)

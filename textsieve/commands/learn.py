@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     if not hasattr(m, "top_signals"):  # a fused model: applied by `learn apply`, read by select as a column
         print(f"model {m.name!r}: {m.describe()}")
         print(f"model written to {args.output}; it does not compile to SQL: run `textsieve learn apply "
-              f"{args.output} ATTRS` (writes ATTRS/_{m.set_name}), then use it in a recipe with "
+              f"{args.output} ATTRS` (writes ATTRS/sets/{m.set_name}), then use it in a recipe with "
               f"`models: {{quality: {args.output}}}` and a rule `quality.predict > 0.5`", file=sys.stderr)
         return 0
     print("most important signals (standardised coefficient; + favours positive):")
@@ -106,14 +106,14 @@ def register(tree: CommandTree) -> None:
     p.add_argument("--top", type=int, default=10, help="how many signals to list")
     p.add_argument("--json", action="store_true", help="print the model file's content as JSON")
     p.add_argument("--features-from", default="signals", metavar="SETS",
-                   help="feature sets, comma-separated: signals (default), embed (the folder's _embed_<model> "
+                   help="feature sets, comma-separated: signals (default), embed (the folder's sets/embed_<model> "
                         "set, `textsieve embed`), ngrams (hashed uni+bigrams of the texts), or all; anything but "
                         "signals alone with --model logistic gives a model applied by `learn apply`")
     p.add_argument("--model", choices=("logistic", "boosted"), default="logistic",
                    help="logistic regression per feature set (default), or gradient-boosted trees "
                         "(HistGradientBoosting, seeded) over signals and embed")
-    p.add_argument("--embed-model", metavar="NAME", help="with embed: which _embed_NAME set (default: the only one)")
-    p.add_argument("--name", help="name of a model applied by `learn apply` (its set _learned_NAME; default: "
+    p.add_argument("--embed-model", metavar="NAME", help="with embed: which set sets/embed_NAME (default: the one)")
+    p.add_argument("--name", help="name of a model applied by `learn apply` (its set sets/learned_NAME; default: "
                                   "the output file's stem)")
     p.set_defaults(func=run)
     writes(p, "learn", "output", "positive", "negative", "input", "features_file", "features_from")

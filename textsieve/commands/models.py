@@ -48,7 +48,7 @@ def register(tree: CommandTree) -> None:
     sub, common = tree.top, tree.common
     m = sub.add_parser("models", parents=[common], help="inspect model files",
                        description="Inspect textsieve model files (.tsm) and foreign models usable with "
-                                   "`annotate --model NAME=PATH`.")
+                                   "`annotate --models NAME=PATH`.")
     msub = m.add_subparsers(dest="models_command", required=True, metavar="ACTION")
     show = msub.add_parser("show", parents=[common], help="print a model's JSON header and fingerprint")
     show.add_argument("paths", nargs="+", metavar="PATH", help="model file(s), UT1 folder, embedding model folder, "

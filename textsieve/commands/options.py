@@ -3,20 +3,26 @@
 Every stage command builds its options with `add_config_options(parser, XConfig)` and its
 config with `config_from_args(XConfig, args)`; nothing here holds a default, a choice or a help
 text of its own. `tests/test_options.py` checks that for every stage the CLI default, the
-dataclass default and the pipeline file's default are the same value.
+dataclass default and the pipeline file's default are the same value, and that every flag is
+the field's own name (`textsieve.options`: one name per setting).
+
+A field's old flag spellings (`Option.renamed_from`) are extra option strings of the same
+argparse action, so they fill the same field, count for `required`, and cannot be mixed up with
+the new spelling; they are left out of `--help` and print a warning when used.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import sys
 import types
 import typing
 from dataclasses import MISSING, fields
 from typing import Any
 
 from textsieve.io.overlap import check_apart
-from textsieve.options import default_of, option_of, type_hints
+from textsieve.options import default_of, flag_of, option_of, renamed_message, type_hints
 
 _SCALARS = (int, float, str)
 
@@ -28,7 +34,7 @@ def _strip_optional(tp: Any) -> list[Any]:
     return [tp]
 
 
-def _cli_type(tp: Any) -> tuple[str, Any]:
+def cli_shape(tp: Any) -> tuple[str, Any]:
     """(shape, element parser) for a field type: shape is scalar, bool, list or dict."""
     members = _strip_optional(tp)
     if str in members and len(members) > 1:  # `str | list[str]`: the CLI gives the string form
@@ -55,8 +61,45 @@ def _help_text(help_: str, default: Any) -> str:
     return f"{help_} (default: {shown})"
 
 
-def flag_of(name: str, flag: str | None) -> str:
-    return flag or "--" + name.replace("_", "-")
+_WARNED = "_renamed_flags_warned"
+
+
+class _Renamed(argparse.Action):
+    """Warns when the action is reached through an old spelling: one of the parser's option
+    strings for it that `add_config_options` took out of `option_strings` (so out of `--help`)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        if option_string is not None and option_string not in self.option_strings:
+            warned = namespace.__dict__.setdefault(_WARNED, set())
+            if option_string not in warned:  # once per spelling, however often it is repeated
+                warned.add(option_string)
+                print(f"{parser.prog}: warning: {renamed_message(option_string, self.option_strings[-1], self.dest)}",
+                      file=sys.stderr)
+        super().__call__(parser, namespace, values, option_string)
+
+
+class _Store(_Renamed, argparse._StoreAction):
+    pass
+
+
+class _Append(_Renamed, argparse._AppendAction):
+    pass
+
+
+class _Extend(_Renamed, argparse._ExtendAction):
+    pass
+
+
+class _StoreTrue(_Renamed, argparse._StoreTrueAction):
+    pass
+
+
+def _add(target: Any, names: list[str], renamed: tuple[str, ...], action: type[argparse.Action],
+         **kw: Any) -> None:
+    """add_argument(*names, *renamed), then hide the renamed spellings from help and usage."""
+    made = target.add_argument(*names, *renamed, action=action, **kw)
+    made.option_strings = [n for n in made.option_strings if n not in renamed]
 
 
 def add_config_options(parser: argparse.ArgumentParser, cls: type, *, only: tuple[str, ...] | None = None,
@@ -73,7 +116,7 @@ def add_config_options(parser: argparse.ArgumentParser, cls: type, *, only: tupl
         if opt.group:
             target = groups.get(opt.group) or groups.setdefault(opt.group, parser.add_argument_group(opt.group))
         default = default_of(f)
-        shape, elem = _cli_type(hints[f.name])
+        shape, elem = cli_shape(hints[f.name])
         kw: dict[str, Any] = {"help": _help_text(opt.help, default)}
         if opt.metavar:
             kw["metavar"] = opt.metavar
@@ -84,29 +127,28 @@ def add_config_options(parser: argparse.ArgumentParser, cls: type, *, only: tupl
                 kw["nargs"] = "+"
             target.add_argument(f.name, type=opt.parse or elem, **kw)
             continue
-        names = [n for n in (opt.short, flag_of(f.name, opt.flag), *opt.aliases) if n]
+        names = [n for n in (opt.short, flag_of(f.name)) if n]
         kw["dest"] = f.name
         if shape == "bool":
             if default is True:
                 raise TypeError(f"{cls.__name__}.{f.name}: a CLI flag cannot turn a default of True off")
-            target.add_argument(*names, action="store_true", **kw)
+            _add(target, names, opt.renamed_from, _StoreTrue, **kw)
             continue
         if default is MISSING:
             kw["required"] = True
-        if shape in ("list", "dict") and (opt.repeat or shape == "dict"):
-            # repeated flag: argparse would append to a default list, so the default is filled in
-            # by config_from_args when the flag is absent
-            target.add_argument(*names, action="append", type=opt.parse or elem, default=None, **kw)
-        elif shape == "list":
-            target.add_argument(*names, nargs="+", type=opt.parse or elem,
-                                default=None if default is MISSING else default, **kw)
+        # a list flag is repeatable: argparse would add to a default list, so its default is
+        # filled in by config_kwargs when the flag is absent
+        if shape in ("list", "dict") and (opt.repeat or shape == "dict"):  # one value per flag
+            _add(target, names, opt.renamed_from, _Append, type=opt.parse or elem, default=None, **kw)
+        elif shape == "list":  # one or more values per flag
+            _add(target, names, opt.renamed_from, _Extend, nargs="+", type=opt.parse or elem, default=None, **kw)
         else:
-            target.add_argument(*names, type=opt.parse or elem,
-                                default=None if default is MISSING else default, **kw)
+            _add(target, names, opt.renamed_from, _Store, type=opt.parse or elem,
+                 default=None if default is MISSING else default, **kw)
 
 
 def _key_values(flag: str, values: list[str], form: str = "NAME=VALUE") -> dict[str, str]:
-    """`--model NAME=PATH` options as an ordered {name: path}; errors name the bad option."""
+    """`--models NAME=PATH` options as an ordered {name: path}; errors name the bad option."""
     out: dict[str, str] = {}
     for value in values:
         name, sep, path = value.partition("=")
@@ -128,12 +170,12 @@ def config_kwargs(cls: type, args: argparse.Namespace) -> dict[str, Any]:
         if opt is None or not opt.cli or not hasattr(args, f.name):
             continue
         value = getattr(args, f.name)
-        shape, _ = _cli_type(hints[f.name])
+        shape, _ = cli_shape(hints[f.name])
         if value is None and shape in ("list", "dict"):
             value = default_of(f)
             value = None if value is MISSING else value
         elif shape == "dict" and value is not None:
-            value = _key_values(flag_of(f.name, opt.flag), value, opt.metavar or "NAME=VALUE")
+            value = _key_values(flag_of(f.name), value, opt.metavar or "NAME=VALUE")
         out[f.name] = value
     return out
 
@@ -194,7 +236,7 @@ def writes(parser: argparse.ArgumentParser, command: str, output: str, *inputs: 
 
 
 def _locations(value: Any) -> list[str]:
-    """The paths an option's value names: a list's items; `NAME=PATH` pairs (`--model`) by their
+    """The paths an option's value names: a list's items; `NAME=PATH` pairs (`--models`) by their
     path. Only places that exist (or URLs and globs) can be overwritten or mixed into."""
     items = value if isinstance(value, (list, tuple)) else [value]
     out = []

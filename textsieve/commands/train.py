@@ -47,12 +47,12 @@ def register(tree: CommandTree) -> None:
     common = tree.common
     tsub = tree.group("train", help="train model files for model-based signals",
                       description="Build textsieve model files (.tsm: JSON header + arrays) for "
-                                  "`annotate --model NAME=PATH`. Nothing is downloaded.", dest="train_command",
+                                  "`annotate --models NAME=PATH`. Nothing is downloaded.", dest="train_command",
                       metavar="MODEL")
 
     c = tsub.add_parser("classifier", parents=[common], help="quality classifier -> rps_doc_ml_NAME_score",
                         description="Train a fastText-style binary quality classifier (positives vs negatives) "
-                                    "with RPv2's input preparation; annotate --model NAME=FILE gives "
+                                    "with RPv2's input preparation; annotate --models NAME=FILE gives "
                                     "rps_doc_ml_NAME_score = probability of the positive class, round8.")
     c.add_argument("--positive", nargs="+", required=True, metavar="INPUT",
                    help="high-quality documents (files, folders, globs), e.g. Wikipedia")

@@ -57,7 +57,7 @@ def register_more(tsub: argparse._SubParsersAction, common: argparse.ArgumentPar
     m = tsub.add_parser("lm", parents=[common], help="word n-gram LM -> ts_perplexity_NAME(_bucket)",
                         description="Train a word n-gram language model (interpolated modified Kneser-Ney) "
                                     "on a target corpus, with CCNet-style head/middle/tail cutoffs (30th/60th "
-                                    "percentiles of the target's held-out perplexities). annotate --model "
+                                    "percentiles of the target's held-out perplexities). annotate --models "
                                     "NAME=FILE gives ts_perplexity_NAME and ts_perplexity_NAME_bucket.")
     m.add_argument("--corpus", nargs="+", required=True, metavar="INPUT",
                    help="target documents (files, folders, globs), e.g. Wikipedia")
@@ -82,7 +82,7 @@ def register_more(tsub: argparse._SubParsersAction, common: argparse.ArgumentPar
                         description="Build RedPajama-V2's hashed unigram+bigram histograms (10,000 buckets, "
                                     "CPython 3.11 hash() under PYTHONHASHSEED=42, computed independently of "
                                     "this process) of a target and a source sample, and their mean raw word "
-                                    "counts. annotate --model NAME=FILE gives rps_doc_NAME_importance, "
+                                    "counts. annotate --models NAME=FILE gives rps_doc_NAME_importance, "
                                     "rps_doc_NAME_importance_length_correction (RPv2's formula, bug included) "
                                     "and ts_doc_NAME_importance_length_corrected.")
     i.add_argument("--target", nargs="+", required=True, metavar="INPUT",
@@ -90,7 +90,7 @@ def register_more(tsub: argparse._SubParsersAction, common: argparse.ArgumentPar
     i.add_argument("--source", nargs="+", required=True, metavar="INPUT",
                    help="source-domain sample (RPv2: a CCNet sample)")
     i.add_argument("--name", required=True, help="target name recorded in the model (RPv2: wikipedia, books, "
-                   "openwebtext); use the same name in annotate --model NAME=FILE")
+                   "openwebtext); use the same name in annotate --models NAME=FILE")
     i.add_argument("-o", "--output", required=True, metavar="FILE", help="model file to write (.tsm)")
     i.add_argument("--max-docs", type=int, default=None,
                    help="at most this many documents per sample (default 500,000, RPv2's DSIR_NUM_SAMPLES)")

@@ -8,7 +8,7 @@ with other suffixes are left out, a folder with none of these is an error):
   line; the example is the record's `fields` joined by a newline, in the order given. A field
   may be a dotted path (`meta.question`); a list value (multiple-choice options) is its items
   joined by newlines, a number is its decimal text, a missing or null field is left out. A
-  record holding none of the fields is an error (a misspelt `--field` would else match nothing);
+  record holding none of the fields is an error (a misspelt `--fields` would else match nothing);
 * Parquet (`.parquet`): the same per row, over the columns named by `fields` that exist;
 * plain text (`.txt`, optionally compressed): each non-blank line is one example.
 
@@ -211,7 +211,7 @@ def _example(rec: Any, fields: list[str], where: str) -> str:
     if not parts:
         keys = ", ".join(list(rec)[:8]) or "none"
         raise BenchmarkError(f"{where}: none of the field(s) {', '.join(fields)} (its fields: {keys}); "
-                             "choose them with --field")
+                             "choose them with --fields")
     return "\n".join(parts)
 
 
@@ -253,7 +253,7 @@ def _parquet_examples(path: str, fields: list[str]) -> Iterator[str]:
         top = [f for f in fields if f.split(".")[0] in names]
         if not top:
             raise BenchmarkError(f"benchmark {path}: none of the field(s) {', '.join(fields)} is a column "
-                                 f"(its columns: {', '.join(names[:8])}); choose them with --field")
+                                 f"(its columns: {', '.join(names[:8])}); choose them with --fields")
         cols = sorted({f.split(".")[0] for f in top})
         row = 0
         # unthreaded: Arrow threads reading a Python file object can abort the process at exit

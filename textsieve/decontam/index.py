@@ -85,7 +85,9 @@ def _batches(bench: Benchmark, fields: list[str]) -> Iterator[list[str]]:
         yield batch
 
 
-def _keys(texts: list[str], n: int, min_words: int) -> tuple[np.ndarray, np.ndarray, int]:
+def _keys(texts: list[str], n: int, min_words: int) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """(keys, short lengths used, examples too short, n-grams of single letters/digits left out)
+    of a batch of examples (`ngram_kernels.example_keys`)."""
     from textsieve.decontam.ngram_kernels import example_keys
 
     cps, off = codepoints_batch(texts)
@@ -126,19 +128,21 @@ def build_index(benches: list[Benchmark], fields: list[str], n: int, min_words: 
     per: dict[str, dict[str, int]] = {}
     short = np.zeros(n, dtype=np.bool_)
     for b in benches:
-        st = {"examples": 0, "short_examples_left_out": 0, "ngrams": 0}
+        st = {"examples": 0, "short_examples_left_out": 0, "letter_ngrams_left_out": 0, "ngrams": 0}
         for texts in _batches(b, fields):
-            keys, sh, skipped = _keys(texts, n, min_words)
+            keys, sh, skipped, letters = _keys(texts, n, min_words)
             st["examples"] += len(texts)
             st["short_examples_left_out"] += int(skipped)
+            st["letter_ngrams_left_out"] += int(letters)
             st["ngrams"] += int(keys.shape[0])
             short |= sh
         if st["examples"] == 0:
             raise BenchmarkError(f"benchmark {b.name} ({b.path}): no examples (empty file(s))")
         if st["ngrams"] == 0:  # it would match nothing and the run would say nothing
+            also = " or made only of single letters or digits" if st["letter_ngrams_left_out"] else ""
             raise BenchmarkError(f"benchmark {b.name} ({b.path}): all {st['examples']:,} example(s) are shorter than "
-                                 f"--min-words ({min_words} words), so it has nothing to match; lower --min-words "
-                                 "or check --field")
+                                 f"--min-words ({min_words} words){also}, so it has nothing to match; lower "
+                                 "--min-words or check --fields")
         per[b.name] = st
     total = sum(s["ngrams"] for s in per.values())
     lengths = [n] + [k for k in range(n - 1, 0, -1) if short[k]]

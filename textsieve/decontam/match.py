@@ -1,4 +1,4 @@
-"""Documents against a loaded index: the three columns of the `_decontam` set for a batch."""
+"""Documents against a loaded index: the three columns of the `sets/decontam` set for a batch."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """The numba kernels of decontamination: words, n-gram keys, index look-ups, matched spans.
 
-Definitions (words, folding, keys): `decontam.ngrams`. Inputs are `text.batch_encoding`'s
-code-point batches, so all offsets are code points of the Python `str`, the unit of span columns.
+Definitions (words, folding, keys, the n-grams left out): `decontam.ngrams`. Inputs are
+`text.batch_encoding`'s code-point batches, so all offsets are code points of the Python `str`,
+the unit of span columns.
 
 Two index layouts are looked up (built by `decontam.index`):
 
@@ -96,11 +97,46 @@ def window_keys(wh, nw, k, out):
 
 
 @njit(cache=True, nogil=True)
+def plain_prefix(cps, s, fold, ws, we, nw, out):
+    """``out[i]``: how many of the first i words of ``cps[s:]`` (spans ws/we) are *not* a single
+    letter or digit (one folded code point outside the one-word-per-character scripts), so the
+    window of k words at p is made only of single letters or digits when
+    ``out[p + k] == out[p]`` (`decontam.ngrams`: such n-grams are left out)."""
+    out[0] = 0
+    for i in range(nw):
+        chars = 0
+        solo = False
+        for j in range(s + ws[i], s + we[i]):
+            f = fold[cps[j]]
+            if f == _IGNORE:
+                continue
+            if f & _SOLO:
+                solo = True
+            chars += 1
+            if chars > 1:
+                break
+        out[i + 1] = out[i] + (0 if chars == 1 and not solo else 1)
+
+
+@njit(cache=True, nogil=True)
+def _keep_plain(out, m, npos, k, plain):
+    """Compact the npos keys at ``out[m:]`` to the windows that are not only single letters or
+    digits; returns how many are kept."""
+    j = m
+    for p in range(npos):
+        if plain[p + k] != plain[p]:
+            out[j] = out[m + p]
+            j += 1
+    return j - m
+
+
+@njit(cache=True, nogil=True)
 def example_keys(cps, off, fold, n, min_words):
     """The keys of a batch of benchmark examples: every n-gram of an example of >= n words; one
-    key of all its words for an example of min_words..n-1 words; none for a shorter one.
+    key of all its words for an example of min_words..n-1 words; none for a shorter one. An
+    n-gram made only of single letters or digits (an `A B C ... Z` index line) is left out.
     Returns (keys, short (bool per length < n: some example used whole at that length),
-    number of examples left out as too short)."""
+    number of examples left out as too short, number of n-grams left out as letters only)."""
     n_ex = off.shape[0] - 1
     longest = 0
     for d in range(n_ex):
@@ -108,20 +144,26 @@ def example_keys(cps, off, fold, n, min_words):
     ws = np.empty(longest + 1, dtype=np.int64)
     we = np.empty(longest + 1, dtype=np.int64)
     wh = np.empty(longest + 1, dtype=np.uint64)
+    plain = np.empty(longest + 2, dtype=np.int64)
     out = np.empty(cps.shape[0] + n_ex, dtype=np.uint64)
     short = np.zeros(n, dtype=np.bool_)
     m = 0
     skipped = 0
+    letters = 0
     for d in range(n_ex):
         nw = doc_words(cps, off[d], off[d + 1], fold, ws, we, wh)
-        if nw >= n:
-            m += window_keys(wh, nw, n, out[m:])
-        elif nw >= min_words and nw > 0:
-            m += window_keys(wh, nw, nw, out[m:])
-            short[nw] = True
-        else:
+        k = n if nw >= n else nw
+        if nw < n and (nw < min_words or nw == 0):
             skipped += 1
-    return out[:m].copy(), short, skipped
+            continue
+        plain_prefix(cps, off[d], fold, ws, we, nw, plain)
+        npos = window_keys(wh, nw, k, out[m:])
+        kept = _keep_plain(out, m, npos, k, plain)
+        letters += npos - kept
+        m += kept
+        if k < n and kept:
+            short[k] = True
+    return out[:m].copy(), short, skipped, letters
 
 
 @njit(cache=True, inline="always")
@@ -171,8 +213,9 @@ def bloom_add(bloom, base, m, k, keys):
 
 @njit(cache=True, nogil=True)
 def match_batch(cps, doc_off, fold, lengths, exact, keys, masks, buckets, shift, bloom, bbase, bm, bk):
-    """Per document: matched n-grams (any length in `lengths`), the OR of their benchmark bits,
-    and the merged spans of matched text (code points; score = matched n-grams in the span).
+    """Per document: matched n-grams (any length in `lengths`; n-grams made only of single
+    letters or digits are not looked up), the OR of their benchmark bits, and the merged spans
+    of matched text (code points; score = matched n-grams in the span).
 
     Returns (counts, doc_masks, span_off (n_docs + 1), span_start, span_end, span_score)."""
     n_docs = doc_off.shape[0] - 1
@@ -185,6 +228,7 @@ def match_batch(cps, doc_off, fold, lengths, exact, keys, masks, buckets, shift,
     ws = np.empty(longest + 1, dtype=np.int64)
     we = np.empty(longest + 1, dtype=np.int64)
     wh = np.empty(longest + 1, dtype=np.uint64)
+    plain = np.empty(longest + 2, dtype=np.int64)
     kbuf = np.empty(longest + 1, dtype=np.uint64)
     reach = np.empty(longest + 1, dtype=np.int64)
     cnt = np.empty(longest + 1, dtype=np.int64)
@@ -196,6 +240,7 @@ def match_batch(cps, doc_off, fold, lengths, exact, keys, masks, buckets, shift,
     n_bench = bbase.shape[0]
     for d in range(n_docs):
         nw = doc_words(cps, doc_off[d], doc_off[d + 1], fold, ws, we, wh)
+        plain_prefix(cps, doc_off[d], fold, ws, we, nw, plain)
         c = 0
         dm = np.uint64(0)
         for i in range(nw):
@@ -207,6 +252,8 @@ def match_batch(cps, doc_off, fold, lengths, exact, keys, masks, buckets, shift,
                 continue
             npos = window_keys(wh, nw, k, kbuf)
             for p in range(npos):
+                if plain[p + k] == plain[p]:  # single letters or digits only: never looked up
+                    continue
                 key = kbuf[p]
                 mask = np.uint64(0)
                 if exact:

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 from textsieve.dedup.partitions import as_bytes
 from textsieve.exec.local import ordered_map
 from textsieve.io.atomic import AtomicParquetWriter
-from textsieve.io.attributes import META_KEY, attribute_shards, source_documents
+from textsieve.io.attributes import META_KEY, attribute_shards, shard_rel, source_documents
 from textsieve.io.diskfull import disk_full_as_error
 from textsieve.io.parquet_read import read_table
 from textsieve.io.texts import aligned_source_texts, missing_rows, source_meta
@@ -48,7 +48,7 @@ class ShardTable:
             with fs.open(path, "rb") as fh:
                 n_rows.append(pq.ParquetFile(fh).metadata.num_rows)
         n = np.asarray(n_rows, dtype=np.int64)
-        return cls(directory, fs, root, paths, [p[len(root) + 1:] for p in paths], n,
+        return cls(directory, fs, root, paths, [shard_rel(root, p) for p in paths], n,
                    np.concatenate([[0], np.cumsum(n)]).astype(np.int64))
 
     @property
@@ -60,7 +60,7 @@ class ShardTable:
         reading them must re-run for when it changes, whatever the file names and sizes say."""
         from textsieve.io.publish import content_key
 
-        return content_key(self.fs, self.root, self.rels)
+        return content_key(self.fs, self.root, [p[len(self.root) + 1:] for p in self.paths])
 
     def schema(self, i: int) -> pa.Schema:
         with self.fs.open(self.paths[i], "rb") as fh:

@@ -10,7 +10,6 @@ row counts, built from the current annotate contents), so a document's corpus *o
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -21,14 +20,14 @@ import pyarrow.parquet as pq
 from textsieve.dedup.corpus import ShardTable
 from textsieve.embedding.store import EmbeddingsMissing, column_name, resolve_model, set_name
 from textsieve.io.attributes import attribute_set_dir, attribute_shards
-from textsieve.io.publish import content_key
+from textsieve.io.publish import content_key, summary_of
 
 READ_ROWS = 4096  # rows per batch read from an embedding shard (2 MB of float16 at 256-d)
 
 
 @dataclass
 class VectorSet:
-    """The `_embed_<model>` set of an annotate folder, aligned with its `ShardTable`."""
+    """The `sets/embed_<model>` set of an annotate folder, aligned with its `ShardTable`."""
 
     table: ShardTable
     model: str
@@ -62,10 +61,7 @@ class VectorSet:
                 raise EmbeddingsMissing(f"{p}: {rows:,} embeddings for the {int(n):,} documents of {rel}; run "
                                         f"`textsieve embed {table.directory}` again")
             dim = dim or int(schema.field(col).type.list_size)
-        try:
-            info = json.loads(fs.cat_file(f"{root_path.rstrip('/')}/summary.json"))
-        except (OSError, ValueError):
-            info = {}
+        info = summary_of(root) or {}
         key = content_key(fs, root_path.rstrip("/"), sorted(by_rel))
         return cls(table, name, col, ordered, dim, info, key)
 

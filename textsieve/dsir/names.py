@@ -1,4 +1,4 @@
-"""Names a DSIR target gives to what it writes: the attribute set `_dsir_<name>` and its three
+"""Names a DSIR target gives to what it writes: the attribute set `sets/dsir_<name>` and its three
 columns. `dsir fit` writes them, `select --dsir` and the pipeline's column planner read them."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ NAME_RE = re.compile(r"^[A-Za-z0-9_]+$")
 
 
 def set_name(name: str) -> str:
-    """Attribute-set name of the DSIR target `name` (folder ``_dsir_<name>``)."""
+    """Attribute-set name of the DSIR target `name` (folder ``sets/dsir_<name>``)."""
     return f"dsir_{name}"
 
 

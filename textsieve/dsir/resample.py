@@ -1,7 +1,7 @@
 """DSIR (Xie et al. 2023): importance resampling of a pool toward one or more targets.
 
 Workflow: `textsieve dsir fit` (textsieve.stages.select.dsir_fit) stores per-document log importance
-weights as the attribute set ``_dsir_<name>``; `resample` here draws a selection from them and
+weights as the attribute set ``sets/dsir_<name>``; `resample` here draws a selection from them and
 `textsieve select --dsir NAME[:W],... --k N` writes it out. **Deduplicate before DSIR**: identical
 texts get identical weights, so every copy of a well-scoring duplicate competes on its own.
 
@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
+from textsieve.display import result_display
 from textsieve.dsir.defaults import DEFAULT_MIN_TOKENS, DEFAULT_PRIOR_NGRAMS, DEFAULT_TEMPERATURE, WEIGHTS
 from textsieve.dsir.names import check_name, column_names, set_name
 from textsieve.io.attributes import attribute_shards
@@ -48,6 +49,7 @@ from textsieve.io.parquet_read import read_table
 from textsieve.tokenization.columns import aligned_counts, resolve_token_column
 
 
+@result_display
 @dataclass
 class Resample:
     shard: np.ndarray  # object: source shard rel name of each selected document
@@ -69,6 +71,11 @@ class Resample:
     def documents(self) -> int:
         """Number of draws (documents with multiplicity)."""
         return int(self.count.sum())
+
+    def _headline(self) -> str:
+        """Jupyter's caption of a draw (`textsieve.display`): its counts, not its arrays."""
+        return (f"drew {self.documents:,} documents ({len(self.row):,} distinct) of {self.eligible:,} eligible "
+                f"in a pool of {self.pool:,}; effective sample size {self.ess:,.1f}")
 
     def summary(self) -> dict:
         out = {"documents": self.documents, "distinct": int(len(self.row)), "tokens": self.tokens,
@@ -180,7 +187,7 @@ def resample(directory: str, targets: list[tuple[str, float]], k: int | None = N
 
     `token_column` picks what the `tokens` budget and the reported tokens count
     (`tokenization.columns.resolve_token_column`): None = the real counts of the folder's one
-    `_tokens_<name>` set if it has exactly one, else the word/punctuation tokens stored with the
+    `sets/tokens_<name>` set if it has exactly one, else the word/punctuation tokens stored with the
     DSIR weights; "words" = those; "ts_tokens_<name>" (or "<name>") = that set. Eligibility
     (`min_tokens`) and the n-gram estimate of the shrinkage always use the word tokens, the
     units the DSIR weights were computed in.

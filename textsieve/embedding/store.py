@@ -1,6 +1,6 @@
 """Where embeddings are stored and how consumers read them back.
 
-The `embed` stage writes the attribute set `DIR/_embed_<model>/` (one shard per annotate shard,
+The `embed` stage writes the attribute set `DIR/sets/embed_<model>/` (one shard per annotate shard,
 rows in annotate's order) with the column `ts_embed_<model>`: `fixed_size_list<float16>[dim]`,
 unit length. float16 halves the disk and memory of float32 at a cosine error below 1e-3,
 which no consumer here (k-means, thresholds at 1 - eps >= 0.8, logistic regression) can see.
@@ -19,6 +19,7 @@ import pyarrow as pa
 from textsieve.errors import TextsieveError
 from textsieve.io.attributes import attribute_set_dir
 from textsieve.io.parquet_read import read_table
+from textsieve.io.publish import SUMMARY
 
 SET_PREFIX = "embed_"
 COLUMN_PREFIX = "ts_embed_"
@@ -58,12 +59,14 @@ def to_numpy(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
 
 def embedding_models(directory: str) -> list[str]:
     """The models with a published embedding set in `directory` (sorted)."""
-    fs, root = fsspec.core.url_to_fs(directory)
+
+    sets = attribute_set_dir(directory, "")  # DIR/sets/ (an older layout is moved into this one first)
+    fs, root = fsspec.core.url_to_fs(sets)
     root = root.rstrip("/")
     out = []
-    for p in fs.glob(f"{root}/_{SET_PREFIX}*"):
-        if fs.isdir(p) and fs.exists(f"{p}/summary.json"):
-            out.append(p.rstrip("/").rsplit("/", 1)[-1][1 + len(SET_PREFIX):])
+    for p in fs.glob(f"{root}/{SET_PREFIX}*"):
+        if fs.isdir(p) and fs.exists(f"{p}/{SUMMARY}"):
+            out.append(p.rstrip("/").rsplit("/", 1)[-1][len(SET_PREFIX):])
     return sorted(out)
 
 

@@ -69,7 +69,7 @@ def export_rpv2(directory: str, output: str, overwrite: bool = False) -> int:
 
 def export_rpv2_release(directory: str, output: str, overwrite: bool = False) -> int:
     """Write the attribute shards under `directory` in RPv2's released layout under `output`
-    (`quality_signals/`, `minhash/` and, from the `_dedup_exact` set, `duplicates/`; the
+    (`quality_signals/`, `minhash/` and, from the `sets/dedup_exact` set, `duplicates/`; the
     documents stay where they are). A shard made by `import rpv2` is written back exactly as it
     was released (same files, records, key order); an annotate shard whose input lies in the
     layout (`{snapshot}/{shard}/{lang}_{bucket}.json.gz`) gets records with what it knows. The

@@ -3,12 +3,12 @@
 Per attribute shard of shard key K (`interop.rpv2_release`): `quality_signals/K.signals.json.gz`
 (records `id, id_int, metadata, quality_signals` in the released key order, compact JSON as
 RPv2's msgspec writes it), `minhash/K.minhash.parquet` (the worker's schema, §7.4) and, where
-the `_dedup_exact` set flags documents, `duplicates/K.duplicates.parquet` (§9). Shards that
+the `sets/dedup_exact` set flags documents, `duplicates/K.duplicates.parquet` (§9). Shards that
 `import rpv2` made carry the released key order and which files their key had in the footer,
 so import -> export gives back the same files; rows without a released record (the tail
 bucket) get none.
 
-The files are published as one unit (`io.publish`: staged in `OUT/.staging-export_rpv2-KEY/`,
+The files are published as one unit (`io.publish`: staged in `OUT/.textsieve/staging-export_rpv2-KEY/`,
 switched in by `OUT/manifest.json`), so a killed export leaves the previous export, or nothing,
 never a part that looks complete; `import rpv2` refuses a folder an export left unfinished. A
 target that holds files no export published (a downloaded release, say) is refused unless
@@ -25,7 +25,7 @@ import pyarrow as pa
 
 from textsieve.errors import TextsieveError
 from textsieve.interop import rpv2_release as rel_
-from textsieve.io.attributes import attribute_shards, read_shard_meta
+from textsieve.io.attributes import attribute_set_dir, attribute_shards, read_shard_meta, set_files, shard_rel
 from textsieve.io.leftovers import remove_stale_temps
 from textsieve.io.parquet_read import read_table
 from textsieve.io.publish import Publication, content_key, read_manifest
@@ -49,13 +49,11 @@ def _key(meta: dict, path: str) -> str:
 
 
 def _exact_flags(directory: str) -> dict[str, str]:
-    """{attribute shard rel: path} of the `_dedup_exact` set, {} when there is none."""
+    """{attribute shard rel: path} of the `sets/dedup_exact` set, {} when there is none."""
     try:
-        fs, paths = attribute_shards(directory, "dedup_exact")
+        return set_files(directory, "dedup_exact")[1]
     except FileNotFoundError:
         return {}
-    root = fsspec.core.url_to_fs(directory)[1].rstrip("/") + "/_dedup_exact/"
-    return {p[len(root):]: p for p in paths if p.startswith(root)}
 
 
 def _spans(value: list | None) -> list | None:
@@ -70,8 +68,9 @@ def _open(directory: str, ofs: fsspec.AbstractFileSystem, out: str, overwrite: b
     target holding other files is refused unless `overwrite`."""
     afs, aroot = fsspec.core.url_to_fs(directory)
     sets = {}
-    for name in ("", "_dedup_exact"):
-        where = f"{aroot.rstrip('/')}/{name}".rstrip("/")
+    for name in ("", "dedup_exact"):
+        where = fsspec.core.url_to_fs(attribute_set_dir(directory, name))[1] if name else aroot
+        where = where.rstrip("/")
         sets[name] = content_key(afs, where) if afs.exists(where) else None
     key = hashlib.sha256(json.dumps(sorted(sets.items())).encode()).hexdigest()[:16]
     previous = read_manifest(ofs, out) if ofs.exists(out) else None
@@ -142,7 +141,7 @@ def _write_files(fs: fsspec.AbstractFileSystem, paths: list[str], root: str, dir
             mh = rel_.minhash_table(key, [ids[i] for i in keep], [id_ints[i] for i in keep],
                                     {s: [cols[s][i] for i in keep] for s in rel_.SIGNATURES})
             rel_.write_parquet(ofs, add(f"minhash/{key}{rel_.COMPONENTS['minhash']}"), mh)
-        flags_path = exact.get(path[len(root) + 1:])
+        flags_path = exact.get(shard_rel(root, path))
         if flags_path is not None:
             efs = fsspec.core.url_to_fs(directory)[0]
             with efs.open(flags_path, "rb") as fh:

@@ -36,6 +36,7 @@ import fsspec
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from textsieve.display import result_display
 from textsieve.errors import TextsieveError
 from textsieve.io.atomic import atomic_open
 
@@ -113,6 +114,7 @@ def attribute_names(root: str) -> list[str]:
 
 # ---------------------------------------------------------------- writing
 
+@result_display
 @dataclass
 class DolmaExport:
     """What `export_attributes` wrote."""

@@ -137,10 +137,11 @@ def _offsets(ds: Any, sources: dict[str, str]) -> dict[str, int]:
     return out
 
 
-def attributes_as_columns(ds: Any, directory: str, columns: Sequence[str] | None = None) -> Any:
+def attributes_as_columns(ds: Any, directory: str, columns: Sequence[str] | None = None, flat: bool = False) -> Any:
     """`ds` with the attributes of the annotate folder `directory` (made from `ds`) as extra
     columns, row for row; a document annotate skipped gets nulls. `columns` picks attribute
-    columns (default: all but the MinHash bands). Refuses a column name `ds` already has."""
+    columns (default: all but the MinHash bands). Refuses a column name `ds` already has.
+    `flat`: each doc-level signal as its plain score (`io.attribute_view`'s flat view)."""
     import datasets
 
     from textsieve.io.attribute_view import KEYS, layout, to_arrow
@@ -156,13 +157,14 @@ def attributes_as_columns(ds: Any, directory: str, columns: Sequence[str] | None
             raise HfError(f"{p} records no source shard; it is not an annotate output")
         sources[meta.get("shard") or meta["source_shard"]["rel"]] = meta["source_shard"]["path"]
     offsets = _offsets(ds, sources)
+    lay = layout(directory)
     wanted = list(columns) if columns is not None else [
-        c for c in layout(directory).columns if c not in KEYS and not c.startswith(BAND_PREFIX)]
+        c for c in (lay.flat_columns if flat else lay.columns) if c not in KEYS and not c.startswith(BAND_PREFIX)]
     clash = [c for c in wanted if c in ds.column_names]
     if clash:
         raise HfError(f"the dataset already has a column {clash[0]!r}; pick columns= without it "
                       f"or rename it (ds.rename_column)")
-    table = to_arrow(directory, ["shard", "row", *wanted])
+    table = to_arrow(directory, ["shard", "row", *wanted], flat)
     shard_col = table.column("shard").to_pylist()
     pos = np.asarray(table.column("row").to_numpy(zero_copy_only=False), dtype=np.int64) + np.fromiter(
         (offsets[s] for s in shard_col), np.int64, len(shard_col))

@@ -1,8 +1,9 @@
 """textsieve's own bookkeeping files, which are never documents, and the output folders they mark.
 
-Every stage writes JSON beside its outputs (``annotate.json``, ``selection.json``,
-``summary.json``, ``manifest.json``; ``.state.json`` and ``.publish.json`` are hidden, so input
-expansion never lists them). Their ``.json`` suffix reads as JSON Lines, so before this module a
+Every stage writes JSON bookkeeping into its output folder's hidden ``.textsieve/`` folder
+(``manifest.json``, ``annotate.json``, ``selection.json``, ``summary.json``), which input
+expansion never lists; an older textsieve wrote them beside its outputs, where they are still
+recognised by name. Their ``.json`` suffix reads as JSON Lines, so before this module a
 folder holding a previous stage's output (an output folder nested in an input, or an input that
 is a previous stage's output) had them read as documents, failing on a pretty-printed summary or
 taking a one-line one for a record.
@@ -24,6 +25,8 @@ import posixpath
 from typing import Protocol, TypeVar
 
 import fsspec
+
+from textsieve.io.publish import MANIFEST  # `.textsieve/manifest.json`: marks a published folder
 
 NAMES = frozenset({"annotate.json", "extract.json", "selection.json", "summary.json", "manifest.json", ".state.json",
                    ".publish.json"})
@@ -67,7 +70,7 @@ def drop_bookkeeping(fs: fsspec.AbstractFileSystem, found: list[F], where: str) 
     """`found` (the files of one input, rel names relative to it) without textsieve's
     bookkeeping files and without every file of an output folder nested below the input.
     `where` names the input in the log lines."""
-    outputs: dict[str, str] = {}  # rel folder -> stage, for folders below the input
+    outputs: dict[str, str] = _marked_folders(fs, found)  # rel folder -> stage, for folders below the input
     marked: set[str] = set()
     for f in found:
         stage = bookkeeping_stage(fs, f.path, f.size)
@@ -84,6 +87,25 @@ def drop_bookkeeping(fs: fsspec.AbstractFileSystem, found: list[F], where: str) 
             log.warning("%s: %s/ is a textsieve output folder (%s) inside this input; its files are not "
                         "documents and are not read", where, folder, stage)
     return [f for f in found if f.path not in marked and not _inside_any(f.rel, outputs)]
+
+
+def _marked_folders(fs: fsspec.AbstractFileSystem, found: list[F]) -> dict[str, str]:
+    """The folders below the input (rel -> stage) that a textsieve stage published: they hold
+    `.textsieve/manifest.json` (`io.publish`), which input listings never show (hidden)."""
+    folders: set[str] = set()
+    for f in found:
+        parts = f.rel.split("/")[:-1]
+        folders.update("/".join(parts[:i]) for i in range(1, len(parts) + 1))
+    out: dict[str, str] = {}
+    for folder in sorted(folders, key=lambda x: (x.count("/"), x)):
+        if _inside_any(folder + "/x", out):
+            continue  # inside an output folder found already
+        sample = next(f for f in found if f.rel.startswith(folder + "/"))
+        base = sample.path[: len(sample.path) - len(sample.rel)] + folder
+        stage = bookkeeping_stage(fs, f"{base}/{MANIFEST}")
+        if stage is not None:
+            out[folder] = stage
+    return out
 
 
 def _inside_any(rel: str, folders: dict[str, str]) -> bool:

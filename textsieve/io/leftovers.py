@@ -1,7 +1,7 @@
 """Leftovers of interrupted runs: temporary files and work folders whose writer is gone.
 
 A killed run cannot clean up after itself, so the next run does. To tell a dead run's leftovers
-from a live run's files (two runs may share a folder: `dedup exact` may write `_dedup_exact`
+from a live run's files (two runs may share a folder: `dedup exact` may write `sets/dedup_exact`
 while `annotate` adds shards), every temporary name records its writer:
 
 * files (`io.atomic`): `.NAME.tmp-PID@HOST-RAND`, beside the final file;
@@ -204,7 +204,7 @@ def remove_stale_work_dirs(parent: str | None = None) -> list[str]:
 
 def remove_stale_siblings(fs: fsspec.AbstractFileSystem, final: str) -> list[str]:
     """Delete the temporary files of one output file (`.NAME.tmp-...` beside `final`) whose
-    writer is gone. For files outside every stage's output folder (a `--model PATH`), which no
+    writer is gone. For files outside every stage's output folder (a `dsir fit --model-path PATH`), which no
     folder-wide `remove_stale_temps` would visit; lists one folder, never recursively."""
     head, _, tail = final.rstrip("/").rpartition("/")
     try:

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 import fsspec
 
 from textsieve.errors import TextsieveError
-from textsieve.io.publish import read_bookkeeping
+from textsieve.io.publish import ANNOTATE_JSON, read_bookkeeping
 
 LOCAL_PROTOCOLS = frozenset({"file", "local"})
 IN_PROCESS_PROTOCOLS = frozenset({"memory"})  # state that no other process can see
@@ -77,7 +77,7 @@ def annotate_summary(directory: str) -> dict | None:
     or it is not JSON."""
     fs, root = fsspec.core.url_to_fs(directory)
     try:
-        summary = json.loads(read_bookkeeping(fs, root.rstrip("/"), "annotate.json"))
+        summary = json.loads(read_bookkeeping(fs, root.rstrip("/"), ANNOTATE_JSON))
     except (OSError, ValueError):
         return None
     return summary if isinstance(summary, dict) else None

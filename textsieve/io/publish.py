@@ -5,17 +5,25 @@ killed run leaves some files of the new settings beside files of the old ones, a
 that trusts "the file exists" (a re-run's skip test, a later stage) serves a mix no single run
 made. So every stage writes through a `Publication`:
 
-1. New files go to a hidden staging folder `ROOT/.staging-KEY/` (KEY: the run's fingerprint, so a
-   re-run with the same settings adopts what a killed run finished there). Readers never look
-   there: names starting with '.' are never outputs. The published files stay untouched.
-2. `commit()` hashes every staged file and writes a journal `ROOT/.publish.json` (atomically):
+Everything that is not an output file (manifest, journal, staging, lock, the stage's summary
+JSON) lives in one hidden folder, `ROOT/.textsieve/` (`BOOK`), so a published folder holds only
+its data files and reads as a dataset with any tool's defaults: pyarrow, pandas, Spark and
+Hugging Face `datasets` skip hidden folders; DuckDB and polars globs (`ROOT/**/*.parquet`) match
+only data. (Before, `manifest.json` and `annotate.json` sat among the shards and broke every
+one of them.) A folder an older textsieve wrote, with its bookkeeping at the top, is moved into
+this layout the first time it is read (`io.legacy_layout`).
+
+1. New files go to a staging folder `ROOT/.textsieve/staging-STAGE-KEY/` (KEY: the run's
+   fingerprint, so a re-run with the same settings adopts what a killed run finished there).
+   Readers never look there. The published files stay untouched.
+2. `commit()` hashes every staged file and writes a journal `ROOT/.textsieve/publish.json` (atomically):
    the moves to make, the files of the old generation to remove and the new manifest. Writing
    the journal is the switch: before it the old generation is the result, after it the new one.
-3. The journal is applied: files renamed into place, stale ones removed, `ROOT/manifest.json`
+3. The journal is applied: files renamed into place, stale ones removed, `ROOT/.textsieve/manifest.json`
    written, journal and staging folder removed. A kill during this step is finished by the next
    run or reader (`recover`), which applies the journal again (every step is idempotent).
 
-`ROOT/manifest.json` lists each published file with its size, SHA-256 and the fingerprint of
+The manifest lists each published file with its size, SHA-256 and the fingerprint of
 what it was made from. It is the only record of what is finished: a file not in it, or whose
 size differs, is not an output (`published`, `check_file`). Later stages fingerprint their inputs
 by the manifest's hashes, so a changed upstream result changes their keys.
@@ -43,10 +51,22 @@ from textsieve.io.safe_paths import join_inside
 
 log = logging.getLogger("textsieve.publish")
 
-MANIFEST = "manifest.json"
-SUMMARY = "summary.json"  # a published generation's summary: what a re-run that changes nothing returns
-JOURNAL = ".publish.json"
-STAGING_PREFIX = ".staging-"
+BOOK = ".textsieve"  # every published folder's bookkeeping (see the module doc)
+
+
+def book(name: str) -> str:
+    """The rel name of bookkeeping file `name` of a published folder (`.textsieve/NAME`)."""
+    return f"{BOOK}/{name}"
+
+
+MANIFEST = book("manifest.json")
+SUMMARY = book("summary.json")  # a published generation's summary: what a re-run that changes nothing returns
+JOURNAL = book("publish.json")
+STAGING_PREFIX = "staging-"  # STAGING_PREFIX + STAGE-KEY: a staging folder inside BOOK
+#: the top-level bookkeeping an older textsieve wrote among the outputs (`io.legacy_layout`)
+LEGACY_MANIFEST, LEGACY_JOURNAL, LEGACY_STAGING = "manifest.json", ".publish.json", ".staging-"
+#: the run summaries that mark what kind of folder a published one is
+ANNOTATE_JSON, EXTRACT_JSON, SELECTION_JSON = book("annotate.json"), book("extract.json"), book("selection.json")
 _WRITER_MARK = ".writer-"  # `STAGING/.writer-PID@HOST`: who stages there, for removing dead runs' folders
 _INFO = ".info.json"  # `STAGING/.info.json`: the run's info (its settings fingerprint)
 FORMAT = 1
@@ -93,8 +113,10 @@ def file_sha256(fs: fsspec.AbstractFileSystem, path: str) -> tuple[int, str]:
     return size, h.hexdigest()
 
 
-def _apply(fs: fsspec.AbstractFileSystem, root: str, journal: dict[str, Any]) -> None:
-    """Make the journal's generation the published one (idempotent; see module doc, step 3)."""
+def _apply(fs: fsspec.AbstractFileSystem, root: str, journal: dict[str, Any], journal_rel: str = JOURNAL,
+           manifest_rel: str = MANIFEST) -> None:
+    """Make the journal's generation the published one (idempotent; see module doc, step 3).
+    `journal_rel`/`manifest_rel` differ only for a journal an older textsieve left."""
     files = journal["manifest"]["files"]
     for staged, rel in journal["moves"]:
         src, dst = join_inside(root, staged), join_inside(root, rel)
@@ -110,11 +132,11 @@ def _apply(fs: fsspec.AbstractFileSystem, root: str, journal: dict[str, Any]) ->
         path = join_inside(root, rel)
         if fs.exists(path):
             fs.rm(path)
-    with atomic_open(fs, f"{root}/{MANIFEST}", "w") as fh:
+    with atomic_open(fs, f"{root}/{manifest_rel}", "w") as fh:
         json.dump(journal["manifest"], fh, indent=1, ensure_ascii=False)
         fh.write("\n")
     try:
-        fs.rm(f"{root}/{JOURNAL}")
+        fs.rm(f"{root}/{journal_rel}")
     except FileNotFoundError:
         pass  # a reader's `recover` finished the same journal meanwhile
     staging = journal.get("staging")
@@ -126,7 +148,14 @@ def recover(fs: fsspec.AbstractFileSystem, root: str) -> bool:
     """Finish a publish that was switched (journal written) but not applied when the run died.
     Returns whether there was one. Safe to call from any reader: applying is idempotent."""
     root = _root(fs, root)
-    path = f"{root}/{JOURNAL}"
+    for journal_rel, manifest_rel in ((JOURNAL, MANIFEST), (LEGACY_JOURNAL, LEGACY_MANIFEST)):
+        if _recover_one(fs, root, journal_rel, manifest_rel):
+            return True
+    return False
+
+
+def _recover_one(fs: fsspec.AbstractFileSystem, root: str, journal_rel: str, manifest_rel: str) -> bool:
+    path = f"{root}/{journal_rel}"
     if not fs.exists(path):
         return False
     try:
@@ -137,7 +166,7 @@ def recover(fs: fsspec.AbstractFileSystem, root: str) -> bool:
         raise PublishError(f"{path}: a damaged publish journal ({type(exc).__name__}: {exc}), so the interrupted "
                            "publish cannot be finished; re-run the stage with --overwrite") from None
     log.info("%s: finishing the publish of an interrupted run", root)
-    _apply(fs, root, journal)
+    _apply(fs, root, journal, journal_rel, manifest_rel)
     return True
 
 
@@ -167,7 +196,8 @@ def _check_journal(journal: Any) -> None:
 
 
 def read_manifest(fs: fsspec.AbstractFileSystem, root: str) -> Manifest | None:
-    """The published manifest of `root` (after finishing an interrupted publish), or None."""
+    """The published manifest of `root` (after finishing an interrupted publish and moving an
+    older textsieve's layout into `BOOK`), or None."""
     root = _root(fs, root)
     try:
         recover(fs, root)
@@ -175,7 +205,10 @@ def read_manifest(fs: fsspec.AbstractFileSystem, root: str) -> Manifest | None:
         raise PublishError(f"{root}: an interrupted publish could not be finished ({exc})") from exc
     path = f"{root}/{MANIFEST}"
     if not fs.exists(path):
-        return None
+        from textsieve.io.legacy_layout import migrate  # that module builds on this one
+
+        if not migrate(fs, root):
+            return None
     with fs.open(path, "r") as fh:
         try:
             data = json.load(fh)
@@ -184,6 +217,17 @@ def read_manifest(fs: fsspec.AbstractFileSystem, root: str) -> Manifest | None:
     if not isinstance(data, dict) or "textsieve_manifest" not in data:
         raise PublishError(f"{path}: not a textsieve manifest")
     return Manifest.from_json(data)
+
+
+def holds(fs: fsspec.AbstractFileSystem, root: str, rel: str) -> bool:
+    """Whether folder `root` has bookkeeping file `rel` (e.g. `ANNOTATE_JSON`: an annotate
+    output), after finishing an interrupted publish and moving an older layout into `BOOK`."""
+    root = _root(fs, root)
+    if not fs.isdir(root):
+        return False
+    if not fs.exists(f"{root}/{MANIFEST}"):
+        read_manifest(fs, root)
+    return bool(fs.exists(f"{root}/{rel}"))
 
 
 def published(fs: fsspec.AbstractFileSystem, root: str, what: str) -> Manifest:
@@ -224,6 +268,8 @@ def read_bookkeeping(fs: fsspec.AbstractFileSystem, root: str, rel: str) -> byte
     (written by an older textsieve or by hand) is read as is. FileNotFoundError when the file
     is missing; PublishError naming it when it is not the published one."""
     root = _root(fs, root)
+    if not fs.exists(f"{root}/{MANIFEST}"):
+        read_manifest(fs, root)  # moves an older textsieve's layout into BOOK first
     path = join_inside(root, rel)
     data = fs.cat_file(path)
     try:
@@ -246,6 +292,17 @@ def read_bookkeeping(fs: fsspec.AbstractFileSystem, root: str, rel: str) -> byte
                                    f"{manifest.stage} again")
         _CHECKED[key] = True
     return data
+
+
+def summary_of(location: str, rel: str = SUMMARY) -> dict | None:
+    """Summary JSON `rel` of the published folder at `location` (path or URL), checked against
+    its manifest (`read_bookkeeping`); None when it is missing or not a JSON object."""
+    fs, root = fsspec.core.url_to_fs(location)
+    try:
+        value = json.loads(read_bookkeeping(fs, root.rstrip("/"), rel))
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def contents(fs: fsspec.AbstractFileSystem, root: str, rels: list[str] | None = None) -> dict[str, str]:
@@ -274,7 +331,7 @@ def settings_diff(fs: fsspec.AbstractFileSystem, set_root: str, info: dict[str, 
     Finishes an interrupted publish first, so the comparison is with the current set. Stages
     whose sets are named by their settings use it to refuse a silent replacement."""
     read_manifest(fs, set_root)
-    path = f"{set_root}/summary.json"
+    path = f"{set_root}/{SUMMARY}"
     if not fs.exists(path):
         return []
     try:
@@ -286,8 +343,12 @@ def settings_diff(fs: fsspec.AbstractFileSystem, set_root: str, info: dict[str, 
 
 def content_key(fs: fsspec.AbstractFileSystem, root: str, rels: list[str] | None = None) -> str:
     """One fingerprint of `contents(fs, root, rels)`, for later stages' keys."""
-    parts = sorted(contents(fs, root, rels).items())
-    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
+    return contents_key(contents(fs, root, rels))
+
+
+def contents_key(found: Mapping[str, str]) -> str:
+    """The fingerprint of a rel -> content fingerprint mapping (`content_key`)."""
+    return hashlib.sha256(json.dumps(sorted(found.items())).encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -305,10 +366,14 @@ class SummaryStyle:
         return (text + ("\n" if self.newline else "")).encode("utf-8")
 
 
-#: an attribute set's summary.json (`_dedup_fuzzy`, `_pii`, ...): one-space indent, UTF-8, a final newline
+#: an attribute set's summary.json (`sets/dedup_fuzzy`, `sets/pii`, ...): one-space indent, UTF-8, a final newline
 SET_SUMMARY = SummaryStyle()
 #: an output folder's summary.json (annotate, the imports): two-space indent, ASCII, no final newline
 FOLDER_SUMMARY = SummaryStyle(indent=2, ensure_ascii=True, newline=False)
+
+
+def _listing(fs: fsspec.AbstractFileSystem, folder: str) -> list[str]:
+    return fs.ls(folder, detail=False) if fs.exists(folder) else []
 
 
 class Publication:
@@ -333,7 +398,7 @@ class Publication:
         self.info = dict(info or {})
         self._lock = write_lock.take(fs, self.root, stage)  # one writer per output (io.write_lock)
         self.previous = read_manifest(fs, self.root)
-        self.staging_rel = f"{STAGING_PREFIX}{stage}-{key}"
+        self.staging_rel = book(f"{STAGING_PREFIX}{stage}-{key}")
         self.staging = f"{self.root}/{self.staging_rel}"
         self._files: dict[str, dict[str, Any]] = {}
         self._moves: list[tuple[str, str]] = []
@@ -351,9 +416,12 @@ class Publication:
         """Staging folders of this stage whose writers are all gone and whose key differs: a killed
         run of other settings or inputs. (Those of this key are adopted.)"""
         fs = self.fs
-        for path in fs.ls(self.root, detail=False) if fs.exists(self.root) else []:
+        own = self.staging_rel.rsplit("/", 1)[-1]
+        candidates = [(p, f"{STAGING_PREFIX}{self.stage}-") for p in _listing(fs, f"{self.root}/{BOOK}")]
+        candidates += [(p, f"{LEGACY_STAGING}{self.stage}-") for p in _listing(fs, self.root)]  # an older textsieve's
+        for path, prefix in candidates:
             name = path.rstrip("/").rsplit("/", 1)[-1]
-            if not name.startswith(f"{STAGING_PREFIX}{self.stage}-") or name == self.staging_rel:
+            if not name.startswith(prefix) or name == own or not fs.isdir(path):
                 continue
             names = [p.rstrip("/").rsplit("/", 1)[-1] for p in fs.ls(path, detail=False)]
             alive = False
@@ -473,15 +541,31 @@ class Publication:
         return self.commit()
 
     def abandon(self) -> None:
-        """Give up before writing anything: remove the staging folder if it holds no work."""
+        """Give up before writing anything: remove the staging folder if it holds no work (no
+        file but the writer mark and the info; empty folders are not work)."""
         fs = self.fs
         if fs.exists(self.staging) and all(n.startswith(_WRITER_MARK) or n == _INFO for n in (
-                p.rstrip("/").rsplit("/", 1)[-1] for p in fs.ls(self.staging, detail=False))):
+                p.rstrip("/").rsplit("/", 1)[-1] for p in fs.find(self.staging))):
             fs.rm(self.staging, recursive=True)
+        self._tidy()
         write_lock.release(self._lock)
 
     def discard(self) -> None:
         """Drop this run's staging folder (e.g. when the stage found nothing to do)."""
         if self.fs.exists(self.staging):
             self.fs.rm(self.staging, recursive=True)
+        self._tidy()
         write_lock.release(self._lock)
+
+    def _tidy(self) -> None:
+        """Remove `ROOT/.textsieve/` when this run leaves nothing in it but its lock (a first run
+        that failed before publishing leaves the folder as it found it)."""
+        book_dir = f"{self.root}/{BOOK}"
+        try:
+            left = [p.rstrip("/").rsplit("/", 1)[-1] for p in self.fs.ls(book_dir, detail=False)]
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        if all(n == write_lock.LOCK.rsplit("/", 1)[-1] for n in left):
+            write_lock.release(self._lock)
+            self._lock = None
+            self.fs.rm(book_dir, recursive=True)

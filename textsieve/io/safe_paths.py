@@ -6,6 +6,10 @@ come from listings we do not control: an object-store key or a `memory://` path 
 Every output path is therefore built from a rel path that is normalised and refused when it
 would climb out (`safe_rel`), and joined onto its root with a final containment check
 (`join_inside`).
+
+Output names also never start with `_` or `.` in any part (`data_rel`): pyarrow, Spark and Hive
+skip such files and folders when reading a folder as a dataset, so the shard made from a folder
+of `.html` pages (input rel `_html`) was silently left out of `pd.read_parquet(folder)`.
 """
 
 from __future__ import annotations
@@ -39,3 +43,15 @@ def join_inside(root: str, rel: str) -> str:
     if not (path == root or path.startswith(root.rstrip("/") + "/")):
         raise UnsafePathError(f"{rel!r} would be written outside {root}")
     return path
+
+
+#: what `data_rel` puts before a part of an output name that starts with `_` or `.`
+HIDDEN_PART_PREFIX = "x"
+
+
+def data_rel(rel: str) -> str:
+    """`rel` with every part that starts with `_` or `.` prefixed by `HIDDEN_PART_PREFIX`
+    (`_html.parquet` -> `x_html.parquet`, `_2024/a.parquet` -> `x_2024/a.parquet`): a data file's
+    name that dataset readers do not skip (see the module doc). Two inputs that map to one
+    output name are refused by the stage, as for any other clash."""
+    return "/".join(HIDDEN_PART_PREFIX + part if part.startswith(("_", ".")) else part for part in rel.split("/"))

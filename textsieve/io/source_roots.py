@@ -5,7 +5,7 @@ Why: every annotate shard's footer names the source file its rows point into
 folder is data like any other (downloaded, shared, edited); a footer pointing at `/etc/passwd`
 or at another user's files must not make textsieve copy them. So a source is read only when it
 lies inside one of the roots the folder's annotate run recorded as its inputs (`annotate.json`),
-or inside a root the user names (`--source-root`, or `TEXTSIEVE_SOURCE_ROOT`, separated by the
+or inside a root the user names (`--source-roots`, or `TEXTSIEVE_SOURCE_ROOT`, separated by the
 platform's path separator), which also serves folders whose sources moved. Checked each time a
 footer is turned into a reader.
 """
@@ -20,6 +20,7 @@ import fsspec
 from textsieve.errors import TextsieveError
 from textsieve.io.locations import source_locations
 from textsieve.io.overlap import is_within, place_of
+from textsieve.io.publish import ANNOTATE_JSON
 
 SOURCE_ROOT_ENV = "TEXTSIEVE_SOURCE_ROOT"
 
@@ -69,7 +70,7 @@ def check_source(meta: dict, roots: Iterable[str], where: str) -> None:
             raise UntrustedSourceError(
                 f"{where}: its footer names the source {path}, which lies outside the inputs recorded for this "
                 f"folder ({', '.join(map(str, roots)) or 'none'}); if the sources moved there, give that folder "
-                f"(`select --source-root FOLDER`, or {SOURCE_ROOT_ENV}=FOLDER for every stage)")
+                f"(`select --source-roots FOLDER`, or {SOURCE_ROOT_ENV}=FOLDER for every stage)")
 
 
 def _lexical(location: str) -> tuple[str, str]:
@@ -91,7 +92,7 @@ def shard_roots(fs: fsspec.AbstractFileSystem, path: str, extra: Sequence[str] |
     for _ in range(64):
         if not parent:
             break
-        if fs.exists(f"{parent}/annotate.json"):
+        if fs.exists(f"{parent}/{ANNOTATE_JSON}") or fs.exists(f"{parent}/annotate.json"):  # or an older layout
             return allowed_roots(fs.unstrip_protocol(parent), extra)
         parent = parent.rpartition("/")[0]
     return [*(extra or ()), *_env_roots()]

@@ -1,4 +1,4 @@
-"""One writer per output: an advisory lock `ROOT/.lock` held while a run publishes into `ROOT`.
+"""One writer per output: an advisory lock `ROOT/.textsieve/lock` held while a run publishes into `ROOT`.
 
 Why: two runs writing one output folder used to collide. Two identical `annotate` runs raced on
 the same staging files (the second died with a raw `[Errno 2] ... .tmp-...`), and two `dedup
@@ -12,7 +12,7 @@ it ends, so the lock of a killed run is simply taken by the next one (nothing st
 Within one process the lock is re-entrant: a run that opens the same output again (a re-run in a
 notebook after an error) takes it over.
 
-Object stores (s3://, gs://, memory://) have no such lock: there `ROOT/.lock` is a lease, a
+Object stores (s3://, gs://, memory://) have no such lock: there the lock file is a lease, a
 small JSON object naming its holder with an expiry (`LEASE_SECONDS`) that a thread of the holder
 renews (`RENEW_SECONDS`) while the run lasts. A second writer fails with the holder's name while
 the lease runs; a lease that expired (its run died without giving it back) is taken over, and so
@@ -34,7 +34,7 @@ from typing import Any
 from textsieve.errors import TextsieveError
 from textsieve.io.leftovers import writer_gone, writer_tag
 
-LOCK = ".lock"
+LOCK = ".textsieve/lock"  # inside the folder's bookkeeping (io.publish.BOOK)
 
 try:
     import fcntl
@@ -68,8 +68,8 @@ def take(fs: Any, root: str, stage: str) -> str | None:
         return _take_lease(fs, root, stage)
     if fcntl is None:
         return None
-    os.makedirs(local, exist_ok=True)
     path = os.path.join(local, LOCK)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
     if path in _HELD:  # this process opened the output before and did not finish: take it over
         return path
     for _ in range(8):

@@ -175,7 +175,7 @@ def default_features(schema: pa.Schema) -> list[str]:
     """Every doc-level rule signal (`rps_doc_*`, which includes a quality classifier's
     `rps_doc_ml_NAME_score`), counts as log1p, the mean of every line-level signal
     (`rps_lines_*`), and log1p of every n-gram LM perplexity `ts_perplexity_NAME` (`annotate
-    --model NAME=LM.tsm`; its bucket is left out, a coarse copy of it): the features `learn`
+    --models NAME=LM.tsm`; its bucket is left out, a coarse copy of it): the features `learn`
     uses by default. Reference scores like these, from models trained on unlabelled target and
     pool data, are what lifts a filter learned from a few hundred labels (benchmarks/learned.py)."""
     sigs = available_signals(schema)

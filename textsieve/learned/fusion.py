@@ -3,7 +3,7 @@
 Why a second model kind beside `model.LearnedModel`: logistic regression over signals compiles
 to SQL, but an embedding, an n-gram bag or a tree ensemble does not; such a model is applied by
 `textsieve learn apply` (`stages.learn_apply`), which writes its probability to the attribute
-set `_learned_<name>` that `select` reads as the recipe's `NAME.predict` (no text read there).
+set `sets/learned_<name>` that `select` reads as the recipe's `NAME.predict` (no text read there).
 
 The model is an average of members' probabilities (late fusion):
 
@@ -60,7 +60,7 @@ class LearnedSetError(TextsieveError, ValueError):
 
 def check_name(name: str) -> str:
     if not _NAME_RE.match(name):
-        raise ValueError(f"model name {name!r}: use letters, digits and _ only (it names the set _learned_NAME)")
+        raise ValueError(f"model name {name!r}: use letters, digits and _ only (it names the set sets/learned_NAME)")
     return name
 
 

@@ -195,8 +195,8 @@ class LearnConfig:
     # combination or `model="boosted"` = a `fusion.FusedModel`, applied by `textsieve learn apply`
     feature_sets: list[str] | None = None  # None = ["signals"]
     model: str = "logistic"  # logistic | boosted
-    embed_model: str | None = None  # which _embed_<model> set (None: the folder's only one)
-    name: str | None = None  # the fused model's name (its set _learned_NAME); default: the output's stem
+    embed_model: str | None = None  # which sets/embed_<model> set (None: the folder's only one)
+    name: str | None = None  # the fused model's name (its set sets/learned_NAME); default: the output's stem
 
 
 @dataclass
@@ -232,7 +232,7 @@ def read_source(src: LabelledSource, features: list[str] | None, need_signals: b
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from textsieve.io.attributes import attribute_shards, read_shard_meta, source_documents
+    from textsieve.io.attributes import attribute_shards, read_shard_meta, shard_rel, source_documents
     from textsieve.io.fields import FieldPath
     from textsieve.learned.features import default_features
 
@@ -252,7 +252,7 @@ def read_source(src: LabelledSource, features: list[str] | None, need_signals: b
     for path in shards:
         with fs.open(path, "rb") as fh:
             t = read_table(fh, columns=cols)
-        t = t.append_column("__rel", pa.array([path[len(root) + 1:]] * t.num_rows, pa.string()))
+        t = t.append_column("__rel", pa.array([shard_rel(root, path)] * t.num_rows, pa.string()))
         t = t.append_column("__pos", pa.array(np.arange(t.num_rows, dtype=np.int64)))
         if src.label is not None:
             labels = np.full(t.num_rows, src.label, dtype=np.int64)

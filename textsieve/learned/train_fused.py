@@ -3,7 +3,7 @@ documents and fit a `fusion.FusedModel`.
 
 Why apart from `model.train`: that one builds the SQL-compiled logistic model from signals
 alone and must stay byte-for-byte what it was; this one reads the other feature sets (the
-`_embed_<model>` set, texts re-read for n-grams) of exactly the rows `model.read_source`
+`sets/embed_<model>` set, texts re-read for n-grams) of exactly the rows `model.read_source`
 selected, matched by (annotate shard, position).
 """
 

@@ -1,7 +1,7 @@
 """Feature sets ("views") a learned filter may use beside the stored signals.
 
   signals  the signal features of `learned.features` (median-imputed, standardised)
-  embed    the document's stored embedding (`_embed_<model>`, `embedding.store`): unit rows
+  embed    the document's stored embedding (`sets/embed_<model>`, `embedding.store`): unit rows
   ngrams   hashed word/punctuation uni- and bigrams of the text (the DSIR featurizer,
            `text.hashed_ngrams`), log(1 + count) per bucket, each row scaled to unit length
 
@@ -117,18 +117,12 @@ def embed_rows(directory: str, model: str | None, wanted: Iterable[tuple[str, in
 
 def embedding_info(directory: str, name: str) -> dict[str, Any]:
     """The set's model identity (name, fingerprint, dim) from its summary.json."""
-    import json
 
-    import fsspec
 
     from textsieve.embedding.store import set_name
-    from textsieve.io.attributes import attribute_set_dir
+    from textsieve.io.attributes import set_summary
 
-    fs, root = fsspec.core.url_to_fs(attribute_set_dir(directory, set_name(name)))
-    try:
-        summary = json.loads(fs.cat_file(f"{root.rstrip('/')}/summary.json"))
-    except (OSError, ValueError):
-        summary = {}
+    summary = set_summary(directory, set_name(name)) or {}
     return {"model": name, "fingerprint": summary.get("model_fingerprint") or summary.get("fingerprint"),
             "dim": summary.get("dim")}
 
@@ -137,7 +131,7 @@ def shard_texts(directory: str, wanted: Iterable[tuple[str, int]]) -> list[str]:
     """Texts of the documents at (annotate shard rel, position), re-read from the sources."""
     import fsspec
 
-    from textsieve.io.attributes import attribute_shards, read_shard_meta, source_documents
+    from textsieve.io.attributes import attribute_shards, read_shard_meta, shard_rel, source_documents
     from textsieve.io.parquet_read import read_table
     from textsieve.io.source_roots import trusted
 
@@ -147,7 +141,7 @@ def shard_texts(directory: str, wanted: Iterable[tuple[str, int]]) -> list[str]:
     fs, paths = attribute_shards(directory)
     by_rel: dict[str, list[str]] = {}
     for path in paths:
-        rel = path[len(root) + 1:]
+        rel = shard_rel(root, path)
         if not any(r == rel for r, _ in wanted):
             continue
         meta = trusted(read_shard_meta(fs, path), fs, path)

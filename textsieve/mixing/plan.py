@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from textsieve.display import result_display
+
 SHARE_TOLERANCE = 1e-6  # shares must sum to 1 within this
 
 
@@ -38,6 +40,9 @@ class SourcePlan:
     drawn_documents: int = 0  # records written (with repeats)
     drawn_distinct: int = 0
     drawn_tokens: int = 0
+    # how the counts were made (tokenizer | column:<name> | words) and why (`mix_counts`)
+    token_count: str = "tokenizer"
+    count_note: str = ""
 
     @property
     def epochs(self) -> float:
@@ -50,9 +55,21 @@ class SourcePlan:
                 "available_tokens": self.tokens, "target_tokens": self.target_tokens,
                 "epochs_needed": round(self.epochs_needed, 6), "problem": self.problem,
                 "documents": self.drawn_documents, "distinct_documents": self.drawn_distinct,
-                "tokens": self.drawn_tokens, "epochs": round(self.epochs, 6)}
+                "tokens": self.drawn_tokens, "epochs": round(self.epochs, 6), "token_count": self.token_count,
+                "count_note": self.count_note}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> SourcePlan:
+        """The line `to_dict` wrote (a published mix's manifest), read back."""
+        return cls(str(d.get("name", "")), float(d.get("share", 0.0)), float(d.get("max_epochs", 1.0)),
+                   int(d.get("available_documents", 0)), int(d.get("available_units", 0)),
+                   int(d.get("available_tokens", 0)), int(d.get("target_tokens", 0)),
+                   float(d.get("epochs_needed", 0.0)), d.get("problem"), int(d.get("documents", 0)),
+                   int(d.get("distinct_documents", 0)), int(d.get("tokens", 0)),
+                   str(d.get("token_count", "tokenizer")), str(d.get("count_note", "")))
 
 
+@result_display
 @dataclass
 class Plan:
     """The whole mix's plan; `problems` empty means feasible."""
@@ -76,12 +93,22 @@ class Plan:
         fmt = "  ".join(f"{{:<{w}}}" if i in (0, 7) else f"{{:>{w}}}" for i, w in enumerate(widths))
         lines = [f"mix plan: {self.total_tokens:,} tokens{label}", fmt.format(*head)]
         lines += [fmt.format(*r) for r in rows]
+        notes = [f"  {s.name}: {s.count_note}" for s in self.sources if s.count_note]
+        if notes:  # where each source's counts come from: stored, or why its texts were encoded
+            lines += ["token counts:", *notes]
         lines.append("feasible" if self.feasible else "INFEASIBLE: " + "; ".join(self.problems))
         return "\n".join(lines)
 
     def to_dict(self) -> dict:
         return {"total_tokens": self.total_tokens, "token_count": self.token_count, "feasible": self.feasible,
                 "problems": self.problems, "sources": [s.to_dict() for s in self.sources]}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Plan:
+        """The plan `to_dict` wrote (a published mix's manifest), read back: what a re-run of a
+        finished mix returns without planning again."""
+        return cls(int(d.get("total_tokens", 0)), [SourcePlan.from_dict(x) for x in d.get("sources") or []],
+                   list(d.get("problems") or []), str(d.get("token_count", "tokenizer")))
 
 
 def make_plan(names: list[str], shares: list[float], max_epochs: list[float], units_tokens: list[np.ndarray],

@@ -39,7 +39,7 @@ shared by several signals in `v.cache` (a per-batch dict). `dtype` is `"float"`,
 (RPv2 span columns) or `"str"` (a plain nullable string column; `DocScores.values` then holds
 Python strings).
 
-**annotate.** `textsieve annotate ... --model NAME=PATH [--model ...]` passes (name, path) pairs
+**annotate.** `textsieve annotate ... --models NAME=PATH [--models ...]` passes (name, path) pairs
 to the workers, which load each model once; all signals of every given model are written
 unless `--signals` names some model signals (then only those). Each attribute shard's metadata
 holds `models: {name: {path, kind, fingerprint, header}}` and `model_signals`, and the model

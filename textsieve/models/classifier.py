@@ -16,7 +16,7 @@ Backends of `textsieve train classifier`:
   The fastText `.bin` is stored inside the `.tsm` (member `model.bin`).
 
 A user's own fastText `.bin` (e.g. RPv2's published `wikiref.model.bin`) loads directly with
-`--model wikiref=wikiref.model.bin` when a fastText wheel is installed.
+`--models wikiref=wikiref.model.bin` when a fastText wheel is installed.
 
 Recipes for RPv2's three classifiers (see docs/models.md):
 

@@ -1,4 +1,4 @@
-"""KenLM models given by the user (`--model NAME=lm.bin`), scored by the `kenlm` package.
+"""KenLM models given by the user (`--models NAME=lm.bin`), scored by the `kenlm` package.
 
 KenLM's binary format (`build_binary` output: probing or trie tables, optional quantization) is
 KenLM's own; rather than re-implement it, textsieve loads such files through the `kenlm` Python

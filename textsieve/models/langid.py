@@ -8,7 +8,7 @@ Two models, one kind (`langid`):
   kernels over the whole batch (~10x faster) and fall back to the package's `classify` if its
   internals change. A test checks that labels equal `classify`'s on the dev corpus and
   probabilities agree within 1e-3 (py3langid sums float32 in BLAS order, we sum in float64).
-* fastText `lid.176.bin` / `.ftz` (CCNet's model) when the user gives `--model lid=PATH` and a
+* fastText `lid.176.bin` / `.ftz` (CCNet's model) when the user gives `--models lid=PATH` and a
   fastText wheel is installed.
 
 Text preparation is CCNet's (spec §6): newlines are deleted, lines glued with no space.
@@ -147,7 +147,7 @@ class Py3LangId:
             from py3langid.langid import MODEL_FILE, LanguageIdentifier
         except ImportError:
             raise ValueError("language id (--lang auto, ts_lang) needs the `py3langid` package: "
-                             "pip install 'py3langid>=0.4,<0.5'; or give a fastText model: --model lid=lid.176.bin") \
+                             "pip install 'py3langid>=0.4,<0.5'; or give a fastText model: --models lid=lid.176.bin") \
                 from None
 
         self.ident = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)

@@ -8,7 +8,7 @@ percentile cutoffs of the *target's own* perplexities. Those are measured on hel
 (k-fold cross-fitting): in-sample perplexities of an n-gram model are far too low (it has seen
 every trigram), so in-sample cutoffs would put nearly every unseen document in the tail.
 
-Signals for `--model NAME=PATH`:
+Signals for `--models NAME=PATH`:
 
 * `ts_perplexity_NAME`: 10^(−Σ log10 p / (n_words + 1)), rounded to 1 decimal as CCNet does; the
   document is one sentence `<s> … </s>` (CCNet deletes newlines before scoring, §11.19). null

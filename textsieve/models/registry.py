@@ -2,7 +2,7 @@
 
 A *kind* (e.g. `classifier`, `langid`, `ut1`, `lm`, `importance`) registers two functions:
 `load(path) -> loaded` (called once per worker process) and `signals(name, loaded) ->
-list[Signal]` (the signals the model adds under the user's model name, e.g. `--model wiki=...`
+list[Signal]` (the signals the model adds under the user's model name, e.g. `--models wiki=...`
 gives `ts_perplexity_wiki`). These signals are not put in the global `REGISTRY`: they exist only
 in runs that name the model. A signal function reads its model as `views.models[name]`.
 
@@ -203,9 +203,9 @@ def _builtin_info(path: str) -> dict:
 
 
 def resolve_model(name: str, path: str) -> tuple[str, object, str]:
-    """(kind, loaded model, fingerprint) for the user's `--model name=path`."""
+    """(kind, loaded model, fingerprint) for the user's `--models name=path`."""
     if not name or not name.replace("_", "").isalnum():
-        raise ValueError(f"--model {name}={path}: the model name must be letters, digits and '_' "
+        raise ValueError(f"--models {name}={path}: the model name must be letters, digits and '_' "
                          "(it becomes part of signal names)")
     kind = model_kind_of(path)
     loaded = KINDS[kind].load(path)

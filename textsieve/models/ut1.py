@@ -16,8 +16,8 @@ Lookup (§11.12): the document URL's netloc (`urllib.parse.urlsplit(url).netloc`
 domains. No URL or no entry gives null. The signal is an int span column.
 
 Model: `textsieve train ut1 --blacklists DIR --output ut1.tsm` (domains and ids in a `.tsm`
-with the category table in its header), or `--model ut1=DIR` to index the folder at load time.
-A model named N gives `rps_doc_N_blacklist`, so `--model ut1=...` gives RPv2's
+with the category table in its header), or `--models ut1=DIR` to index the folder at load time.
+A model named N gives `rps_doc_N_blacklist`, so `--models ut1=...` gives RPv2's
 `rps_doc_ut1_blacklist`.
 """
 

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from textsieve.personal_data.checks import IBAN_LENGTHS, card_ok, iban_ok
 
 PII_TYPES = ("email", "ip", "phone", "credit_card", "iban")
-#: bumped whenever a rule changes what is found (part of the `_pii` set's fingerprint)
+#: bumped whenever a rule changes what is found (part of the `sets/pii` set's fingerprint)
 DETECTOR_VERSION = 1
 LENIENCIES = ("possible", "valid", "strict_grouping", "exact_grouping")
 Span = tuple[int, int, int]  # start, end, score

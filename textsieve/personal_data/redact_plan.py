@@ -4,7 +4,7 @@ Why names and not only `pii`: redaction is the same operation for any span colum
 data from `textsieve pii`, benchmark passages from `textsieve decontaminate`, a Dolma tagger's
 spans), so a NAME is either
 
-- `pii`: every `ts_pii_<type>` column of the `_pii` set, each span replaced by its type's
+- `pii`: every `ts_pii_<type>` column of the `sets/pii` set, each span replaced by its type's
   placeholder (`pii.redact.PLACEHOLDERS`) and counted under the type (`email`, `ip`, ...), or
 - a span column of any attribute set or of annotate's shards (`ts_contam_spans`,
   `ts_pii_email`): its spans are removed (empty replacement), counted under the column name.
@@ -104,7 +104,7 @@ def resolve_redact(directory: str, names: Sequence[str]) -> RedactPlan:
             if not cols:
                 why = (" (it was made before the documents were annotated again: re-run `textsieve pii`)"
                        if PII_SET in stale_attribute_sets(directory) else "")
-                raise RedactError(f"select --redact pii: {directory} has no attribute set _pii with span columns"
+                raise RedactError(f"select --redact pii: {directory} has no attribute set sets/pii with span columns"
                                   f"{why}; run `textsieve pii {directory}` first")
             for c in cols:
                 kind = c.name[len(PII_PREFIX):]

@@ -5,7 +5,7 @@ The pipeline never re-implements a stage: it fills `AnnotateConfig`, `ExactConfi
 output layout fixes) and calls the stage's `run_*` function, exactly as the CLI does.
 
 Output layout: `OUT/docs/` (extracted documents, when the file has an `extract:` section; annotate
-then reads them), `OUT/attrs/` (annotate shards and the `_dedup_*`, `_dsir_*` sets beside them),
+then reads them), `OUT/attrs/` (annotate shards and the `sets/dedup_*`, `sets/dsir_*` sets beside them),
 `OUT/selected/` (the selection), `OUT/train/` (the mix's training shards), `OUT/pipeline.resolved.yaml`.
 """
 
@@ -77,7 +77,8 @@ def build(cfg: PipelineConfig, name: str, *, progress: bool = True, index: int |
     for f in fields(spec.config):
         if f.name in spec.derived:
             continue
-        kw[f.name] = _get(data, shared[f.name]) if f.name in shared else own[f.name]
+        # a shared key written in the stage's own section overrides it there (`extract.on_error`)
+        kw[f.name] = own[f.name] if f.name in own else _get(data, shared[f.name])
     kw.update(spec.placed(layout(cfg)) | {"progress": progress})
     if "workers" in kw and kw["workers"] is None:
         kw["workers"] = data["workers"]

@@ -15,18 +15,29 @@ section is present, annotate always runs, after extract when there is one):
     read:     {text_field, id_field, lang_field, on_error}
     extract:  {engine, fix_text, format, ...}   (web archives/HTML pages -> OUT/docs, which annotate reads)
     annotate: {signals, lang, models, resources, batch_size, workers}
-    embed:    {model, name, ...}                           (-> OUT/attrs/_embed_MODEL; semantic dedup, DSIR read it)
+    embed:    {model, name, ...}                           (-> OUT/attrs/sets/embed_MODEL; semantic dedup, DSIR read it)
     dedup:    {exact: {normalize, bloom_fp, ...}, fuzzy: {thresholds, bands, verify, keep, ...},
                lines: {normalize, group_shards, bloom_fp, ...}, semantic: {eps, keep, clusters, ...}}
               (semantic needs embeddings: an embed: section, or annotate.signals naming embed)
-    decontaminate: {against: [name=path, ...], fields, ngram, bloom_fp, ...}   (-> OUT/attrs/_decontam)
-    pii:      {types, phone_regions, ...}                  (-> OUT/attrs/_pii; select.redact: [pii] uses it)
-    tokens:   {tokenizer, name, ...}                       (-> OUT/attrs/_tokens_NAME)
+    decontaminate: {against: [name=path, ...], fields, ngram, bloom_fp, ...}   (-> OUT/attrs/sets/decontam)
+    pii:      {types, phone_regions, ...}                  (-> OUT/attrs/sets/pii; select.redact: [pii] uses it)
+    tokens:   {tokenizer, name, ...}                       (-> OUT/attrs/sets/tokens_NAME)
     learn:    [{model}, ...]     (`learn apply`: a learned model over embeddings, n-grams or trees
-              -> OUT/attrs/_learned_NAME, which select's recipe reads for NAME.predict)
+              -> OUT/attrs/sets/learned_NAME, which select's recipe reads for NAME.predict)
     dsir:     [{name, targets, buckets, ngrams, ..., recipe}, ...]   (recipe: fit the raw side on its survivors)
     select:   {recipe and/or dsir, k, tokens, format, redact, ...}  (both: DSIR draws from the survivors)
     mix:      {mix: FILE or {sources: [...], tokens, tokenizer, ...}, seed, format, ...}   (-> OUT/train)
+
+Every key is the name of its setting on the CLI (`--thresholds`) and in Python (`thresholds=`)
+too: the config dataclass's field name (`textsieve.options`; docs/options.md lists them all).
+
+`read:` holds the reading settings of every stage that reads documents (extract's `on_error`,
+annotate's and dedup exact's `text_field`, ...). A stage's own section may repeat one of them to
+override it for that stage only: `extract: {on_error: skip}` skips damaged archive records while
+annotate still stops at a bad record; `read: {on_error: skip}` is both. Why both places: the
+CLI offers `--on-error` on each command, so users write it under the stage's section, while one
+`read:` key keeps stages that must read alike (annotate and dedup exact) from drifting apart. An
+override is kept only where it is written (the resolved file shows it there).
 
 Relative paths are relative to the pipeline file's folder. Errors name the YAML path
 (`dedup.fuzzy.thresholds[1]`), and unknown keys the nearest valid one.
@@ -87,6 +98,7 @@ class Key:
     type: Any
     default: Any = None
     choices: tuple | None = None
+    inherits: str | None = None  # a `read:` key a stage section may override: left out when absent
 
     @property
     def required(self) -> bool:
@@ -99,16 +111,33 @@ def _hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls, {**vars(recipe_mod), **vars(__import__(cls.__module__, fromlist=["_"]))})
 
 
+def read_overrides(spec: Stage) -> dict[str, str]:
+    """{field: `read.` path} of the reading settings a stage's section may override."""
+    return {name: path for name, path in shared_fields(spec).items() if path.startswith(f"{READ}.")}
+
+
 def section_keys(spec: Stage) -> dict[str, Key]:
-    """The YAML keys of a stage's own section, from its dataclass (minus shared/derived fields)."""
+    """The YAML keys of a stage's own section, from its dataclass (minus shared/derived fields),
+    plus the `read:` keys it may override for itself."""
     hints = _hints(spec.config)
     choices = choices_of(spec.config)
+    overrides = read_overrides(spec)
     out = {}
     for f in fields(spec.config):
-        if f.name in shared_fields(spec) or f.name in spec.derived:
+        if f.name in spec.derived or (f.name in shared_fields(spec) and f.name not in overrides):
             continue
-        out[f.name] = Key(spec.types.get(f.name, hints[f.name]), default_of(f), choices.get(f.name))
+        out[f.name] = Key(spec.types.get(f.name, hints[f.name]), default_of(f), choices.get(f.name),
+                          overrides.get(f.name))
     return out
+
+
+def read_settings(data: dict[str, Any], spec: Stage, item: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The `read:` settings as stage `spec` reads with them: `read:` and the overrides in its
+    section (`item`: the section, or the list section's item, when already at hand)."""
+    own = item if item is not None else section_value(data, spec)
+    own = own if isinstance(own, dict) else {}
+    return {**data[READ], **{path[len(READ) + 1:]: own[name] for name, path in read_overrides(spec).items()
+                             if name in own}}
 
 
 def read_keys() -> dict[str, Key]:
@@ -253,6 +282,8 @@ def _walk(doc: Any, sch: dict[str, Any], path: str, errors: list[str], optional_
         present = k in doc
         value = doc.get(k)
         if isinstance(spec, Key):
+            if not present and spec.inherits:
+                continue  # the stage reads `read:`'s value
             if not present:
                 if spec.required:
                     errors.append(f"{sub}: required key missing")

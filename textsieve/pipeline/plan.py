@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from textsieve.pipeline.build import SPECS, build_named, layout
-from textsieve.pipeline.config import PipelineConfig
+from textsieve.pipeline.config import STAGES, PipelineConfig, read_settings
 from textsieve.stages.planning import Corpus, StagePlan, human
 
 __all__ = ["Plan", "StagePlan", "human", "make_plan"]
@@ -48,7 +48,7 @@ def _estimate_docs(cfg: PipelineConfig, shards) -> tuple[int, int, str]:
 
     if not shards:
         return 0, 0, "no input"
-    read = cfg.data["read"]
+    read = read_settings(cfg.data, next(s for s in STAGES if s.always))  # as the always-running stage reads
     opts = ReadOptions(text_field=read["text_field"], id_field=read["id_field"], lang_field=read["lang_field"],
                        on_error="skip")
     reader = ShardReader(shards[0], opts)

@@ -31,6 +31,7 @@ import fsspec
 import yaml
 
 from textsieve._version import __version__
+from textsieve.display import result_display
 from textsieve.io.atomic import atomic_open
 from textsieve.io.identity import input_identities
 from textsieve.pipeline.build import SPECS, build, executor_support, layout
@@ -55,11 +56,16 @@ class StageRecord:
     detail: dict[str, Any] = field(default_factory=dict)
 
 
+@result_display
 @dataclass
 class PipelineResult:
     output: str
     stages: list[StageRecord] = field(default_factory=list)
     seconds: float = 0.0
+
+    def _headline(self) -> str:
+        """Jupyter's caption of a run (`textsieve.display`): each stage and whether it ran."""
+        return ", ".join(f"{s.name} {s.status}" for s in self.stages) + f" in {self.seconds:.1f} s"
 
 
 def input_fingerprints(inputs: list[str], mode: str = "stat") -> list[dict[str, Any]]:

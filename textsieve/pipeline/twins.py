@@ -30,7 +30,8 @@ def cli_field(stage: str, dest: str) -> str | None:
 
 
 def yaml_path(stage: str, name: str) -> str | None:
-    """Where field `name` of stage `stage` lives in the pipeline file (None: derived)."""
+    """Where field `name` of stage `stage` lives in the pipeline file (None: derived). A `read.`
+    key may also be written in the stage's own section, for that stage only (`read_overrides`)."""
     spec = next(s for s in STAGES if s.name == stage)
     if name in spec.derived:
         return None

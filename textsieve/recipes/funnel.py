@@ -15,6 +15,7 @@ batch over the results: decoding span lists in DuckDB list comprehensions costs 
 
 from __future__ import annotations
 
+import html
 import json
 import time
 from collections.abc import Iterable
@@ -50,7 +51,7 @@ class Funnel:
     kept_chars: int
     rules: list[RuleCount] = field(default_factory=list)
     seconds: float = 0.0
-    # real tokens, when the folder has `_tokens_*` sets: {ts_tokens_<name>: {total, kept, estimated}}
+    # real tokens, when the folder has `sets/tokens_*` sets: {ts_tokens_<name>: {total, kept, estimated}}
     tokens: dict[str, dict] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
@@ -80,10 +81,36 @@ class Funnel:
                          f"{r.chars_removed_cumulative:>12,} {pct(r.chars_removed_cumulative, self.total_chars)}")
         lines.append(f"{'kept':<{w}}        {self.kept:>11,} {pct(self.kept, self.total)}  "
                      f"{self.kept_chars:>12,} {pct(self.kept_chars, self.total_chars)}")
+        lines += self._token_lines()
+        return "\n".join(lines)
+
+    def _token_lines(self) -> list[str]:
+        out = []
         for col, t in self.tokens.items():
             est = " (estimated: line rules cut documents)" if t.get("estimated") else ""
-            lines.append(f"tokens kept ({col}): {t['kept']:,} of {t['total']:,} {pct(t['kept'], t['total'])}{est}")
-        return "\n".join(lines)
+            share = f"{100.0 * t['kept'] / t['total']:5.1f}%" if t["total"] else "  -  "
+            out.append(f"tokens kept ({col}): {t['kept']:,} of {t['total']:,} {share}{est}")
+        return out
+
+    def __repr__(self) -> str:
+        """The text table: at the prompt a funnel reads as `select --dry-run` prints it."""
+        return self.table()
+
+    def _repr_html_(self) -> str:
+        """Jupyter's view: the same figures as an HTML table, one row per rule, then `kept`."""
+        from textsieve.display import html_table
+
+        def both(x: int, of: int) -> str:
+            return f"{x:,} ({100.0 * x / of:.1f}%)" if of else f"{x:,}"
+
+        rows = [[r.name, r.kind, r.condition, both(r.removed_alone, self.total),
+                 both(r.chars_removed_alone, self.total_chars), both(r.removed_cumulative, self.total),
+                 both(r.chars_removed_cumulative, self.total_chars)] for r in self.rules]
+        caption = f"recipe {self.recipe}: {self.total:,} documents, {self.total_chars:,} characters"
+        head = ["rule", "kind", "condition", "removed alone: docs", "chars", "cumulative: docs", "chars"]
+        kept = [f"kept: {both(self.kept, self.total)} documents, {both(self.kept_chars, self.total_chars)} characters"]
+        notes = "".join(f"<p>{html.escape(line)}</p>" for line in kept + self._token_lines())
+        return html_table(head, rows, caption, left=(0, 1, 2)) + "\n" + notes
 
 
 def connect(threads: int | None = None, locations: Iterable[str] = ()) -> duckdb.DuckDBPyConnection:
@@ -109,7 +136,7 @@ def compute_funnel(directory: str, recipe: Recipe, threads: int | None = None) -
     t0 = time.perf_counter()
     compiled = compile_recipe(recipe, read_schema(directory))
     funnel = funnel_of(compiled, threads)
-    funnel.tokens = kept_tokens(directory, compiled, threads)  # {} without a `_tokens_*` set
+    funnel.tokens = kept_tokens(directory, compiled, threads)  # {} without a `sets/tokens_*` set
     funnel.seconds = time.perf_counter() - t0
     return funnel
 

@@ -1,6 +1,6 @@
 """Real tokens in the funnel and the report: the corpus's tokens and the tokens a recipe keeps.
 
-Why apart from the funnel query: the counts live in the `_tokens_<name>` sets (`textsieve
+Why apart from the funnel query: the counts live in the `sets/tokens_<name>` sets (`textsieve
 tokens`), which a recipe rarely names, so the funnel's one aggregate query does not join them.
 Here the recipe's survivors (the same `selection_sql` `select` writes from) are looked up in each
 tokens set instead; nothing is computed when the folder has no tokens set.

@@ -10,7 +10,7 @@ condition; a document is kept when every document rule is TRUE. The rule languag
   lang in ["en", "de"]                         membership: in [...] / not in [...] (lang: if a set has it)
   dup_exact_keep                               boolean column (any attribute set under DIR)
   not dup_fuzzy_t80_size > 1                   not, and, or, parentheses
-  ts_dsir_wiki > -3.5                          DSIR log weight column (attribute set _dsir_wiki)
+  ts_dsir_wiki > -3.5                          DSIR log weight column (attribute set sets/dsir_wiki)
   quality.predict > 0.5                        a learned model declared under `models:`
   rps_doc_mean_word_length is null             explicit null tests: is null / is not null
   frac(rps_lines_start_with_bulletpoint == 1) <= 0.9   line-level reductions:
@@ -37,7 +37,7 @@ A bare line-level column in a document rule is an error (it has one score per li
 it. Invalid rules fail with the rule name, the offending column/operator and the valid names.
 
 `redact: [pii]` (beside `rules:`) makes `select` replace spans when it writes the documents, as
-`select --redact pii` does: `pii` puts placeholders over the `_pii` set's spans (`textsieve
+`select --redact pii` does: `pii` puts placeholders over the `sets/pii` set's spans (`textsieve
 pii`), a span column's name (e.g. `ts_contam_spans`) removes its spans.
 """
 
@@ -45,8 +45,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
-import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from importlib import resources
@@ -55,309 +54,29 @@ from typing import Any
 
 import yaml
 
-OPERATORS = ("<", "<=", ">", ">=", "==", "=", "!=", "between", "in", "not in", "is null", "is not null",
-             "and", "or", "not", "+", "-", "*", "/")
-REDUCTIONS = ("sum", "mean", "min", "max", "count", "frac")
-SCALAR_FUNCS = ("abs", "ln", "log1p", "coalesce", "max", "min")  # max/min with 2+ args
-KEYWORDS = ("and", "or", "not", "between", "in", "is", "null", "true", "false")
-LINE_PREFIX = "line:"
+from textsieve.recipes.rule_parser import (
+    KEYWORDS,
+    LINE_PREFIX,
+    OPERATORS,
+    REDUCTIONS,
+    SCALAR_FUNCS,
+    Between,
+    Binary,
+    Call,
+    Col,
+    In,
+    IsNull,
+    Lit,
+    Node,
+    RecipeError,
+    Unary,
+    columns_of,
+    parse_rule,
+)
 
-
-class RecipeError(ValueError):
-    """A recipe or rule that cannot be parsed or does not fit the attribute columns."""
-
-
-# ---------------------------------------------------------------- AST
-
-@dataclass(frozen=True)
-class Lit:
-    value: Any  # float, int, str, bool or None
-
-
-@dataclass(frozen=True)
-class Col:
-    name: str
-
-
-@dataclass(frozen=True)
-class Call:
-    func: str
-    args: tuple[Node, ...]
-
-
-@dataclass(frozen=True)
-class Unary:
-    op: str  # "-" or "not"
-    arg: Node
-
-
-@dataclass(frozen=True)
-class Binary:
-    op: str  # comparison, arithmetic, "and", "or"
-    left: Node
-    right: Node
-
-
-@dataclass(frozen=True)
-class Between:
-    arg: Node
-    low: Node
-    high: Node
-    negated: bool = False
-
-
-@dataclass(frozen=True)
-class In:
-    arg: Node
-    values: tuple[Lit, ...]
-    negated: bool = False
-
-
-@dataclass(frozen=True)
-class IsNull:
-    arg: Node
-    negated: bool = False
-
-
-Node = Lit | Col | Call | Unary | Binary | Between | In | IsNull
-
-# ---------------------------------------------------------------- tokenizer and parser
-
-_TOKEN = re.compile(r"""
-    (?P<ws>\s+)
-  | (?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)
-  | (?P<str>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")
-  | (?P<name>[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*)
-  | (?P<op><=|>=|==|!=|<>|[<>=()\[\],+\-*/])
-""", re.VERBOSE)
-
-
-_ESCAPES = {"\\": "\\", "'": "'", '"': '"', "n": "\n", "t": "\t", "r": "\r", "0": "\0"}
-_ESCAPE = re.compile(r"\\(x[0-9A-Fa-f]{2}|u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|.)", re.S)
-
-
-def _tokenize(text: str, rule: str) -> list[tuple[str, str, int]]:
-    out: list[tuple[str, str, int]] = []
-    pos = 0
-    while pos < len(text):
-        m = _TOKEN.match(text, pos)
-        if not m:
-            raise RecipeError(f"rule {rule!r}: unexpected {text[pos]!r} at position {pos} in {text!r}; "
-                              f"valid operators: {', '.join(OPERATORS)}")
-        kind = m.lastgroup or ""  # every alternative of _TOKEN is a named group
-        tok = m.group()
-        if kind == "name" and tok.lower() in KEYWORDS:
-            kind, tok = "kw", tok.lower()
-        if kind != "ws":
-            out.append((kind, tok, pos))
-        pos = m.end()
-    out.append(("end", "", len(text)))
-    return out
-
-
-class _Parser:
-    """Recursive descent: or > and > not > comparison > additive > multiplicative > unary > atom."""
-
-    def __init__(self, text: str, rule: str):
-        self.text, self.rule = text, rule
-        self.toks = _tokenize(text, rule)
-        self.i = 0
-
-    def fail(self, what: str) -> RecipeError:
-        kind, tok, pos = self.toks[self.i]
-        at = f"{tok!r} at position {pos}" if kind != "end" else "the end"
-        return RecipeError(f"rule {self.rule!r}: {what}, found {at} in {self.text!r}; "
-                           f"valid operators: {', '.join(OPERATORS)}; functions: "
-                           f"{', '.join(REDUCTIONS)} (over line columns), abs, ln, log1p, coalesce")
-
-    def unescape(self, body: str) -> str:
-        """A string literal's value: backslash escapes decoded, every other character kept as
-        written (`'café'` stays café; the old `unicode_escape` round trip turned it into mojibake
-        and failed on `'\\x'` without naming the rule)."""
-
-        def one(m: re.Match[str]) -> str:
-            esc = m.group(1)
-            if esc[0] in "xuU" and len(esc) > 1:
-                code = int(esc[1:], 16)
-                if code <= 0x10FFFF:
-                    return chr(code)
-            elif esc in _ESCAPES:
-                return _ESCAPES[esc]
-            raise RecipeError(f"rule {self.rule!r}: unknown escape \\{esc} in a string literal in {self.text!r}; "
-                              f"valid: {', '.join(chr(92) + e for e in _ESCAPES)}, \\xHH, \\uHHHH, \\UHHHHHHHH")
-
-        return _ESCAPE.sub(one, body)
-
-    def peek(self, *vals: str) -> bool:
-        return self.toks[self.i][1] in vals and self.toks[self.i][0] in ("kw", "op")
-
-    def take(self, *vals: str) -> str:
-        if not self.peek(*vals):
-            raise self.fail(f"expected {' or '.join(repr(v) for v in vals)}")
-        self.i += 1
-        return self.toks[self.i - 1][1]
-
-    def parse(self) -> Node:
-        node = self.or_()
-        if self.toks[self.i][0] != "end":
-            raise self.fail("expected an operator or the end of the rule")
-        return node
-
-    def or_(self) -> Node:
-        node = self.and_()
-        while self.peek("or"):
-            self.i += 1
-            node = Binary("or", node, self.and_())
-        return node
-
-    def and_(self) -> Node:
-        node = self.not_()
-        while self.peek("and"):
-            self.i += 1
-            node = Binary("and", node, self.not_())
-        return node
-
-    def not_(self) -> Node:
-        if self.peek("not"):
-            self.i += 1
-            return Unary("not", self.not_())
-        return self.cmp()
-
-    def cmp(self) -> Node:
-        left = self.add()
-        if self.peek("<", "<=", ">", ">=", "==", "=", "!=", "<>"):
-            op = self.take("<", "<=", ">", ">=", "==", "=", "!=", "<>")
-            op = {"=": "==", "<>": "!="}.get(op, op)
-            return Binary(op, left, self.add())
-        negated = False
-        if self.peek("not"):
-            self.i += 1
-            negated = True
-            if not self.peek("between", "in"):
-                raise self.fail("expected 'between' or 'in' after 'not'")
-        if self.peek("between"):
-            self.i += 1
-            low = self.add()
-            self.take("and")
-            return Between(left, low, self.add(), negated)
-        if self.peek("in"):
-            self.i += 1
-            self.take("[")
-            values = []
-            while True:
-                atom = self.unary()
-                if not isinstance(atom, Lit):
-                    raise self.fail("'in [...]' takes literal values only")
-                values.append(atom)
-                if self.peek("]"):
-                    break
-                self.take(",")
-            self.take("]")
-            return In(left, tuple(values), negated)
-        if self.peek("is"):
-            self.i += 1
-            neg = bool(self.peek("not")) and bool(self.take("not"))
-            self.take("null")
-            return IsNull(left, neg)
-        return left
-
-    def add(self) -> Node:
-        node = self.mul()
-        while self.peek("+", "-"):
-            op = self.take("+", "-")
-            node = Binary(op, node, self.mul())
-        return node
-
-    def mul(self) -> Node:
-        node = self.unary()
-        while self.peek("*", "/"):
-            op = self.take("*", "/")
-            node = Binary(op, node, self.unary())
-        return node
-
-    def unary(self) -> Node:
-        if self.peek("-"):
-            self.i += 1
-            arg = self.unary()
-            if isinstance(arg, Lit) and isinstance(arg.value, (int, float)) and not isinstance(arg.value, bool):
-                return Lit(-arg.value)
-            return Unary("-", arg)
-        return self.atom()
-
-    def atom(self) -> Node:
-        kind, tok, _ = self.toks[self.i]
-        if kind == "num":
-            self.i += 1
-            value: int | float = float(tok) if any(c in tok for c in ".eE") else int(tok)
-            if isinstance(value, float) and not math.isfinite(value):
-                raise RecipeError(f"rule {self.rule!r}: the number {tok} is out of range (a double holds up to "
-                                  f"about 1.8e308) in {self.text!r}")
-            if isinstance(value, int) and not -(2**63) <= value < 2**63:
-                raise RecipeError(f"rule {self.rule!r}: the integer {tok} does not fit in 64 bits; write it as a "
-                                  f"decimal number (e.g. {float(value):.6g}) in {self.text!r}")
-            return Lit(value)
-        if kind == "str":
-            self.i += 1
-            return Lit(self.unescape(tok[1:-1]))
-        if kind == "kw" and tok in ("true", "false", "null"):
-            self.i += 1
-            return Lit({"true": True, "false": False, "null": None}[tok])
-        if kind == "op" and tok == "(":
-            self.i += 1
-            node = self.or_()
-            self.take(")")
-            return node
-        if kind == "name":
-            self.i += 1
-            if self.peek("("):
-                func = tok.lower()
-                if func not in REDUCTIONS + SCALAR_FUNCS:
-                    self.i -= 1
-                    raise self.fail(f"unknown function {tok!r}")
-                self.take("(")
-                args = [self.or_()]
-                while self.peek(","):
-                    self.i += 1
-                    args.append(self.or_())
-                self.take(")")
-                return Call(func, tuple(args))
-            return Col(tok)
-        raise self.fail("expected a column, number, string or '('")
-
-
-def parse_rule(text: str, rule: str = "<rule>") -> Node:
-    """Parse one rule's condition (without any `line:` prefix) into an AST."""
-    if not isinstance(text, str) or not text.strip():
-        raise RecipeError(f"rule {rule!r}: empty or non-string condition {text!r}")
-    return _Parser(text, rule).parse()
-
-
-def columns_of(node: Node) -> list[str]:
-    """Column names a rule mentions, in first-use order."""
-    out: list[str] = []
-
-    def walk(n: Node) -> None:
-        if isinstance(n, Col):
-            if n.name not in out:
-                out.append(n.name)
-        elif isinstance(n, Call):
-            for a in n.args:
-                walk(a)
-        elif isinstance(n, Unary):
-            walk(n.arg)
-        elif isinstance(n, Binary):
-            walk(n.left)
-            walk(n.right)
-        elif isinstance(n, Between):
-            walk(n.arg)
-            walk(n.low)
-            walk(n.high)
-        elif isinstance(n, (In, IsNull)):
-            walk(n.arg)
-
-    walk(node)
-    return out
-
+__all__ = ["KEYWORDS", "LINE_PREFIX", "OPERATORS", "REDUCTIONS", "SCALAR_FUNCS", "Between", "Binary", "Call", "Col",
+           "In", "IsNull", "Lit", "Node", "Recipe", "RecipeError", "Rule", "Unary", "bundled_recipes", "bundled_text",
+           "columns_of", "load_recipe", "parse_rule", "resolve_model_path", "rule_errors"]
 
 # ---------------------------------------------------------------- recipes
 
@@ -389,6 +108,9 @@ class Recipe:
     model_search: dict[str, list[str]] = field(default_factory=dict, compare=False, repr=False)
     # span columns `select` replaces when writing (`redact: [pii]`; see `textsieve.personal_data.redact_plan`)
     redact: list[str] = field(default_factory=list)
+    # rule name -> its line in the YAML the recipe was read from, and that file: where an error points
+    lines: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
+    origin: str | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not self.rules:
@@ -396,21 +118,17 @@ class Recipe:
         if not isinstance(self.redact, (list, tuple)) or not all(isinstance(r, str) and r.strip() for r in self.redact):
             raise RecipeError(f"recipe {self.name!r}: 'redact' must be a list of names, e.g. [pii] or "
                               f"[pii, ts_contam_spans], not {self.redact!r}")
-        seen: set[str] = set()
-        for r in self.rules:
-            if r.name in seen:
-                raise RecipeError(f"recipe {self.name!r}: rule name {r.name!r} used twice")
-            seen.add(r.name)
-            _ = r.node  # parse now (kept): syntax errors surface when the recipe is built
+        _checked_rules(self.name, [(r.name, r) for r in self.rules], self.lines)  # parsed now (and kept)
 
     @classmethod
     def from_rules(cls, rules: dict[str, str] | list[tuple[str, str]], **kw: Any) -> Recipe:
         """Python API: `Recipe.from_rules({"words": "rps_doc_word_count >= 50", "c4": "line: ..."})`."""
         items = rules.items() if isinstance(rules, dict) else rules
-        return cls(rules=[_rule(n, t) for n, t in items], **kw)
+        return cls(rules=_checked_rules(str(kw.get("name", "recipe")), items, {}), **kw)
 
     @classmethod
-    def from_dict(cls, doc: dict[str, Any], name: str = "recipe", base: Path | None = None) -> Recipe:
+    def from_dict(cls, doc: dict[str, Any], name: str = "recipe", base: Path | None = None,
+                  lines: Mapping[str, int] | None = None, origin: str | None = None) -> Recipe:
         if not isinstance(doc, dict):
             raise RecipeError(f"recipe {name!r}: expected a mapping with a 'rules' key")
         unknown = set(doc) - {"name", "description", "rules", "models", "redact"}
@@ -436,17 +154,20 @@ class Recipe:
             if tried:
                 search[str(alias)] = [str(path), *tried]
         redact = doc.get("redact") or []
-        return cls(rules=[_rule(str(n), t) for n, t in items], name=str(doc.get("name", name)),
+        title = str(doc.get("name", name))
+        where = dict(lines or {})
+        return cls(rules=_checked_rules(title, [(str(n), t) for n, t in items], where), name=title,
                    description=str(doc.get("description", "")), models=models, model_search=search,
-                   redact=[redact] if isinstance(redact, str) else redact)
+                   redact=[redact] if isinstance(redact, str) else redact, lines=where, origin=origin)
 
     @classmethod
-    def from_yaml(cls, text: str, name: str = "recipe", base: Path | None = None) -> Recipe:
+    def from_yaml(cls, text: str, name: str = "recipe", base: Path | None = None,
+                  origin: str | None = None) -> Recipe:
         try:
             doc = yaml.safe_load(text)
         except yaml.YAMLError as exc:
             raise RecipeError(f"recipe {name!r} is not valid YAML: {exc}") from None
-        return cls.from_dict(doc, name=name, base=base)
+        return cls.from_dict(doc, name=name, base=base, lines=_rule_lines(text), origin=origin)
 
     @property
     def line_rules(self) -> list[Rule]:
@@ -494,6 +215,82 @@ def _rule(name: str, text: Any) -> Rule:
     return Rule(name, t)
 
 
+def _checked_rules(recipe: str, items: Iterable[tuple[str, Any]], lines: Mapping[str, int]) -> list[Rule]:
+    """The rules of (name, condition text or `Rule`) items, each parsed; every bad one (not a
+    string, a syntax error, a name used twice) is collected and all are raised as one error."""
+    rules: list[Rule] = []
+    problems: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for name, text in items:
+        if name in seen:
+            problems.append((name, f"recipe {recipe!r}: rule name {name!r} used twice"))
+            continue
+        seen.add(name)
+        try:
+            rule = text if isinstance(text, Rule) else _rule(name, text)
+            _ = rule.node  # parse now (kept): syntax errors surface when the recipe is built
+        except RecipeError as exc:
+            problems.append((name, str(exc)))
+            continue
+        rules.append(rule)
+    if problems:
+        raise rule_errors(recipe, problems, lines)
+    return rules
+
+
+#: long tails several rules' messages end with: said once under the list
+_SHARED_TAILS = ("valid names: ", "valid operators: ")
+
+
+def rule_errors(recipe: str, problems: list[tuple[str, str]], lines: Mapping[str, int] | None = None,
+                origin: str | None = None) -> RecipeError:
+    """One error naming every bad rule of a recipe, so fixing a recipe takes one run, not one
+    per typo. `problems`: (rule, message) in recipe order; `lines`: where each rule is in the
+    YAML; `origin`: the file (when no caller names it). One problem: its message, prefixed with
+    its line. Several: "recipe 'r' has N bad rules:" and one line per rule; a tail the messages
+    share (the list of valid names or operators) is said once at the end, not N times."""
+    where = lines or {}
+
+    def at(rule: str) -> str:
+        return f"line {where[rule]}: " if rule in where else ""
+
+    file = f"recipe file {origin}: " if origin else ""
+    if len(problems) == 1:
+        rule, message = problems[0]
+        return RecipeError(f"{file}{at(rule)}{message}", problems)
+    shared = ""
+    for tail in _SHARED_TAILS:
+        ends = {m[m.index(tail):] for _, m in problems if tail in m}
+        if len(ends) == 1 and sum(tail in m for _, m in problems) > 1:
+            shared = ends.pop()
+            break
+    items = "".join(f"\n  - {at(rule)}{m.replace(shared, '').rstrip('; ') if shared else m}" for rule, m in problems)
+    foot = f"\n  {shared}" if shared else ""
+    return RecipeError(f"{file}recipe {recipe!r} has {len(problems)} bad rules:{items}{foot}", problems)
+
+
+def _rule_lines(text: str) -> dict[str, int]:
+    """Rule name -> its line (1-based) in a recipe's YAML text, for error messages; {} when the
+    text has no `rules:` mapping or list of mappings."""
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return {}
+    out: dict[str, int] = {}
+    for key, value in node.value if isinstance(node, yaml.MappingNode) else []:
+        if getattr(key, "value", None) != "rules":
+            continue
+        if isinstance(value, yaml.MappingNode):
+            pairs = list(value.value)
+        elif isinstance(value, yaml.SequenceNode):
+            pairs = [p for item in value.value if isinstance(item, yaml.MappingNode) for p in item.value]
+        else:
+            pairs = []
+        for rule_key, _ in pairs:
+            out.setdefault(str(rule_key.value), rule_key.start_mark.line + 1)
+    return out
+
+
 # ---------------------------------------------------------------- bundled recipes
 
 def _bundled_dir():
@@ -528,7 +325,7 @@ def load_recipe(spec: str | Path) -> Recipe:
         except UnicodeDecodeError as exc:
             raise RecipeError(f"recipe file {p}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
         try:
-            return Recipe.from_yaml(text, name=p.stem, base=p.resolve().parent)
+            return Recipe.from_yaml(text, name=p.stem, base=p.resolve().parent, origin=str(p))
         except RecipeError as exc:  # which file, for a user with several
-            raise RecipeError(f"recipe file {p}: {exc}") from None
+            raise RecipeError(f"recipe file {p}: {exc}", exc.problems) from None
     return Recipe.from_yaml(bundled_text(str(spec)), name=str(spec))

@@ -34,6 +34,7 @@ from textsieve.recipes.language import (
     Rule,
     Unary,
     columns_of,
+    rule_errors,
 )
 from textsieve.recipes.schema import END, Column, Schema, q
 
@@ -344,7 +345,12 @@ class Compiled:
         Schema, models and the line-rule checks are reused; nothing is read or parsed again."""
         if self.recipe is None:
             raise ValueError("with_reduce needs the Compiled of compile_recipe")
-        return _render(self.recipe, self.schema, self.models, self.line_columns, reduce)
+        bad: dict[str, str] = {}
+        compiled = _render(self.recipe, self.schema, self.models, self.line_columns, reduce, bad)
+        if bad:  # the rules compiled once already; only a `reduce` column could break one
+            problems = [(r.name, bad[r.name]) for r in self.recipe.rules if r.name in bad]
+            raise rule_errors(self.recipe.name, problems, self.recipe.lines, self.recipe.origin)
+        return compiled
 
     def line_mask_sql(self, names: list[str]) -> str:
         """Per-document list of line-kept flags for the line rules `names` (all TRUE)."""
@@ -360,33 +366,46 @@ class Compiled:
 
 def compile_recipe(recipe: Recipe, schema: Schema, models: dict[str, SqlModel] | None = None,
                    reduce: Callable[[Call], str | None] | None = None) -> Compiled:
-    """Check every rule against `schema` and translate it. Raises RecipeError naming the rule.
+    """Check every rule against `schema` and translate it. Raises one RecipeError naming every
+    bad rule (`language.rule_errors`), not only the first.
 
     `reduce`, if given, is asked for every (checked) line reduction such as `frac(...)`; when it
     returns a column name, the reduction compiles to that column of `a` instead of a DuckDB
     list comprehension (the funnel precomputes such columns in NumPy, see `lines_numpy`)."""
     models = models if models is not None else load_models(recipe)
-    return _render(recipe, schema, models, _line_columns(recipe, schema, models), reduce)
+    bad: dict[str, str] = {}
+    compiled = _render(recipe, schema, models, _line_columns(recipe, schema, models, bad), reduce, bad)
+    if bad:
+        problems = [(r.name, bad[r.name]) for r in recipe.rules if r.name in bad]
+        raise rule_errors(recipe.name, problems, recipe.lines, recipe.origin)
+    return compiled
 
 
-def _line_columns(recipe: Recipe, schema: Schema, models: dict[str, SqlModel]) -> list[str]:
+def _line_columns(recipe: Recipe, schema: Schema, models: dict[str, SqlModel], bad: dict[str, str]) -> list[str]:
     """Check the line rules (known columns, at least one line column each) and return every
-    line column they use, in order: one iteration zips them for all line rules."""
+    line column the good ones use, in order: one iteration zips them for all line rules. A bad
+    rule's message goes into `bad`."""
     line_cols: list[str] = []
     for rule in recipe.line_rules:
-        _Compiler(schema, rule, models).check_known(rule.node)
-        used = [n for n in columns_of(rule.node) if schema.columns.get(n) and schema.columns[n].kind == "line"]
-        if not used:
-            raise _Compiler(schema, rule, models).fail(
-                "a 'line:' rule must use a line-level column; line-level columns: "
-                + ", ".join(n for n, v in sorted(schema.columns.items()) if v.kind == "line"))
+        try:
+            _Compiler(schema, rule, models).check_known(rule.node)
+            used = [n for n in columns_of(rule.node) if schema.columns.get(n) and schema.columns[n].kind == "line"]
+            if not used:
+                raise _Compiler(schema, rule, models).fail(
+                    "a 'line:' rule must use a line-level column; line-level columns: "
+                    + (", ".join(n for n, v in sorted(schema.columns.items()) if v.kind == "line")
+                       or "none in this folder (annotate line-level signals first)"))
+        except RecipeError as exc:
+            bad[rule.name] = str(exc)
+            continue
         line_cols += [n for n in used if n not in line_cols]
     return line_cols
 
 
 def _render(recipe: Recipe, schema: Schema, models: dict[str, SqlModel], line_cols: list[str],
-            reduce: Callable[[Call], str | None] | None) -> Compiled:
-    """Translate every rule (checking its types); see `compile_recipe`."""
+            reduce: Callable[[Call], str | None] | None, bad: dict[str, str]) -> Compiled:
+    """Translate every rule (checking its types); see `compile_recipe`. Rules already in `bad`
+    are passed over, and each newly failing one is added to it."""
     doc: dict[str, str] = {}
     line: dict[str, str] = {}
     relations = {"a"}
@@ -397,15 +416,17 @@ def _render(recipe: Recipe, schema: Schema, models: dict[str, SqlModel], line_co
         source, env = _Compiler(schema, recipe.line_rules[0], models).iterate(line_cols)
         relations |= {schema.columns[n].alias for n in line_cols}
     for rule in recipe.rules:
+        if rule.name in bad:
+            continue
         c = _Compiler(schema, rule, models, reduce)
-        node = rule.node
-        if rule.line:
-            sql, t = c.expr(node, env)
-        else:
-            sql, t = c.expr(node, None)
-        if t not in ("bool", "null"):
-            raise c.fail("the rule is a value, not a condition; compare it, e.g. "
-                         f"'{rule.text} > 0'" + (" (boolean columns can be used bare)" if t != "bool" else ""))
+        try:
+            sql, t = c.expr(rule.node, env if rule.line else None)
+            if t not in ("bool", "null"):
+                raise c.fail("the rule is a value, not a condition; compare it, e.g. "
+                             f"'{rule.text} > 0'" + (" (boolean columns can be used bare)" if t != "bool" else ""))
+        except RecipeError as exc:
+            bad[rule.name] = str(exc)
+            continue
         (line if rule.line else doc)[rule.name] = sql
         relations |= c.used
         reads[rule.name] = frozenset(c.reads)

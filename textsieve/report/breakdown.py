@@ -8,6 +8,11 @@ Where the values come from, cheapest first:
   records, only the (shard, row) pointer back to them, so a record field is only in the source.
   Only the values are kept (a few bytes per document), and both breakdowns share one pass.
 
+Whether the documents have the field is decided over every shard (`_record_fields`: each
+Parquet source's whole schema, the first `SAMPLE_RECORDS` records of every other source), not
+the first record of the first shard: a folder whose first input lacks `source` while the
+others have it gets its per-source view, the documents without one under "(no value)".
+
 The language comes from `ts_lang` when annotate computed it, else from the field annotate read
 languages from (`--lang-field`); without either there is no language view.
 """
@@ -72,38 +77,59 @@ class _Source:
     join: str = ""
 
 
-def _first_record(ann: str) -> tuple[dict, dict, str | None]:
-    """(annotate footer metadata, first source record, why the source cannot be read or None)
-    of the first annotate shard."""
-    fs, paths = attribute_shards(ann)
-    meta = read_shard_meta(fs, paths[0])
-    if "source_shard" not in meta:
-        return meta, {}, f"{paths[0]} records no source shard"
-    try:
-        trusted(meta, fs, paths[0])  # a source outside the recorded inputs is not read
-        if meta["source_shard"].get("format") == "parquet":
-            import pyarrow.parquet as pq
+SAMPLE_RECORDS = 50  # records per non-Parquet source shard looked at for the fields they have
 
-            with _open(meta["source_shard"]["path"]) as fh:
-                names = pq.ParquetFile(fh).schema_arrow.names
-            return meta, {n: None for n in names}, None
-        for doc in source_documents(meta):
-            return meta, doc.meta, None
-    except (OSError, TextsieveError) as exc:  # moved or deleted sources: the attribute views still work
-        return meta, {}, str(exc)
-    return meta, {}, None
+
+@dataclass
+class _Fields:
+    """What the documents' records hold, over every shard: Parquet sources' column names, and a
+    few records of each other source; `unreadable`: why some source cannot be re-read."""
+
+    meta: dict  # the first annotate shard's footer (its read options)
+    columns: set[str] = field(default_factory=set)
+    records: list[dict] = field(default_factory=list)
+    unreadable: str | None = None
+
+    def has(self, name: str) -> bool:
+        if name in self.columns or name.split(".", 1)[0] in self.columns:
+            return True
+        path = FieldPath(name)
+        return any(path.get(r) is not MISSING for r in self.records)
+
+    def names(self) -> list[str]:
+        return sorted(self.columns | {k for r in self.records for k in r})
+
+
+def _record_fields(ann: str) -> _Fields:
+    """The fields of every annotate shard's source (see the module doc); a shard whose source
+    cannot be read makes the record views unavailable (`unreadable`), as re-reading needs all."""
+    import itertools
+
+    fs, paths = attribute_shards(ann)
+    out = _Fields(read_shard_meta(fs, paths[0]))
+    for path in paths:
+        meta = out.meta if path == paths[0] else read_shard_meta(fs, path)
+        if "source_shard" not in meta:
+            out.unreadable = out.unreadable or f"{path} records no source shard"
+            continue
+        try:
+            trusted(meta, fs, path)  # a source outside the recorded inputs is not read
+            if meta["source_shard"].get("format") == "parquet":
+                import pyarrow.parquet as pq
+
+                with _open(meta["source_shard"]["path"]) as fh:
+                    out.columns |= set(pq.ParquetFile(fh).schema_arrow.names)
+                continue
+            out.records += [doc.meta for doc in itertools.islice(source_documents(meta), SAMPLE_RECORDS)]
+        except (OSError, TextsieveError) as exc:  # moved or deleted sources: the attribute views still work
+            out.unreadable = out.unreadable or str(exc)
+    return out
 
 
 def _open(path: str) -> Any:
     import fsspec
 
     return fsspec.open(path, "rb").open()
-
-
-def _has_field(record: dict, name: str) -> bool:
-    if record and all(v is None for v in record.values()):  # Parquet: only column names are known
-        return name in record or name.split(".", 1)[0] in record
-    return FieldPath(name).get(record) is not MISSING
 
 
 def _label(v: Any) -> str | None:
@@ -194,7 +220,8 @@ def _parquet_values(meta: dict, rel: str, fields: list[str], lang: bool, cols: d
 
 def _plan(ann: str, schema: Schema, by: str | None) -> tuple[_Source | None, _Source | None, str | None]:
     """Where the by-field and the language come from, and a note when the default field is absent."""
-    meta, first, unreadable = _first_record(ann)
+    fields = _record_fields(ann)
+    meta, unreadable = fields.meta, fields.unreadable
     want = by or DEFAULT_BY
     by_src = note = None
     if want in schema.columns:
@@ -204,12 +231,12 @@ def _plan(ann: str, schema: Schema, by: str | None) -> tuple[_Source | None, _So
                              f"({unreadable})")
     elif unreadable:
         note = f"No per-source view: the source records cannot be re-read ({unreadable})."
-    elif _has_field(first, want):
+    elif fields.has(want):
         by_src = _Source(want, "source records", f"{TABLE}.{q(want)}")
     elif by:
-        keys = ", ".join(sorted(first)) or "none"
+        keys = ", ".join(fields.names()) or "none"
         raise BreakdownError(f"report: --by {by}: not an attribute column and not a field of the documents "
-                             f"(the first record has: {keys})")
+                             f"(their records have: {keys})")
     else:
         note = (f"No per-source view: the documents have no `{DEFAULT_BY}` field and no attribute column of that "
                 f"name; pass --by FIELD to break the funnel down by another field.")

@@ -10,7 +10,6 @@ breakdowns, the derived histograms and the examples all work from that one `Comp
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -19,7 +18,8 @@ from typing import Any
 import duckdb
 import fsspec
 
-from textsieve.io.attributes import SCORE_SUFFIX, attribute_sets
+from textsieve.io.attributes import SCORE_SUFFIX, attribute_set_dir, attribute_sets
+from textsieve.io.publish import ANNOTATE_JSON, SELECTION_JSON, holds, summary_of
 from textsieve.io.texts import annotated_texts
 from textsieve.recipes.funnel import Funnel, connect, funnel_of, schema_files
 from textsieve.recipes.funnel_tokens import kept_tokens, token_totals
@@ -135,9 +135,11 @@ class ReportData:
     breakdowns: list = field(default_factory=list)  # report.breakdown.Breakdown: per source, per language
     dedup_exact_sets: dict[str, dict] = field(default_factory=dict)  # every `dedup exact` set: its summary
     extraction: dict | None = None  # the `extract.json` of the run the documents came from (report.extraction)
-    tokens: dict[str, dict] = field(default_factory=dict)  # `_tokens_*` sets: {ts_tokens_<name>: {total, tokenizer}}
-    embeddings: list = field(default_factory=list)  # report.embeddings.EmbeddingView per `_embed_*` set
-    dedup_semantic: dict | None = None  # `_dedup_semantic/summary.json` (report.embeddings)
+    tokens: dict[str, dict] = field(default_factory=dict)  # `sets/tokens_*`: {ts_tokens_<name>: {total, tokenizer}}
+    embeddings: list = field(default_factory=list)  # report.embeddings.EmbeddingView per `sets/embed_*` set
+    dedup_semantic: dict | None = None  # `sets/dedup_semantic/summary.json` (report.embeddings)
+    # decontamination, personal data, line dedup and tokens sections (report.training_sets)
+    training_sets: list = field(default_factory=list)
 
 
 # ---------------------------------------------------------------- locating the run
@@ -152,12 +154,20 @@ def _is_file(location: str) -> bool:
     return fs.isfile(path)
 
 
-def _subfolders_with(location: str, name: str) -> list[str]:
-    """The sub-folders of `location` that hold a file `name`, sorted, in the user's form."""
+def _holds(location: str, rel: str) -> bool:
+    """Whether the folder `location` holds bookkeeping file `rel` (an older layout is moved first)."""
+
+    fs, path = fsspec.core.url_to_fs(location)
+    return holds(fs, path, rel)
+
+
+def _subfolders_with(location: str, rel: str) -> list[str]:
+    """The sub-folders of `location` that hold bookkeeping file `rel`, sorted, in the user's form."""
     fs, root = fsspec.core.url_to_fs(location)
     root = root.rstrip("/")
-    found = (p[len(root) + 1:].rsplit("/", 1)[0] for p in fs.glob(f"{root}/*/{name}"))
-    return sorted(_child(location, sub) for sub in found)
+    subs = {p.rstrip("/").rsplit("/", 1)[-1] for p in fs.ls(root, detail=False) if fs.isdir(p)}
+    subs = {s for s in subs if not s.startswith(".")}  # bookkeeping, staging: never an output folder
+    return sorted(_child(location, sub) for sub in subs if _holds(_child(location, sub), rel))
 
 
 def read_text(location: str) -> str:
@@ -173,22 +183,22 @@ def locate(run_dir: str, selection: str | None = None) -> tuple[str, str | None,
     fs, path = fsspec.core.url_to_fs(run_dir)
     if not fs.isdir(path):
         raise FileNotFoundError(f"report: {run_dir} is not a folder")
-    if _is_file(_child(run_dir, "annotate.json")):
+    if _holds(run_dir, ANNOTATE_JSON):
         ann = run_dir
     else:
-        found = _subfolders_with(run_dir, "annotate.json")
+        found = _subfolders_with(run_dir, ANNOTATE_JSON)
         if not found:
-            raise FileNotFoundError(f"report: {run_dir} has no annotate.json (neither an annotate output folder "
-                                    f"nor a `textsieve run` folder with attrs/annotate.json)")
-        ann = _child(run_dir, "attrs") if _is_file(_child(run_dir, "attrs/annotate.json")) else found[0]
+            raise FileNotFoundError(f"report: {run_dir} is neither an annotate output folder (no {ANNOTATE_JSON}) "
+                                    "nor a `textsieve run` folder with an annotate output in attrs/")
+        ann = _child(run_dir, "attrs") if _child(run_dir, "attrs") in found else found[0]
     sel = None
     if selection:
-        if not _is_file(_child(selection, "selection.json")):
-            raise FileNotFoundError(f"report: --selection {selection}: no selection.json there")
+        if not _holds(selection, SELECTION_JSON):
+            raise FileNotFoundError(f"report: --selection {selection}: not a select output (no {SELECTION_JSON})")
         sel = selection
     else:
-        cands = _subfolders_with(run_dir, "selection.json")
-        if _is_file(_child(run_dir, "selected/selection.json")):
+        cands = _subfolders_with(run_dir, SELECTION_JSON)
+        if _child(run_dir, "selected") in cands:
             sel = _child(run_dir, "selected")
         elif cands:
             sel = cands[0]
@@ -416,7 +426,7 @@ def collect(run_dir: str, recipe_spec: str | None = None, selection_dir: str | N
     """Every figure the report shows. `by`: the field the funnel is broken down by (default
     `source`, when the documents or the attributes have it; see `report.breakdown`)."""
     ann, sel_dir, pipe = locate(run_dir, selection_dir)
-    selection = json.loads(read_text(_child(sel_dir, "selection.json"))) if sel_dir else None
+    selection = summary_of(sel_dir, SELECTION_JSON) if sel_dir else None
     recipe = resolve_recipe(recipe_spec, selection)
     schema = read_schema(ann)
     con = connect(threads, schema_files(schema))  # reads fsspec URLs (memory://, s3://) too
@@ -462,8 +472,7 @@ def collect(run_dir: str, recipe_spec: str | None = None, selection_dir: str | N
                                      cuts.get(wcol, []), group="dsir"))
 
     def summary(set_name: str) -> dict | None:
-        p = _child(ann, f"_{set_name}/summary.json")
-        return json.loads(read_text(p)) if _is_file(p) else None
+        return summary_of(attribute_set_dir(ann, set_name))
 
     # every `dedup exact` set: one per result-changing setting (`stages.dedup_exact.exact_names`)
     exact_sets = {n: s for n in sets if n == "dedup_exact" or n.startswith("dedup_exact_") if (s := summary(n))}
@@ -481,7 +490,7 @@ def collect(run_dir: str, recipe_spec: str | None = None, selection_dir: str | N
     funnel = ex = None
     if recipe is not None and compiled is not None:
         funnel = funnel_of(compiled, threads)
-        funnel.tokens = kept_tokens(ann, compiled, threads)  # {} without a `_tokens_*` set
+        funnel.tokens = kept_tokens(ann, compiled, threads)  # {} without a `sets/tokens_*` set
         ex = rule_examples(con, schema, recipe, compiled, examples)
     else:
         notes.append("No recipe: give --recipe NAME|PATH (or a select output folder) to see thresholds, "
@@ -489,13 +498,15 @@ def collect(run_dir: str, recipe_spec: str | None = None, selection_dir: str | N
     from textsieve.report.breakdown import breakdowns
     from textsieve.report.embeddings import embedding_views, semantic_summary
     from textsieve.report.extraction import extraction_summary
+    from textsieve.report.training_sets import set_sections
 
     views, view_notes = breakdowns(con, ann, schema, compiled, by)
-    embeds = embedding_views(ann, compiled, con, recipe.name if recipe else None)  # [] without `_embed_*`
+    embeds = embedding_views(ann, compiled, con, recipe.name if recipe else None)  # [] without `sets/embed_*`
+    totals = token_totals(ann, sets)
+    extra = set_sections(con, ann, schema, totals, funnel.tokens if funnel else {}, int(chars))
     return ReportData(run_dir, ann, int(docs), int(chars), recipe, funnel, signals, derived, dsir, fuzzy, exact,
                       sizes, ex or [], selection, read_text(pipe) if pipe else None, sets, notes + view_notes,
-                      views, exact_sets, extraction_summary(ann), token_totals(ann, sets), embeds,
-                      semantic_summary(ann))
+                      views, exact_sets, extraction_summary(ann), totals, embeds, semantic_summary(ann), extra)
 
 
 __all__ = ["collect", "locate", "comparisons", "histogram", "Threshold", "Histogram", "Quantity", "ReportData",

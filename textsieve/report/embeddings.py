@@ -17,14 +17,13 @@ What is drawn, per embedding model in the folder:
   / dropped by the recipe (its survivors: every document rule passes and a line is left).
 Points are drawn in a seeded shuffled order, so no source is always painted on top.
 
-The semantic section reads `_dedup_semantic/summary.json` only (no text): per eps the cluster
+The semantic section reads `sets/dedup_semantic/summary.json` only (no text): per eps the cluster
 counts and the largest clusters with their members' first lines and similarity. Its shape
 mirrors fuzzy dedup's summary (see `stages.dedup_semantic`); missing keys are tolerated.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from html import escape
 from typing import Any
@@ -32,6 +31,7 @@ from typing import Any
 import fsspec
 import numpy as np
 
+from textsieve.io.publish import summary_of
 from textsieve.report.charts import fmt
 
 SAMPLE = 2000  # documents drawn per embedding model
@@ -65,13 +65,9 @@ class EmbeddingView:
 
 # ---------------------------------------------------------------- collecting
 
-def _json(location: str) -> dict | None:
-    try:
-        with fsspec.open(location, "rb") as fh:
-            value = json.loads(fh.read())
-    except (OSError, ValueError):
-        return None
-    return value if isinstance(value, dict) else None
+def _json(set_dir: str) -> dict | None:
+    """The summary.json of the attribute set at `set_dir`, or None."""
+    return summary_of(set_dir)
 
 
 def project(matrix: np.ndarray) -> tuple[np.ndarray, tuple[float, float]]:
@@ -171,7 +167,7 @@ def embedding_views(directory: str, compiled: Any = None, con: Any = None, recip
 
     out = []
     for model in embedding_models(directory):
-        info = _json(f"{attribute_set_dir(directory, set_name(model))}/summary.json") or {}
+        info = _json(attribute_set_dir(directory, set_name(model))) or {}
         ids, shards, rows, matrix, total = _sample(directory, model, sample, seed)
         xy, explained = project(matrix)
         order = [int(i) for i in np.random.default_rng(seed + 1).permutation(len(ids))]
@@ -184,10 +180,10 @@ def embedding_views(directory: str, compiled: Any = None, con: Any = None, recip
 
 
 def semantic_summary(directory: str) -> dict | None:
-    """`_dedup_semantic/summary.json` of the annotate folder, or None."""
+    """The `sets/dedup_semantic` set's summary.json of the annotate folder, or None."""
     from textsieve.io.attributes import attribute_set_dir
 
-    return _json(f"{attribute_set_dir(directory, 'dedup_semantic')}/summary.json")
+    return _json(attribute_set_dir(directory, "dedup_semantic"))
 
 
 # ---------------------------------------------------------------- drawing
@@ -328,7 +324,7 @@ def _member(m: dict) -> str:
 
 
 def semantic_section(summary: dict | None) -> str:
-    """The "Semantic duplicates" section ("" without a `_dedup_semantic` set)."""
+    """The "Semantic duplicates" section ("" without a `sets/dedup_semantic` set)."""
     if not summary:
         return ""
     per = _per_eps(summary)

@@ -8,12 +8,10 @@ the first lines of their raw markup, so a reader sees at a glance what the engin
 
 from __future__ import annotations
 
-import json
 from html import escape
 from typing import Any
 
-import fsspec
-
+from textsieve.io.publish import EXTRACT_JSON, PublishError, summary_of
 from textsieve.report.charts import count_bars_svg
 
 
@@ -25,11 +23,10 @@ def extraction_summary(annotate_dir: str) -> dict[str, Any] | None:
     roots = (summary.get("input_roots") or []) if summary else []
     for root in roots:
         try:
-            with fsspec.open(f"{str(root).rstrip('/')}/extract.json", "rb") as fh:
-                value = json.loads(fh.read())
-        except (OSError, ValueError):
+            value = summary_of(str(root), EXTRACT_JSON)
+        except PublishError:
             continue
-        if isinstance(value, dict) and value.get("stage") == "extract":
+        if value is not None and value.get("stage") == "extract":
             value["root"] = str(root)
             return value
     return None

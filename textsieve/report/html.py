@@ -17,6 +17,7 @@ from textsieve.report.collect import Example, Histogram, Quantity, ReportData
 from textsieve.report.embeddings import embedding_links, embeddings_section, semantic_section
 from textsieve.report.extraction import extraction_section
 from textsieve.report.html_views import breakdown_links, breakdown_sections, distinct_clusters
+from textsieve.report.training_sets import render_sections, section_links
 
 TEXT_CHARS = 700
 LINE_CHARS = 160
@@ -32,7 +33,7 @@ main{flex:1;min-width:0;padding:10px 32px 60px}section{background:#fff;border:1p
 h2{margin:0 0 12px;font-size:19px}h3{margin:18px 0 8px;font-size:15px}.muted{color:var(--muted)}code{font:12px ui-monospace,Menlo,Consolas,monospace;background:#f1f3f5;padding:1px 4px;border-radius:3px}
 .cards{display:flex;flex-wrap:wrap;gap:12px}.card{flex:1 1 150px;border:1px solid var(--line);border-radius:8px;padding:10px 14px;background:#fbfcfd}
 .card .v{font-size:22px;font-weight:600}.card .k{color:var(--muted);font-size:12px;text-transform:uppercase;letter-spacing:.04em}
-table{border-collapse:collapse;width:100%;font-size:13px}.tw{overflow-x:auto}td code.cond{font-size:11px;white-space:normal}th,td{padding:5px 8px;border-bottom:1px solid var(--line);text-align:left;vertical-align:top}
+table{border-collapse:collapse;width:100%;font-size:13px}.tw{overflow-x:auto}td code.cond{font-size:11px;white-space:normal;overflow-wrap:anywhere}th,td{padding:5px 8px;border-bottom:1px solid var(--line);text-align:left;vertical-align:top}
 th{background:#f5f7f9;font-weight:600}td.n,th.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 .grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(440px,1fr));gap:14px}
 figure{margin:0;border:1px solid var(--line);border-radius:8px;padding:10px 10px 6px;background:#fff}figcaption{font-size:12px;color:var(--muted);margin-top:2px}
@@ -49,6 +50,8 @@ svg .tlabel{font-size:10px;fill:#d62728;font-weight:600}svg .flabel{font-size:12
 .bar{height:8px;background:var(--accent);border-radius:2px;display:inline-block;vertical-align:middle}
 .note{background:#fff8e1;border:1px solid #f3e0a2;border-radius:6px;padding:8px 12px;margin:10px 0}
 details summary{cursor:pointer;color:var(--accent)}
+table.views th.rule{white-space:normal;overflow-wrap:anywhere;min-width:4.5em;font-size:12px}table.views td.v{overflow-wrap:anywhere;min-width:7em}
+table.views td.n,table.views th.n{padding-left:4px;padding-right:4px}.tw{max-width:100%}
 """
 
 JS_HEAD = """<script>
@@ -334,8 +337,8 @@ def _nav(d: ReportData) -> str:
     links.append(("doc-signals", "Document-level", 2))
     if any(q.unit == "lines" for q in d.signals):
         links.append(("line-signals", "Line-level", 2))
-    links += [("dedup", "Deduplication", 1), *embedding_links(d.embeddings, d.dedup_semantic),
-              ("dsir", "DSIR weights", 1)]
+    links += [("dedup", "Deduplication", 1), *section_links(d.training_sets),
+              *embedding_links(d.embeddings, d.dedup_semantic), ("dsir", "DSIR weights", 1)]
     if d.examples:
         links.append(("examples", "Examples per rule", 1))
         links += [(f"ex-{_slug(r.rule)}", r.rule, 2) for r in d.examples]
@@ -349,5 +352,5 @@ def render(d: ReportData) -> str:
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" '
             f'content="width=device-width, initial-scale=1"><title>{escape(title)}</title>{JS_HEAD}<style>{CSS}</style>'
             f'</head><body><header><h1>{escape(title)}</h1><div class="sub">{sub}</div></header><div class="wrap">'
-            f'{_nav(d)}<main>{_overview(d)}{extraction_section(d.extraction)}{_funnel(d)}{breakdown_sections(d)}{_signals(d)}{_dedup(d)}{embeddings_section(d.embeddings)}{semantic_section(d.dedup_semantic)}{_dsir(d)}{_examples(d)}</main></div>'
+            f'{_nav(d)}<main>{_overview(d)}{extraction_section(d.extraction)}{_funnel(d)}{breakdown_sections(d)}{_signals(d)}{_dedup(d)}{render_sections(d.training_sets, _figure, _cards)}{embeddings_section(d.embeddings)}{semantic_section(d.dedup_semantic)}{_dsir(d)}{_examples(d)}</main></div>'
             f'{JS_TAIL}</body></html>')

@@ -42,11 +42,11 @@ def breakdown_sections(d: Any) -> str:
             figs.append(f'<figure><div class="t">what the recipe keeps per {what}</div>'
                         f'{stacked_share_svg(rows, b.rules, f"{name}-funnel")}</figure>')
         head = ("<tr><th>value</th><th class='n'>documents</th><th class='n'>% of corpus</th>"
-                + "".join(f"<th class='n'>−{escape(r)}</th>" for r in b.rules)
+                + "".join(f"<th class='n rule'>−{escape(r)}</th>" for r in b.rules)
                 + "<th class='n'>kept</th><th class='n'>% kept</th><th class='n'>chars kept</th></tr>")
         total = sum(r.documents for r in b.rows)
         body = "".join(
-            f"<tr><td>{escape(r.value)}</td><td class='n'>{r.documents:,}</td>"
+            f"<tr><td class='v'>{escape(r.value)}</td><td class='n'>{r.documents:,}</td>"
             f"<td class='n'>{_pct(r.documents, total)}</td>"
             + "".join(f"<td class='n'>{n:,}</td>" for n in r.removed)
             + f"<td class='n'>{r.kept:,}</td><td class='n'>{_pct(r.kept, r.documents)}</td>"
@@ -55,7 +55,7 @@ def breakdown_sections(d: Any) -> str:
                                                 "(after the rules left of it)." if b.rules else
                                                 "Give a recipe to see what it keeps per value."))
         out.append(f'<section id="{name}"><h2>By {what}</h2><p class="muted">{intro}</p><div class="grid">'
-                   f'{"".join(figs)}</div><div class="tw"><table>{head}{body}</table></div></section>')
+                   f'{"".join(figs)}</div><div class="tw"><table class="views">{head}{body}</table></div></section>')
     return "".join(out)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+
 from textsieve.signals.registry import REGISTRY, builtin_signals
 
 MINHASH = "minhash"  # RPv2-compatible signatures (SHA-1, spec §7)
@@ -17,6 +19,15 @@ def groups() -> dict[str, list[str]]:
         out.setdefault(sig.group, []).append(sig.name)
     out["rpv2"] = [name for name in builtin_signals() if name.startswith("rps_")]
     return out
+
+
+def did_you_mean(name: str, valid: list[str]) -> str:
+    """` (did you mean 'X'?)` for the valid name nearest `name`, or "": the list after it names
+    all 30-odd signals, and a typo (`rps_doc_word_cnt`) should not make the reader search it."""
+    close = difflib.get_close_matches(name, valid, n=1, cutoff=0.6)
+    if not close:  # `word_count` for `rps_doc_word_count`: the name without RPv2's prefix
+        close = [v for v in valid if v.endswith(f"_{name}")][:1]
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def select_signals(spec: str | list[str] | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -47,6 +58,7 @@ def select_signals(spec: str | list[str] | None) -> tuple[tuple[str, ...], tuple
             chosen.add(item)
         else:
             valid_groups = ", ".join(sorted([*grp, *MINHASH_MODES, ALL]))
-            raise ValueError(f"unknown signal or group {item!r}. Groups: {valid_groups}. "
+            hint = did_you_mean(item, [*REGISTRY, *grp, *MINHASH_MODES, ALL])
+            raise ValueError(f"unknown signal or group {item!r}{hint}. Groups: {valid_groups}. "
                              f"Signals: {', '.join(REGISTRY)} (see `textsieve signals`).")
     return tuple(name for name in REGISTRY if name in chosen), tuple(m for m in ("rpv2", "fast") if m in modes)

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 import fsspec
 
-from textsieve.io.attributes import attribute_set_dir, attribute_sets, attribute_shards
+from textsieve.io.attributes import attribute_set_dir, attribute_sets, attribute_shards, shard_rel
 from textsieve.io.identity import input_identities
-from textsieve.io.publish import content_key, read_bookkeeping, read_manifest
+from textsieve.io.publish import SUMMARY, content_key, read_bookkeeping, read_manifest
 from textsieve.recipes.language import Recipe, RecipeError, load_recipe
 
 if TYPE_CHECKING:
@@ -82,24 +82,24 @@ class Layout:
         return content_key(fs, root)
 
     def annotated_rels(self) -> tuple[Any, list[str]]:
-        """The file system and every annotate shard's path relative to OUT/attrs: each later
-        stage writes one file per annotate shard."""
+        """The file system and every annotate shard's rel name (`io.attributes.shard_rel`): each
+        later stage writes one file of that name per annotate shard into its set."""
         fs, paths = attribute_shards(self.attrs)
         root = fsspec.core.url_to_fs(self.attrs)[1].rstrip("/")
-        return fs, [p[len(root) + 1:] for p in paths]
+        return fs, [shard_rel(root, p) for p in paths]
 
     def set_complete(self, set_name: str, summary: bool = True) -> bool:
         """Does attribute set `set_name` have one file per annotate shard (and its summary.json)?"""
         fs, rels = self.annotated_rels()
         set_root = fsspec.core.url_to_fs(attribute_set_dir(self.attrs, set_name))[1].rstrip("/")
         manifest = read_manifest(fs, set_root)  # published as one unit: the manifest lists it all or is absent
-        return manifest is not None and (not summary or "summary.json" in manifest.files) and all(
+        return manifest is not None and (not summary or SUMMARY in manifest.files) and all(
             r in manifest.files for r in rels)
 
     def set_summary(self, set_name: str) -> dict[str, Any]:
         """An attribute set's summary.json (OSError or ValueError when it is missing or unreadable)."""
         fs, root = fsspec.core.url_to_fs(attribute_set_dir(self.attrs, set_name))
-        return json.loads(read_bookkeeping(fs, root.rstrip("/"), "summary.json"))  # checked against the manifest
+        return json.loads(read_bookkeeping(fs, root.rstrip("/"), SUMMARY))  # checked against the manifest
 
     def sets_now(self, prefix: str = "", skip: tuple[str, ...] = ()) -> list[Any]:
         """The content keys of OUT/attrs' attribute sets named `prefix*` (less those starting

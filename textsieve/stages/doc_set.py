@@ -32,12 +32,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from textsieve._version import __version__
+from textsieve.display import result_display
 from textsieve.errors import TextsieveError
 from textsieve.exec.progress import Progress
-from textsieve.io.attributes import attribute_shards, open_set, set_place
+from textsieve.io.attributes import attribute_shards, open_set, set_place, shard_rel
 from textsieve.io.locations import pool_workers, source_locations
 from textsieve.io.parquet_read import read_table
-from textsieve.io.publish import Publication, content_key, read_manifest, settings_diff
+from textsieve.io.publish import ANNOTATE_JSON, Publication, content_key, holds, settings_diff
 from textsieve.stages.dedup.exact import DocSource
 from textsieve.stages.dedup.exact_out import write_tables
 
@@ -64,8 +65,9 @@ class DocSetJob:
     schema: pa.Schema  # the computed columns (id, shard, row come first)
     totals: tuple[str, ...] = ()  # numeric columns whose sums go into summary.json
     batch_docs: int = 1000
-    # True: compute(state, texts, (annotate shard rel, position of the batch's first row)), for a
-    # stage that also reads other attribute columns of these rows (`learn apply`)
+    # True: compute(state, texts, (the shard's rel in the sets, position of the batch's first row,
+    # its rel in the annotate folder)), for a stage that also reads other attribute columns of
+    # these rows (`learn apply`)
     positions: bool = False
     # True: refused only when every result key differs. For a model named by (path, fingerprint),
     # the same file moved or a file changed in place is that model re-run, not another one
@@ -76,6 +78,7 @@ class DocSetJob:
     shard_key_ignores: tuple[str, ...] = ()
 
 
+@result_display
 @dataclass
 class DocSetResult:
     output: str
@@ -99,9 +102,7 @@ def annotate_sources(directory: str, stage: str, why: str = "its shards point at
     (with `why` the stage needs annotate's output) when `directory` is not one."""
     fs, root = fsspec.core.url_to_fs(directory)
     root = root.rstrip("/")
-    if fs.isdir(root):
-        read_manifest(fs, root)  # an interrupted annotate publish is finished before looking
-    if not (fs.isdir(root) and fs.exists(f"{root}/annotate.json")):
+    if not holds(fs, root, ANNOTATE_JSON):  # an interrupted annotate publish is finished before looking
         raise error(f"{stage}: {directory} is not an annotate output folder (no annotate.json); run "
                     f"`textsieve annotate` first: {why}")
     sfs, paths = attribute_shards(directory)
@@ -109,7 +110,7 @@ def annotate_sources(directory: str, stage: str, why: str = "its shards point at
     for p in paths:
         with sfs.open(p, "rb") as fh:
             n = pq.ParquetFile(fh).metadata.num_rows
-        out.append(DocSource(p[len(root) + 1:], n, annotate_path=p, fs=sfs))
+        out.append(DocSource(shard_rel(root, p), n, annotate_path=p, fs=sfs, annotate_rel=p[len(root) + 1:]))
     return out
 
 
@@ -136,7 +137,8 @@ def _tables(job: DocSetJob, key: str, src: DocSource) -> Iterator[pa.Table]:
     start = 0
 
     def table() -> pa.Table:
-        cols = job.compute(state, texts, (src.rel, start)) if job.positions else job.compute(state, texts)
+        at = (src.rel, start, src.annotate_rel or src.rel)  # set rel, first row, annotate's rel of the shard
+        cols = job.compute(state, texts, at) if job.positions else job.compute(state, texts)
         arrays = [pa.array(ids, pa.string()), pa.array(shards, pa.string()), pa.array(rows, pa.int64())]
         arrays += [cols[f.name] for f in job.schema]
         return pa.Table.from_arrays(arrays, schema=schema)
@@ -199,10 +201,9 @@ def run_doc_set(directory: str, job: DocSetJob, *, workers: int | None = None, p
     settings = _settings_key(job)
     afs, aroot = fsspec.core.url_to_fs(directory)
     aroot = aroot.rstrip("/")
-    rels = [s.rel for s in sources]
     shard_settings = _settings_key(job, job.shard_key_ignores)
-    shard_fp = {r: hashlib.sha256(f"{shard_settings}:{content_key(afs, aroot, [r])}".encode()).hexdigest()[:16]
-                for r in rels}
+    shard_fp = {s.rel: hashlib.sha256(f"{shard_settings}:{content_key(afs, aroot, [s.annotate_rel])}".encode()
+                                      ).hexdigest()[:16] for s in sources}
     key = hashlib.sha256(json.dumps([settings, sorted(shard_fp.items())]).encode()).hexdigest()[:16]
     pub = open_set(fs, set_root, job.set_name, key, built_from=content_key(afs, aroot))
     result = DocSetResult(output=set_dir, shards=len(sources))
@@ -249,8 +250,8 @@ def _compute(job: DocSetJob, settings: str, sources: list[DocSource], shard_fp: 
             results = ray_ordered_map(_compute_shard, tasks, workers=planned, address=address)
         else:
             results = ordered_map(_compute_shard, tasks, workers=planned)
-        for _, (_rel, n) in results:
-            bar.advance(n, n)
+        for _, (rel, n) in results:
+            bar.advance(n, n, shard=rel)
     finally:
         bar.close()
         _STATE.clear()  # in-process runs: release the job's state (memory-mapped indexes) now, not at exit

@@ -1,6 +1,6 @@
 """Where real token counts live beside an annotate folder, and which one a consumer uses.
 
-`textsieve tokens` writes the set `_tokens_<name>` with the int64 column `ts_tokens_<name>`.
+`textsieve tokens` writes the set `sets/tokens_<name>` with the int64 column `ts_tokens_<name>`.
 DSIR's token budget, the funnel and the report read it through here, with one rule for which
 column (`resolve_token_column`): an explicit column (or tokenizer name) is used as given; no
 choice (`None`) means automatic - the one tokens set when exactly one exists, the word/punctuation
@@ -10,10 +10,8 @@ proxy. The rule lives in one place so DSIR, the funnel and the report cannot dis
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 
-import fsspec
 import numpy as np
 import pyarrow as pa
 
@@ -30,7 +28,7 @@ class TokenColumnError(TextsieveError, ValueError):
 
 
 def token_columns(directory: str, sets: Iterable[str] | None = None) -> list[str]:
-    """The `ts_tokens_<name>` columns of the current `_tokens_*` sets of `directory`, sorted
+    """The `ts_tokens_<name>` columns of the current `sets/tokens_*` sets of `directory`, sorted
     (`sets`: the folder's set names when the caller has listed them already)."""
     from textsieve.io.attributes import attribute_sets
 
@@ -93,7 +91,7 @@ def aligned_counts(directory: str, column: str, shard: np.ndarray, row: np.ndarr
     idx = _lookup(s, r, np.asarray(shard, dtype=object), np.asarray(row, dtype=np.int64))
     if (idx < 0).any():
         raise TokenColumnError(f"{column}: {int((idx < 0).sum()):,} document(s) of {directory} have no count in "
-                               f"_{set_of(column)}; run `textsieve tokens` on the folder again")
+                               f"sets/{set_of(column)}; run `textsieve tokens` on the folder again")
     return n[idx]
 
 
@@ -115,11 +113,6 @@ def _lookup(s: np.ndarray, r: np.ndarray, shard: np.ndarray, row: np.ndarray) ->
 
 def token_info(directory: str, column: str) -> dict:
     """The tokens set's summary (tokenizer fingerprint, kind, totals): what a result counted with it cites."""
-    from textsieve.io.attributes import attribute_set_dir
+    from textsieve.io.attributes import set_summary
 
-    fs, root = fsspec.core.url_to_fs(attribute_set_dir(directory, set_of(column)))
-    try:
-        doc: dict = json.loads(fs.cat_file(f"{root.rstrip('/')}/summary.json"))
-    except (OSError, ValueError):
-        return {}
-    return doc
+    return set_summary(directory, set_of(column)) or {}

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from textsieve.display import result_display
 from textsieve.io.overlap import check_apart
 from textsieve.options import option, progress_option
 from textsieve.tokenization.tokenizer import ENDOFTEXT, TokenizerError, train_bpe
@@ -30,13 +31,14 @@ class TrainTokenizerConfig:
     min_frequency: int = option(2, help="a pair seen fewer times is never merged")
     special_tokens: list[str] = option(help="special tokens, ids 0, 1, ... in this order (repeatable); the first "
                                             f"is the end-of-text token (default: {ENDOFTEXT})",
-                                       factory=lambda: [ENDOFTEXT], flag="--special-token", repeat=True,
+                                       factory=lambda: [ENDOFTEXT], renamed_from=("--special-token",), repeat=True,
                                        metavar="TOKEN")
     text_field: str = option("text", help="JSON/Parquet field holding the text", metavar="FIELD")
     max_docs: int | None = option(None, help="train on the first N documents only (default: all)")
     progress: bool = progress_option()
 
 
+@result_display
 @dataclass
 class TrainTokenizerResult:
     output: str

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import fsspec
 
 from textsieve._version import __version__
+from textsieve.display import result_display
 from textsieve.exec.arrow_memory import lean_arrow_memory
 from textsieve.exec.budget import memory_plan
 from textsieve.exec.local import default_workers, ordered_map
@@ -124,7 +125,7 @@ class AnnotateConfig:
     lang: str | None = option(
         None, help="language for stop words and bad words (en, de, fr, es, it; default en, or with "
                    "--lang-field no fallback: documents without a language get null word-list signals). "
-                   "'auto': detect each document's language (built-in py3langid, or a language-id --model "
+                   "'auto': detect each document's language (built-in py3langid, or a language-id --models "
                    "such as lid.176.bin) and also write ts_lang, ts_lang_score")
     lang_field: str | None = option(None, help="record field holding each document's language (dotted path, "
                                                "e.g. meta.lang)", metavar="FIELD")
@@ -144,7 +145,7 @@ class AnnotateConfig:
         help="add the signals of a model (repeatable): a textsieve .tsm file (`textsieve train ...`), a "
              "fastText .bin (classifier -> rps_doc_ml_NAME_score, or language id), a KenLM file, a UT1 "
              "blacklists folder, or builtin:py3langid. See `textsieve models show PATH`",
-        factory=dict, flag="--model", metavar="NAME=PATH")
+        factory=dict, renamed_from=("--model",), metavar="NAME=PATH")
     executor: str = executor_option("local process pool, or Ray actors (pip install 'textsieve[ray]'); "
                                          "same output either way")
     address: str | None = address_option()
@@ -162,12 +163,13 @@ class AnnotateConfig:
                                              "re-runs its shard either way")
     # one document's memory is ~30x its size: larger records are bad records (`io.limits`); 0 = no limit
     max_doc_bytes: int | str = option(DEFAULT_MAX_DOC_BYTES, help=MAX_DOC_BYTES_HELP, metavar="SIZE")
-    # `--signals embed`: after the signals, the `embed` stage writes _embed_MODEL with this model
+    # `--signals embed`: after the signals, the `embed` stage writes sets/embed_MODEL with this model
     embed_model: str | None = option(None, help="with --signals embed: the embedding model (default: `textsieve "
                                                 "embed`'s default, wordllama), a builtin name or a model folder",
                                      metavar="MODEL")
 
 
+@result_display
 @dataclass
 class AnnotateResult:
     output: str
@@ -201,6 +203,11 @@ class AnnotateResult:
         if self.kernels_compiled:
             text += f"; {self.compile_seconds:.1f} s one-time kernel compile"
         return text
+
+    def _headline(self) -> str:
+        """Jupyter's caption of this result (`textsieve.display`)."""
+        return (f"{self.documents:,} documents annotated into {self.output} ({len(self.shards_written)} shard(s) "
+                f"written, {len(self.shards_skipped)} already done); {self.rate_text()}")
 
 
 def _word_lists(cfg: AnnotateConfig, signals: tuple[str, ...]) -> tuple[tuple[str, ...], WordLists]:
@@ -243,12 +250,12 @@ def _split_signal_spec(spec: str | list[str] | None) -> list[str] | None:
 
 
 def _plan_models(cfg: AnnotateConfig) -> tuple[str | list[str] | None, ModelPlan]:
-    """Resolve `--model`s (adding the built-in language id where `--lang auto` or the
+    """Resolve `--models` (adding the built-in language id where `--lang auto` or the
     `ts_lang` signals need it), and split `--signals` into rule signals and model signals.
 
     Asking for a model means computing it, whatever `--signals` says: every model contributes
     the signals of its own that `--signals` names, or all of them when it names none (so
-    `--signals ts_lang --model wikiref=M` writes ts_lang *and* wikiref's score; before, naming
+    `--signals ts_lang --models wikiref=M` writes ts_lang *and* wikiref's score; before, naming
     any model signal silently dropped the other models' columns)."""
     items = _split_signal_spec(cfg.signals)
     models = dict(cfg.models)
@@ -477,7 +484,8 @@ def _run_annotate(cfg: AnnotateConfig) -> AnnotateResult:
             if batch.num_rows:
                 writer.write(batch, no_lists)
             n_docs += batch.num_rows
-            progress.update(docs=batch.num_rows, bytes_done=done_bytes + task.bytes_mark)
+            progress.update(docs=batch.num_rows, bytes_done=done_bytes + task.bytes_mark,
+                            shard=rel if task.last else None)
             reader = readers[rel]
             if task.last:
                 skipped = [asdict(s) for s in reader.skipped]

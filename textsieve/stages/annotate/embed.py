@@ -1,4 +1,4 @@
-"""`textsieve embed`: one embedding per document, the set `_embed_<model>` beside the annotate shards.
+"""`textsieve embed`: one embedding per document, the set `sets/embed_<model>` beside the annotate shards.
 
 Why a set of its own: embeddings are a product (semantic dedup, embedding DSIR, learned
 filters and the report read them), large (256 float16 = 512 B per document) and tied to one
@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from textsieve.display import result_display
 from textsieve.embedding.store import column_name, embedding_type, set_name, to_arrow
 from textsieve.options import address_option, executor_option, option, progress_option
 from textsieve.stages.descriptor import PROGRESS_REASON, CliSpec, Layout, Outcome, Stage, absolute
@@ -43,7 +44,7 @@ class EmbedConfig:
                                           "wordllama wheel), or a path: a Model2Vec folder, a .safetensors file "
                                           "with tokenizer.json beside it, or a sentence-transformers folder "
                                           "(needs sentence-transformers; uses a GPU when present)", metavar="MODEL")
-    name: str | None = option(None, help="column suffix: writes ts_embed_NAME in the set _embed_NAME (default: "
+    name: str | None = option(None, help="column suffix: writes ts_embed_NAME in the set sets/embed_NAME (default: "
                                          "the model's name)")
     workers: int | None = option(None, help="processes (or Ray tasks), one annotate shard each (default: all "
                                             "cores)")
@@ -54,9 +55,10 @@ class EmbedConfig:
                                          "it the run refuses)")
 
 
+@result_display
 @dataclass
 class EmbedResult:
-    output: str  # the set folder DIR/_embed_<name>
+    output: str  # the set folder DIR/sets/embed_<name>
     set_name: str
     column: str
     documents: int = 0
@@ -83,7 +85,7 @@ class EmbedResult:
 
 
 def output_schema(name: str, dim: int) -> pa.Schema:
-    """The schema of the set `_embed_<name>`'s shards (`run --dry-run` checks recipes against it)."""
+    """The schema of the set `sets/embed_<name>`'s shards (`run --dry-run` checks recipes against it)."""
     from textsieve.stages.doc_set import BASE
 
     return pa.schema([*BASE, (column_name(name), embedding_type(dim))])
@@ -147,7 +149,7 @@ def embed_job(cfg: EmbedConfig) -> tuple[DocSetJob, Embedder]:
 
 
 def run_embed(cfg: EmbedConfig) -> EmbedResult:
-    """Embed every document into DIR/_embed_<name> (or keep the published embeddings)."""
+    """Embed every document into DIR/sets/embed_<name> (or keep the published embeddings)."""
     from textsieve.stages.annotate.kernel_timing import timed
     from textsieve.stages.doc_set import run_doc_set
 
@@ -202,7 +204,7 @@ def _resolve(section: dict[str, Any], base: Path) -> None:
 
 def _estimate(c: EmbedConfig, e: Corpus) -> StagePlan:
     """A worker holds the model (~130 MB as float32) and its word cache; a 256-d float16 vector is 512 B."""
-    return StagePlan("embed", "one embedding per document -> _embed_MODEL", 400_000_000,
+    return StagePlan("embed", "one embedding per document -> sets/embed_MODEL", 400_000_000,
                      int(e.docs * (SET_BYTES_PER_DOC + 2 * 256)))
 
 
@@ -230,7 +232,7 @@ def _report(res: EmbedResult) -> str:
 
 CLI = CliSpec(
     help="one embedding per document (offline; default model in a wheel)",
-    description="Embed every document of an annotate folder into the attribute set ATTRS/_embed_MODEL (column "
+    description="Embed every document of an annotate folder into the attribute set ATTRS/sets/embed_MODEL (column "
                 "ts_embed_MODEL, fixed_size_list<float16>, unit length). The default model, WordLlama L2-Supercat "
                 "(256-d), ships inside the wordllama wheel; a Model2Vec or sentence-transformers folder is used by "
                 "path. Nothing is downloaded. Semantic dedup (dedup semantic), embedding DSIR (dsir fit --features "

@@ -1,5 +1,5 @@
 """`textsieve learn apply MODEL ATTRS`: a learned filter's probability per document, stored as the
-set `_learned_<name>` (column `ts_learned_<name>`, float64) beside the annotate shards.
+set `sets/learned_<name>` (column `ts_learned_<name>`, float64) beside the annotate shards.
 
 Why a stage and not a step inside `select`: a model over embeddings, n-grams or trees does not
 compile to SQL, and computing it in `select` would re-read every text (n-grams) on every
@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from textsieve.display import result_display
 from textsieve.options import address_option, executor_option, option, progress_option
 from textsieve.stages.annotate.embed import has_embeddings
 from textsieve.stages.descriptor import PROGRESS_REASON, CliSpec, Layout, Outcome, Stage, absolute
@@ -33,7 +34,7 @@ class LearnApplyConfig:
 
     model: str = option(help="model file written by `textsieve learn` (any kind)", positional=True,
                         metavar="MODEL.json")
-    directory: str = option(help="annotate output folder (with the model's feature sets: _embed_<model> for "
+    directory: str = option(help="annotate output folder (with the model's feature sets: sets/embed_<model> for "
                                  "embed)", positional=True, metavar="ATTRS")
     workers: int | None = option(None, help="processes (or Ray tasks), one annotate shard each (default: all cores)")
     executor: str = executor_option("local processes, or Ray: one task per annotate shard (same output)")
@@ -42,6 +43,7 @@ class LearnApplyConfig:
     overwrite: bool = option(False, help="replace a set made by another model of the same name")
 
 
+@result_display
 @dataclass
 class LearnApplyResult:
     output: str
@@ -57,7 +59,7 @@ class LearnApplyResult:
 
 
 def output_schema(name: str) -> pa.Schema:
-    """The schema of the set `_learned_<name>`'s shards (`run --dry-run` checks recipes against it)."""
+    """The schema of the set `sets/learned_<name>`'s shards (`run --dry-run` checks recipes against it)."""
     from textsieve.learned.fusion import column_name
     from textsieve.stages.doc_set import BASE
 
@@ -77,8 +79,9 @@ def _setup(params: dict[str, Any]) -> Any:
     return (model, params["directory"])
 
 
-def _shard_views(model: Any, directory: str, rel: str) -> dict[str, Any]:
-    """Signals and embeddings of every row of one annotate shard (read once per shard)."""
+def _shard_views(model: Any, directory: str, rel: str, annotate_rel: str) -> dict[str, Any]:
+    """Signals and embeddings of every row of one annotate shard (read once per shard): `rel` is
+    its name in the sets, `annotate_rel` in the annotate folder (`docs/...`)."""
     if _SHARD.get("rel") == (directory, rel):
         return dict(_SHARD["views"])
     import fsspec
@@ -92,7 +95,7 @@ def _shard_views(model: Any, directory: str, rel: str) -> dict[str, Any]:
     views: dict[str, Any] = {}
     if "signals" in model.views:
         fs, root = fsspec.core.url_to_fs(directory)
-        with fs.open(f"{root.rstrip('/')}/{rel}", "rb") as fh:
+        with fs.open(f"{root.rstrip('/')}/{annotate_rel}", "rb") as fh:
             views["signals"] = model.signal_matrix(read_table(fh, columns=model.columns))
     if "embed" in model.views:
         name = model.embed["model"]
@@ -108,12 +111,12 @@ def _shard_views(model: Any, directory: str, rel: str) -> dict[str, Any]:
 class _Compute:
     column: str
 
-    def __call__(self, state: Any, texts: list[str], at: tuple[str, int]) -> dict[str, pa.Array]:
+    def __call__(self, state: Any, texts: list[str], at: tuple[str, int, str]) -> dict[str, pa.Array]:
         from textsieve.learned.views import ngram_matrix
 
         model, directory = state
-        rel, start = at
-        views = {k: v[start:start + len(texts)] for k, v in _shard_views(model, directory, rel).items()}
+        rel, start, annotate_rel = at
+        views = {k: v[start:start + len(texts)] for k, v in _shard_views(model, directory, rel, annotate_rel).items()}
         if "ngrams" in model.views:
             views["ngrams"] = ngram_matrix(texts)
         p = model.predict(views) if texts else np.zeros(0)
@@ -135,7 +138,7 @@ def _check_embeddings(model: Any, directory: str) -> None:
 
 
 def run_learn_apply(cfg: LearnApplyConfig) -> LearnApplyResult:
-    """Write (or keep) the set `_learned_<name>` of the model's probability per document."""
+    """Write (or keep) the set `sets/learned_<name>` of the model's probability per document."""
     import os
 
     import pyarrow.compute as pc
@@ -252,7 +255,7 @@ def _estimate(c: LearnApplyConfig, e: Corpus) -> StagePlan:
     from textsieve.learned.model import load_model
 
     return StagePlan(f"learn:{learn_label({'model': c.model})}",
-                     f"the model's probability per document -> _{load_model(c.model).set_name}", 200_000_000,
+                     f"the model's probability per document -> sets/{load_model(c.model).set_name}", 200_000_000,
                      e.docs * SET_BYTES_PER_DOC)
 
 def _summary(res: LearnApplyResult) -> dict[str, Any]:
@@ -269,9 +272,9 @@ def _report(res: LearnApplyResult) -> str:
 
 
 CLI = CliSpec(
-    help="store a model's probability per document (_learned_NAME)",
+    help="store a model's probability per document (sets/learned_NAME)",
     description="Apply a model that does not compile to SQL (embeddings, n-grams, boosted trees) to every document "
-                "of an annotate folder and store its probability as the set ATTRS/_learned_NAME (column "
+                "of an annotate folder and store its probability as the set ATTRS/sets/learned_NAME (column "
                 "ts_learned_NAME), which select reads for the recipe rule NAME.predict. Re-runs keep unchanged "
                 "shards.",
     report=_report, summary=_summary)

@@ -15,11 +15,11 @@ import logging
 from typing import TYPE_CHECKING
 
 from textsieve.errors import TextsieveError
-from textsieve.io.attributes import read_shard_meta
+from textsieve.io.attributes import DOCS, read_shard_meta
 from textsieve.io.identity import shard_identity
 from textsieve.io.paths import SUFFIX_FORMATS, Shard
-from textsieve.io.publish import Publication
-from textsieve.io.safe_paths import safe_rel
+from textsieve.io.publish import ANNOTATE_JSON, Publication
+from textsieve.io.safe_paths import data_rel, safe_rel
 from textsieve.stages.annotate.parts import Resume, drop_parts, find_parts
 
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("textsieve.annotate")
 
-SUMMARY = "annotate.json"  # the run summary, published with the shards
+SUMMARY = ANNOTATE_JSON  # the run summary (.textsieve/annotate.json), published with the shards
 
 
 class AnnotateError(TextsieveError, RuntimeError):
@@ -35,13 +35,14 @@ class AnnotateError(TextsieveError, RuntimeError):
 
 
 def output_rel(shard_rel: str) -> str:
-    """The attribute shard's path under --output: the input's rel with its format suffix
-    replaced by `.parquet` (`sub/a.jsonl.gz` -> `sub/a.parquet`)."""
+    """The attribute shard's path under --output: `docs/` and the input's rel with its format
+    suffix replaced by `.parquet` (`sub/a.jsonl.gz` -> `docs/sub/a.parquet`), no part starting
+    with `_` or `.` (`io.safe_paths.data_rel`: `_html` -> `docs/x_html.parquet`)."""
     low = shard_rel.lower()
     for suffix, _ in SUFFIX_FORMATS:
         if low.endswith(suffix):
-            return shard_rel[: -len(suffix)] + ".parquet"
-    return shard_rel + ".parquet"
+            return f"{DOCS}/{data_rel(shard_rel[: -len(suffix)])}.parquet"
+    return f"{DOCS}/{data_rel(shard_rel)}.parquet"
 
 
 def plan_shards(shards: list[Shard], pub: Publication, fingerprint: str, overwrite: bool, verify_inputs: bool,

@@ -54,7 +54,7 @@ class WorkerSetup:
     minhash: tuple[str, ...]  # MinHash modes: "rpv2" (signature_sim*), "fast" (ts_fastsig_sim*)
     stop_words: dict[str, frozenset[str]]
     bad_words: dict[str, frozenset[str]]
-    models: tuple[tuple[str, str], ...] = ()  # (user name, path) of each --model
+    models: tuple[tuple[str, str], ...] = ()  # (user name, path) of each --models
     model_signals: tuple[str, ...] = ()  # selected signals contributed by those models, in order
     lang_model: str | None = None  # name of the language-id model that resolves AUTO_LANG
 
@@ -78,7 +78,7 @@ def load_models(models: tuple[tuple[str, str], ...]) -> tuple[dict[str, object],
         loaded[name] = obj
         for sig in model_signals(kind, name, obj):
             if sig.name in signals or sig.name in REGISTRY:
-                raise ValueError(f"--model {name}={path}: signal {sig.name!r} is already produced by "
+                raise ValueError(f"--models {name}={path}: signal {sig.name!r} is already produced by "
                                  "another model or a built-in signal; rename the model")
             signals[sig.name] = sig
     _LOADED.clear()

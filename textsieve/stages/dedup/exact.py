@@ -12,13 +12,13 @@ text in that order is kept. Two modes:
   a document whose key was (probably) seen before gets `dup_exact_keep = false`. Unique
   documents are wrongly flagged with probability <= RATE; group and size are null (unknown in
   one pass).
-Output: `OUT/_dedup_exact/<rel>.parquet` (OUT = --output, else the annotate folder) and
-`OUT/_dedup_exact/summary.json`.
+Output: `OUT/sets/dedup_exact/<rel>.parquet` (OUT = --output, else the annotate folder) and
+`OUT/sets/dedup_exact/summary.json`.
 
 Settings that change the result name their own set (`exact_names`), so a re-run with other
 settings keeps the earlier result beside it (nothing is thrown away): `--normalize rpv2` writes
-`_dedup_exact_rpv2` with `dup_exact_rpv2_group/_size/_keep`, Bloom mode adds `_bloom`. The
-default settings keep the plain `_dedup_exact` / `dup_exact_*` names that recipes use. A set
+`sets/dedup_exact_rpv2` with `dup_exact_rpv2_group/_size/_keep`, Bloom mode adds `_bloom`. The
+default settings keep the plain `sets/dedup_exact` / `dup_exact_*` names that recipes use. A set
 made with other Bloom settings (rate, capacity) is not replaced silently: the run refuses
 unless `overwrite` is set.
 """
@@ -47,14 +47,15 @@ from textsieve.dedup.exact import check_normalize, content_keys
 from textsieve.dedup.hashed import HashedShard, HashedWriter, hashed_batch
 from textsieve.dedup.id_table import SourceIds, check_unique_ids
 from textsieve.dedup.partitions import ROW, Grouper, PartitionWriter, rows_per_pass
+from textsieve.display import result_display
 from textsieve.exec.budget import MemoryPlan, memory_plan
 from textsieve.exec.progress import Progress
-from textsieve.io.attributes import attribute_shards, read_shard_meta, set_place, source_documents
+from textsieve.io.attributes import DOCS, attribute_shards, read_shard_meta, set_place, shard_rel, source_documents
 from textsieve.io.leftovers import finish_work, start_work, work_parent
 from textsieve.io.limits import DEFAULT_MAX_DOC_BYTES, parse_max_doc_bytes
 from textsieve.io.locations import pool_workers, source_locations
 from textsieve.io.paths import Shard, expand_inputs
-from textsieve.io.publish import Publication
+from textsieve.io.publish import ANNOTATE_JSON, Publication, holds
 from textsieve.io.readers import ReadOptions, ShardReader
 from textsieve.io.source_roots import trusted
 from textsieve.options import address_option, check_choices, executor_option, memory_option, option, progress_option
@@ -108,7 +109,7 @@ def exact_names(normalize: str = "none", bloom: bool = False) -> tuple[str, str]
     Why settings are in the name: two runs with different normalizations (or exact vs Bloom)
     answer different questions, and the project's rule is that nothing is thrown away, so each
     gets its own set instead of the second silently replacing the first. The default settings
-    keep the plain names (`_dedup_exact`, `dup_exact_keep`)."""
+    keep the plain names (`sets/dedup_exact`, `dup_exact_keep`)."""
     check_normalize(normalize)
     tag = ("" if normalize == "none" else f"_{normalize}") + ("_bloom" if bloom else "")
     return EXACT_SET + tag, "dup_exact" + tag
@@ -141,6 +142,7 @@ def _check_existing(fs: fsspec.AbstractFileSystem, set_root: str, info: dict, cf
             f"those settings to keep it, or pass --overwrite (overwrite=True) to replace it")
 
 
+@result_display
 @dataclass
 class ExactResult:
     output: str
@@ -154,12 +156,13 @@ class ExactResult:
 class DocSource:
     """One shard of the corpus: where its output goes and how to read (id, shard, row, text)."""
 
-    rel: str  # output rel (`.parquet`)
+    rel: str  # output rel (`.parquet`) in an attribute set: the annotate shard's `shard_rel`
     size: int
     annotate_path: str | None = None
     fs: fsspec.AbstractFileSystem | None = None
     shard: Shard | None = None  # raw inputs: the shard, read with `options`
     options: ReadOptions | None = None
+    annotate_rel: str = ""  # annotate shards: the name annotate's manifest lists (`docs/...`), for content keys
 
     def docs(self) -> Iterator[tuple[str, str, int, str]]:
         if self.annotate_path is None:
@@ -197,11 +200,8 @@ def _sources(cfg: ExactConfig) -> tuple[list[DocSource], str, bool]:
     """The corpus shards in corpus order, the output folder and whether sizes are doc counts."""
     if len(cfg.inputs) == 1:
         fs, root = fsspec.core.url_to_fs(cfg.inputs[0])
-        if fs.isdir(root):
-            from textsieve.io.publish import read_manifest
 
-            read_manifest(fs, root)  # an interrupted annotate publish is finished before looking
-        if fs.isdir(root) and fs.exists(f"{root.rstrip('/')}/annotate.json"):
+        if holds(fs, root, ANNOTATE_JSON):  # an interrupted annotate publish is finished before looking
             fs, paths = attribute_shards(cfg.inputs[0])
             root = root.rstrip("/")
             import pyarrow.parquet as pq
@@ -209,7 +209,7 @@ def _sources(cfg: ExactConfig) -> tuple[list[DocSource], str, bool]:
             for p in paths:
                 with fs.open(p, "rb") as fh:
                     n = pq.ParquetFile(fh).metadata.num_rows
-                out.append(DocSource(p[len(root) + 1:], n, annotate_path=p, fs=fs))
+                out.append(DocSource(shard_rel(root, p), n, annotate_path=p, fs=fs, annotate_rel=p[len(root) + 1:]))
             return out, cfg.output or cfg.inputs[0], True
     if not cfg.output:
         raise ValueError("dedup exact: --output DIR is required unless the input is one annotate output folder")
@@ -217,7 +217,9 @@ def _sources(cfg: ExactConfig) -> tuple[list[DocSource], str, bool]:
     opts = ReadOptions(text_field=cfg.text_field, id_field=cfg.id_field,
                        max_doc_bytes=parse_max_doc_bytes(cfg.max_doc_bytes))
     shards = sorted(expand_inputs(cfg.inputs), key=lambda s: s.rel)
-    return [DocSource(output_rel(s.rel), s.size, shard=s, options=opts) for s in shards], cfg.output, False
+    # the set's file names are annotate's shard names without `docs/` (`io.attributes.shard_rel`)
+    return ([DocSource(output_rel(s.rel).removeprefix(f"{DOCS}/"), s.size, shard=s, options=opts) for s in shards],
+            cfg.output, False)
 
 
 def _batches(src: DocSource, max_chars: int = 1 << 62) -> Iterator[tuple[list, list, list, list]]:
@@ -320,7 +322,7 @@ def _run_key(cfg: ExactConfig, info: dict, sources: list[DocSource]) -> str:
         from textsieve.io.publish import content_key
 
         fs, root = fsspec.core.url_to_fs(cfg.inputs[0])
-        parts.append(content_key(fs, root, [s.rel for s in sources]))
+        parts.append(content_key(fs, root, [s.annotate_rel for s in sources]))
     else:
         from textsieve.io.identity import shard_identity
 
@@ -364,7 +366,7 @@ def _memory_plan(cfg: ExactConfig, n_sources: int) -> tuple[ExactConfig, MemoryP
 
 
 def run_exact(cfg: ExactConfig) -> ExactResult:
-    """Flag exact duplicates; write the `_dedup_exact` set and its summary."""
+    """Flag exact duplicates; write the `sets/dedup_exact` set and its summary."""
     start = time.perf_counter()
     check_choices(cfg)
     check_normalize(cfg.normalize)
@@ -554,7 +556,7 @@ def _estimate(c: ExactConfig, e: Corpus) -> StagePlan:
 
 
 def _output_sets(c: ExactConfig, layout: Layout, where: str) -> list[PlannedSet]:
-    """One set named by the settings (`_dedup_exact_rpv2`, ...): group, size and keep columns."""
+    """One set named by the settings (`sets/dedup_exact_rpv2`, ...): group, size and keep columns."""
     name, prefix = exact_names(c.normalize, c.bloom_fp is not None)
     return [PlannedSet(name, set_schema([(f"{prefix}_group", pa.uint64()), (f"{prefix}_size", pa.int64()),
                                          (f"{prefix}_keep", pa.bool_())]))]
@@ -563,8 +565,8 @@ CLI = CliSpec(
     help="flag documents with identical (normalized) text",
     description="Documents with identical text form duplicate groups; the first in corpus order (shards sorted by "
                 "path, then record order) is kept. Writes dup_exact_group, dup_exact_size, dup_exact_keep to "
-                "OUT/_dedup_exact/; other settings get a set of their own (--normalize rpv2: _dedup_exact_rpv2/ with "
-                "dup_exact_rpv2_*; Bloom mode adds _bloom), so earlier results are kept.",
+                "OUT/sets/dedup_exact/; other settings get a set of their own (--normalize rpv2: "
+                "sets/dedup_exact_rpv2/ with dup_exact_rpv2_*; Bloom mode adds _bloom), so earlier results are kept.",
     examples=("textsieve dedup exact attrs/", "textsieve dedup exact attrs/ --normalize rpv2",
               "textsieve dedup exact data/*.jsonl.gz -o exact-out/"),
     report=lambda res: (f"dedup exact: {res.removed:,} of {res.documents:,} documents are duplicates "
@@ -576,7 +578,7 @@ STAGE = Stage(
     shared={"text_field": "read.text_field", "id_field": "read.id_field", "overwrite": "overwrite"},
     placed=lambda layout: {"inputs": [layout.attrs], "output": layout.attrs},
     derived={"inputs": "always the annotate folder OUT/attrs (texts are re-read from its sources)",
-             "output": "always OUT/attrs (the set goes to OUT/attrs/_dedup_exact, or _dedup_exact_rpv2 etc. named "
-                       "by the settings)",
+             "output": "always OUT/attrs (the set goes to OUT/attrs/sets/dedup_exact, or sets/dedup_exact_rpv2 etc. "
+                       "named by the settings)",
              "progress": PROGRESS_REASON},
     complete=_complete, estimate=_estimate, output_sets=_output_sets)

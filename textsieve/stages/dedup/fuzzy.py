@@ -8,7 +8,7 @@ Pipeline per threshold T (all thresholds share one read of the shards):
   3. optional verification of each edge by estimated (MinHash) or exact (13-word shingle)
      Jaccard >= T;
   4. connected components (`dedup.components`); cluster id = smallest id_int (§8);
-  5. one attribute shard per annotate shard in `DIR/_dedup_fuzzy/` with, per threshold,
+  5. one attribute shard per annotate shard in `DIR/sets/dedup_fuzzy/` with, per threshold,
      `dup_fuzzy_t{P}_cluster` (uint64, null when alone), `_size` (int64) and `_keep` (bool),
      and `summary.json`.
 Documents are keyed by id_int, never by shard position, so the output does not depend on
@@ -36,6 +36,7 @@ from textsieve.dedup.id_table import check_unique_ids
 from textsieve.dedup.lsh import BAND_PREFIXES, band_column, band_rows, band_values, signature_column
 from textsieve.dedup.partitions import ROW, Grouper, PartitionWriter, partition_bits, rows_per_pass
 from textsieve.dedup.verify import ID_ROW_BYTES, estimated_edges, exact_edges, locate, shard_batches
+from textsieve.display import result_display
 from textsieve.exec.arrow_memory import lean_arrow_memory
 from textsieve.exec.budget import memory_plan
 from textsieve.exec.progress import Progress
@@ -43,12 +44,13 @@ from textsieve.io.atomic import AtomicParquetWriter
 from textsieve.io.attributes import LENGTH_COLUMN, META_KEY, open_set, set_place
 from textsieve.io.leftovers import finish_work, start_work, work_parent
 from textsieve.io.locations import pool_workers, source_locations
+from textsieve.io.publish import SUMMARY as SET_SUMMARY_JSON
 from textsieve.options import address_option, check_choices, executor_option, memory_option, option, progress_option
 from textsieve.stages.descriptor import PROGRESS_REASON, CliSpec, Layout, Outcome, Stage, set_named
 from textsieve.stages.planning import SET_BYTES_PER_DOC, Corpus, PlannedSet, StagePlan, set_schema
 
 FUZZY_SET = "dedup_fuzzy"
-SUMMARY = "summary.json"
+SUMMARY = SET_SUMMARY_JSON
 KEEP_POLICIES = ("first", "longest", "none")
 VERIFY_MODES = ("none", "estimated", "exact")
 TOP_CLUSTERS = 20
@@ -67,7 +69,7 @@ class FuzzyConfig:
     directory: str = option(help="an annotate output folder with MinHash bands", positional=True, metavar="DIR")
     thresholds: list[float] = option(
         help="similarity threshold with stored bands (1.0, 0.9, 0.8, 0.7); repeat for several",
-        factory=lambda: [0.8], flag="--threshold", repeat=True, metavar="T")
+        factory=lambda: [0.8], renamed_from=("--threshold",), repeat=True, metavar="T")
     bands: str = option("rpv2", help="band columns: rpv2 = signature_sim<T> (RPv2-compatible), fast = "
                                      "ts_fastsig_sim<T>", choices=("rpv2", "fast"))
     verify: str = option("exact", choices=("exact", "estimated", "none"),
@@ -90,6 +92,7 @@ class FuzzyConfig:
     address: str | None = address_option()
 
 
+@result_display
 @dataclass
 class FuzzyResult:
     output: str
@@ -116,13 +119,13 @@ def _check(cfg: FuzzyConfig) -> tuple[list[float], str]:
     if cfg.executor not in ("local", "ray"):
         raise ValueError(f"--executor must be 'local' or 'ray', not {cfg.executor!r}")
     if not cfg.thresholds:
-        raise ValueError("dedup fuzzy: give at least one --threshold")
+        raise ValueError("dedup fuzzy: give at least one --thresholds")
     ts = sorted({float(t) for t in cfg.thresholds}, reverse=True)
     for t in ts:
         if not 0.0 < t <= 1.0:
-            raise ValueError(f"--threshold {t}: must be in (0, 1]")
+            raise ValueError(f"--thresholds {t}: must be in (0, 1]")
     if len({tkey(t) for t in ts}) != len(ts):
-        raise ValueError("--threshold values must differ in their first two decimals")
+        raise ValueError("--thresholds values must differ in their first two decimals")
     return ts, BAND_PREFIXES[cfg.bands]
 
 
@@ -309,7 +312,7 @@ def _lean_malloc() -> Callable[[], None]:
 
 
 def run_fuzzy(cfg: FuzzyConfig) -> FuzzyResult:
-    """Cluster near-duplicates for every threshold and write the `_dedup_fuzzy` set."""
+    """Cluster near-duplicates for every threshold and write the `sets/dedup_fuzzy` set."""
     start = time.perf_counter()
     check_choices(cfg)
     ts, prefix = _check(cfg)
@@ -515,8 +518,8 @@ CLI = CliSpec(
     help="MinHash-LSH clusters from annotate's bands",
     description="Clusters near-duplicates over the stored MinHash bands (RPv2 §8): equal bands in the same band "
                 "index are candidate pairs; connected components; cluster id = smallest id_int. Writes "
-                "dup_fuzzy_t<P>_cluster/_size/_keep per threshold to DIR/_dedup_fuzzy/ and summary.json.",
-    examples=("textsieve dedup fuzzy attrs/ --threshold 0.8 --threshold 0.7 --memory 2GB",
+                "dup_fuzzy_t<P>_cluster/_size/_keep per threshold to DIR/sets/dedup_fuzzy/ and summary.json.",
+    examples=("textsieve dedup fuzzy attrs/ --thresholds 0.8 --thresholds 0.7 --memory 2GB",
               "textsieve dedup show attrs/ --top 5"),
     report=_report)
 

@@ -8,7 +8,7 @@ are CCNet's (`dedup.lines`): a line is a duplicate when its normalised text occu
 more documents of its group (all occurrences, the first included) or repeats a line earlier in
 its own document; blank lines never are.
 
-Output `DIR/_dedup_lines/<rel>.parquet`, one per annotate shard, rows in annotate's order:
+Output `DIR/sets/dedup_lines/<rel>.parquet`, one per annotate shard, rows in annotate's order:
   dup_lines_seen   list<struct<start, end, score: int64>>, one span per line exactly as the
                    `rps_lines_*` signals (span i = line i); score 1 = duplicate, 0 = not
   dup_lines_count  int64: the document's duplicate lines
@@ -54,6 +54,7 @@ from textsieve._version import __version__
 from textsieve.dedup.lines import LINE_ROW, check_normalize, doc_rows, line_ends, split_lines
 from textsieve.dedup.lines_group import BloomGroup, ExactGroup, GroupFlags
 from textsieve.dedup.partitions import as_bytes, rows_per_pass
+from textsieve.display import result_display
 from textsieve.errors import TextsieveError
 from textsieve.exec.budget import MemoryPlan, memory_plan
 from textsieve.exec.progress import Progress
@@ -84,7 +85,7 @@ BASE_SCHEMA = pa.schema([("id", pa.string()), ("shard", pa.string()), ("row", pa
 
 
 def output_schema() -> pa.Schema:
-    """The schema of a `_dedup_lines` shard (`textsieve run --dry-run` checks recipes against it)."""
+    """The schema of a `sets/dedup_lines` shard (`textsieve run --dry-run` checks recipes against it)."""
     return pa.schema([("id", pa.string()), ("shard", pa.string()), ("row", pa.int64()), (SEEN, span_type("int")),
                       ("dup_lines_count", pa.int64()), ("dup_lines_chars", pa.int64()),
                       ("dup_lines_frac", pa.float64())])
@@ -122,6 +123,7 @@ class LinesConfig:
                                          "bloom-fp), and recompute even when it is up to date")
 
 
+@result_display
 @dataclass
 class LinesResult:
     output: str
@@ -297,7 +299,8 @@ def _plan(cfg: LinesConfig, n_tasks: int) -> tuple[LinesConfig, MemoryPlan, int]
 def _run_key(cfg: LinesConfig, info: dict, sources: list[DocSource]) -> str:
     """The result-changing settings and the annotate shards' published contents."""
     fs, root = fsspec.core.url_to_fs(cfg.directory)
-    parts = [{k: info.get(k) for k in ("version", *RESULT_KEYS)}, content_key(fs, root, [s.rel for s in sources])]
+    parts = [{k: info.get(k) for k in ("version", *RESULT_KEYS)},
+             content_key(fs, root, [s.annotate_rel for s in sources])]
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -362,7 +365,7 @@ def _remove(path: str) -> None:
 
 
 def run_lines(cfg: LinesConfig) -> LinesResult:
-    """Flag duplicate lines group by group; publish the `_dedup_lines` set and its summary."""
+    """Flag duplicate lines group by group; publish the `sets/dedup_lines` set and its summary."""
     start = time.perf_counter()
     _check(cfg)
     sources = _sources(cfg.directory)
@@ -469,7 +472,7 @@ CLI = CliSpec(
                 "removed) and hashed; within each group of --group-shards consecutive shards, a line whose "
                 "normalised text occurs in two or more documents is a duplicate (every occurrence, the first "
                 "included), as is a repeat within one document; blank lines never are. Writes the line-level span "
-                "column dup_lines_seen (1 = duplicate) and dup_lines_count/_chars/_frac to DIR/_dedup_lines/. Drop "
+                "column dup_lines_seen (1 = duplicate) and dup_lines_count/_chars/_frac to DIR/sets/dedup_lines/. Drop "
                 "the lines in a recipe: 'line: dup_lines_seen == 0'.",
     examples=("textsieve dedup lines attrs/",
               "textsieve dedup lines attrs/ --group-shards 2 --memory 512MB --overwrite",

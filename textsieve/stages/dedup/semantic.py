@@ -4,7 +4,7 @@ MinHash finds copies; it misses paraphrases, reordered and templated pages whose
 differ but whose meaning does not. SemDeDup (Abbas et al., 2023) clusters the embeddings with
 k-means and, within each cluster, joins pairs whose cosine similarity is >= 1 - eps.
 
-Pipeline (reads `DIR/_embed_<model>/`, written by `textsieve embed DIR`):
+Pipeline (reads `DIR/sets/embed_<model>/`, written by `textsieve embed DIR`):
   1. sample: a seeded uniform sample of the vectors, spilled to a work file
      (`dedup.semantic_kmeans.draw_sample`);
   2. fit: spherical mini-batch k-means on it (k = --clusters, default n/200 within [1, 50,000]);
@@ -12,7 +12,7 @@ Pipeline (reads `DIR/_embed_<model>/`, written by `textsieve embed DIR`):
      spilled with its vector to a partition file (`dedup.semantic_pairs.Spill`);
   4. pairs: per partition, per k-means cluster, cosine >= 1 - eps in 1024 x 1024 tiles,
      merged into union-find forests, one per eps (`dedup.semantic_pairs`);
-  5. one attribute shard per annotate shard in `DIR/_dedup_semantic/` (rows in annotate
+  5. one attribute shard per annotate shard in `DIR/sets/dedup_semantic/` (rows in annotate
      order): id, shard, row and per eps `dup_semantic_e<D>_cluster` (int64: the corpus
      ordinal of the component's earliest member; null when the document is in no
      component), `_size` (int32, 1 when alone) and `_keep` (bool, true when alone), where <D>
@@ -63,12 +63,14 @@ from textsieve.dedup.semantic_keys import keep_keys, keep_source, keep_source_ke
 from textsieve.dedup.semantic_pairs import EpsResult, PairStats, Spill, partition_count, partition_results
 from textsieve.dedup.semantic_vectors import VectorSet
 from textsieve.dedup.verify import shard_batches
+from textsieve.display import result_display
 from textsieve.errors import TextsieveError
 from textsieve.exec.budget import memory_plan
 from textsieve.exec.progress import Progress
 from textsieve.io.atomic import AtomicParquetWriter
 from textsieve.io.attributes import META_KEY, open_set, set_place
 from textsieve.io.leftovers import finish_work, start_work
+from textsieve.io.publish import SUMMARY as SET_SUMMARY_JSON
 from textsieve.options import check_choices, memory_option, option, progress_option
 from textsieve.stages.annotate.embed import has_embeddings
 from textsieve.stages.dedup.fuzzy import cluster_report
@@ -76,7 +78,7 @@ from textsieve.stages.descriptor import PROGRESS_REASON, CliSpec, Layout, Outcom
 from textsieve.stages.planning import SET_BYTES_PER_DOC, Corpus, PlannedSet, StagePlan
 
 SEMANTIC_SET = "dedup_semantic"
-SUMMARY = "summary.json"
+SUMMARY = SET_SUMMARY_JSON
 TOP_CLUSTERS = 20
 MEMBERS_SHOWN = 10
 TEXT_WIDTH = 200
@@ -102,8 +104,8 @@ class SemanticConfig:
                             positional=True, metavar="DIR")
     eps: list[float] = option(help="duplicates have cosine similarity >= 1 - EPS (within one k-means cluster); "
                                    "repeat for several", factory=lambda: [0.05], repeat=True, metavar="EPS")
-    embed_model: str | None = option(None, help="which embedding set _embed_<MODEL> (default: the folder's only one)",
-                                     metavar="MODEL")
+    embed_model: str | None = option(None, help="which embedding set sets/embed_<MODEL> (default: the folder's "
+                                                "only one)", metavar="MODEL")
     clusters: int | None = option(None, help="k-means clusters (default: documents / 200, within [1, 50,000])",
                                   metavar="K")
     keep: str = option("first", help="per duplicate cluster keep: first = earliest in corpus order, longest = most "
@@ -121,6 +123,7 @@ class SemanticConfig:
     progress: bool = progress_option()
 
 
+@result_display
 @dataclass
 class SemanticResult:
     output: str
@@ -147,7 +150,7 @@ def _check(cfg: SemanticConfig) -> list[float]:
 
 
 def output_schema(eps: list[float]) -> pa.Schema:
-    """The schema of the `_dedup_semantic` set's shards (`run --dry-run` checks recipes against it)."""
+    """The schema of the `sets/dedup_semantic` set's shards (`run --dry-run` checks recipes against it)."""
     fields = [("id", pa.string()), ("shard", pa.string()), ("row", pa.int64())]
     for e in sorted({float(x) for x in eps}):
         stem = ekey(e)
@@ -241,7 +244,7 @@ def _cluster(cfg: SemanticConfig, eps: list[float], table: ShardTable, vs: Vecto
 
 
 def run_semantic(cfg: SemanticConfig) -> SemanticResult:
-    """Cluster semantic near-duplicates for every eps and write the `_dedup_semantic` set."""
+    """Cluster semantic near-duplicates for every eps and write the `sets/dedup_semantic` set."""
     start = time.perf_counter()
     check_choices(cfg)
     eps = _check(cfg)
@@ -405,7 +408,7 @@ CLI = CliSpec(
     description="SemDeDup on the CPU over the embeddings of `textsieve embed DIR`: seeded mini-batch k-means (fit on "
                 "a sample, assignment streamed), then within each cluster the pairs with cosine similarity >= 1 - "
                 "EPS are duplicates; connected components; cluster id = the corpus ordinal of the earliest member. "
-                "Writes dup_semantic_e<D>_cluster/_size/_keep per eps (0.05 -> e05) to DIR/_dedup_semantic/ and "
+                "Writes dup_semantic_e<D>_cluster/_size/_keep per eps (0.05 -> e05) to DIR/sets/dedup_semantic/ and "
                 "summary.json.",
     examples=("textsieve dedup semantic attrs-emb/ --eps 0.05",
               "textsieve dedup semantic attrs-emb/ --eps 0.05 --eps 0.1 --keep longest --overwrite",
@@ -415,7 +418,7 @@ CLI = CliSpec(
 STAGE = Stage("dedup_semantic", SemanticConfig, "dedup.semantic", _pipeline_run, order=70, call=run_semantic,
               cli_spec=CLI,
               placed=lambda layout: {"directory": layout.attrs},
-              derived={"directory": "always the annotate folder OUT/attrs (its _embed_MODEL set)",
+              derived={"directory": "always the annotate folder OUT/attrs (its sets/embed_MODEL set)",
                        "progress": PROGRESS_REASON},
               complete=set_named("dedup_semantic"), upstream=_sets_read, check=_check_pipeline,
               estimate=_estimate,

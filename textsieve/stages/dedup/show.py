@@ -1,5 +1,5 @@
 """`dedup show`: explain one fuzzy cluster (members, first lines, pairwise estimated Jaccard)
-and `export rpv2-clusters`: RPv2's cluster file (spec §8 step 5) from the `_dedup_fuzzy` set."""
+and `export rpv2-clusters`: RPv2's cluster file (spec §8 step 5) from the `sets/dedup_fuzzy` set."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 from textsieve.dedup.corpus import ShardTable, first_lines, gather_texts, id_ints
 from textsieve.dedup.lsh import BAND_PREFIXES, band_values, estimated_jaccard, signature_column
 from textsieve.io.atomic import AtomicParquetWriter
-from textsieve.io.attributes import attribute_shards
+from textsieve.io.attributes import attribute_shards, set_files
 from textsieve.io.parquet_read import read_table
 from textsieve.stages.dedup.fuzzy import FUZZY_SET, tkey
 
@@ -24,8 +24,8 @@ def find_cluster(directory: str, cluster: int, threshold: float | None = None) -
     """(column stem, [(shard index, local index)]) of the members of `cluster`; without a
     threshold, the lowest threshold whose column holds the cluster (its largest form)."""
     table = ShardTable.open(directory)
-    fs, paths = attribute_shards(directory, FUZZY_SET)
-    by_rel = {p.split(f"/_{FUZZY_SET}/", 1)[1]: p for p in paths}
+    fs, by_rel = set_files(directory, FUZZY_SET)
+    paths = list(by_rel.values())
     names = pq.read_schema(fs.open(paths[0], "rb")).names
     stems = [tkey(threshold)] if threshold is not None else sorted(_thresholds(names), key=lambda s: int(s[11:]))
     for stem in stems:
@@ -40,7 +40,7 @@ def find_cluster(directory: str, cluster: int, threshold: float | None = None) -
             hits += [(i, int(k)) for k in idx]
         if hits:
             return stem, hits
-    raise ValueError(f"cluster {cluster} not found in {directory}/_{FUZZY_SET}")
+    raise ValueError(f"cluster {cluster} not found in {directory}/sets/{FUZZY_SET}")
 
 
 def show_cluster(directory: str, cluster: int, threshold: float | None = None, bands: str = "rpv2",
@@ -87,16 +87,17 @@ def list_clusters(directory: str, threshold: float | None = None, top: int = DEF
     if top < 1:
         raise ValueError(f"dedup show: --top must be at least 1, not {top}")
     table = ShardTable.open(directory)
-    fs, paths = attribute_shards(directory, FUZZY_SET)
-    by_rel = {p.split(f"/_{FUZZY_SET}/", 1)[1]: p for p in paths}
+    fs, by_rel = set_files(directory, FUZZY_SET)
+    paths = list(by_rel.values())
     stems = sorted(_thresholds(pq.read_schema(fs.open(paths[0], "rb")).names), key=lambda s: int(s[11:]))
     if not stems:
-        raise ValueError(f"no dup_fuzzy_t*_cluster columns in {directory}/_{FUZZY_SET}; run `textsieve dedup fuzzy`")
+        raise ValueError(f"no dup_fuzzy_t*_cluster columns in {directory}/sets/{FUZZY_SET}; "
+                         "run `textsieve dedup fuzzy`")
     stem = tkey(threshold) if threshold is not None else stems[0]
     if stem not in stems:
         have = ", ".join(f"{int(s[11:]) / 100:g}" for s in stems)
-        raise ValueError(f"dedup show: no clusters at threshold {threshold} in {directory}/_{FUZZY_SET} "
-                         f"(stored: {have}); run `textsieve dedup fuzzy {directory} --threshold {threshold}`")
+        raise ValueError(f"dedup show: no clusters at threshold {threshold} in {directory}/sets/{FUZZY_SET} "
+                         f"(stored: {have}); run `textsieve dedup fuzzy {directory} --thresholds {threshold}`")
     col = f"{stem}_cluster"
     per_shard = []  # (cluster id per row, in a cluster?) per annotate shard
     for rel in table.rels:
@@ -166,7 +167,7 @@ def export_rpv2_clusters(directory: str, threshold: float, output: str) -> int:
         with fs.open(p, "rb") as fh:
             if col not in pq.read_schema(fh).names:
                 raise ValueError(f"{p}: no column {col}; run "
-                                 f"`textsieve dedup fuzzy {directory} --threshold {threshold}`")
+                                 f"`textsieve dedup fuzzy {directory} --thresholds {threshold}`")
         with fs.open(p, "rb") as fh:
             t = read_table(fh, columns=["id", col])
         t = t.filter(pc.is_valid(t.column(col)))

@@ -1,5 +1,5 @@
 """`dedup show --semantic`: the largest semantic clusters, or one cluster's members with their
-pairwise cosine similarity (from the `_dedup_semantic` set and the embeddings it was made from).
+pairwise cosine similarity (from the `sets/dedup_semantic` set and the embeddings it was made from).
 
 Why pairwise cosine: components are transitive (a ~ b ~ c joins a and c even when their own
 similarity is below 1 - eps), and the matrix shows where a cluster's chain runs.
@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 
 from textsieve.dedup.corpus import ShardTable, first_lines, gather_texts
 from textsieve.dedup.semantic_vectors import VectorSet
-from textsieve.io.attributes import attribute_shards
+from textsieve.io.attributes import set_files
 from textsieve.io.parquet_read import read_table
 from textsieve.stages.dedup.semantic import SEMANTIC_SET, SemanticError, ekey
 
@@ -35,17 +35,18 @@ def _eps_text(stem: str) -> str:
 def _cluster_columns(directory: str, eps: float | None) -> tuple[ShardTable, str, list[str], list[tuple]]:
     """(table, stem, all stems, per shard (cluster values, keep, valid)) of the chosen eps."""
     table = ShardTable.open(directory)
-    fs, paths = attribute_shards(directory, SEMANTIC_SET)
-    by_rel = {p.split(f"/_{SEMANTIC_SET}/", 1)[1]: p for p in paths}
+    fs, by_rel = set_files(directory, SEMANTIC_SET)
+    paths = list(by_rel.values())
     with fs.open(paths[0], "rb") as fh:
         stems = _stems(pq.read_schema(fh).names)
     if not stems:
-        raise SemanticError(f"no {STEM}*_cluster columns in {directory}/_{SEMANTIC_SET}; run "
+        raise SemanticError(f"no {STEM}*_cluster columns in {directory}/sets/{SEMANTIC_SET}; run "
                             "`textsieve dedup semantic`")
     stem = ekey(eps) if eps is not None else stems[0]
     if stem not in stems:
-        raise SemanticError(f"dedup show: no semantic clusters at eps {eps} in {directory}/_{SEMANTIC_SET} (stored: "
-                            f"{', '.join(_eps_text(s) for s in stems)}); run `textsieve dedup semantic {directory} "
+        raise SemanticError(f"dedup show: no semantic clusters at eps {eps} in {directory}/sets/{SEMANTIC_SET} "
+                            f"(stored: {', '.join(_eps_text(s) for s in stems)}); run "
+                            f"`textsieve dedup semantic {directory} "
                             f"--eps {eps}`")
     per_shard = []
     for rel in table.rels:
@@ -94,7 +95,7 @@ def show_semantic_cluster(directory: str, cluster: int, eps: float | None = None
         keep += [bool(k[x]) for x in hit]
     if not ords:
         raise SemanticError(f"semantic cluster {cluster} not found at eps {_eps_text(stem)} in "
-                            f"{directory}/_{SEMANTIC_SET}; list them with "
+                            f"{directory}/sets/{SEMANTIC_SET}; list them with "
                             f"`textsieve dedup show {directory} --semantic`")
     total = len(ords)
     ords, keep = ords[:SHOWN], keep[:SHOWN]

@@ -1,7 +1,7 @@
 """`textsieve dsir fit --features embed|combined`: DSIR weights from a target-vs-pool classifier
 on the pool's embeddings (`textsieve.dsir.embed_model` says what is fit and why).
 
-The result is the same attribute set ``DIR/_dsir_<name>/`` with the same three columns as the
+The result is the same attribute set ``DIR/sets/dsir_<name>/`` with the same three columns as the
 n-gram fit (`stages.dsir_fit`), so `select --dsir NAME` draws from it unchanged (Gumbel top-k,
 ESS, several targets mixed, recipes, token budgets):
 
@@ -13,9 +13,9 @@ ESS, several targets mixed, recipes, token budgets):
                             draw ``∝ w ** 2`` (null for a document without tokens);
 * ``ts_dsir_<name>_tokens`` word/punctuation tokens, as the n-gram fit stores them.
 
-Pool embeddings are read from the folder's `_embed_<model>` set (`textsieve embed`); the target
+Pool embeddings are read from the folder's `sets/embed_<model>` set (`textsieve embed`); the target
 is embedded with the model that set was made with (its fingerprint must match). The model file
-(`model.tsm` in the set, or `--model PATH`) records the features, the embedding model's
+(`.textsieve/model.tsm` in the set, or `--model-path PATH`) records the features, the embedding model's
 fingerprint and the data's, so a re-run with the same inputs keeps the finished shards and a
 changed input refits.
 """
@@ -36,10 +36,18 @@ from textsieve.dsir import embed_model as em
 from textsieve.dsir.names import check_name, column_names, set_name
 from textsieve.exec.progress import Progress
 from textsieve.io.atomic import write_parquet_with_metadata
-from textsieve.io.attributes import META_KEY, attribute_set_dir, attribute_shards, open_set, read_shard_meta, set_place
+from textsieve.io.attributes import (
+    META_KEY,
+    attribute_set_dir,
+    attribute_shards,
+    open_set,
+    read_shard_meta,
+    set_place,
+    shard_rel,
+)
 from textsieve.io.leftovers import remove_stale_siblings
 from textsieve.io.parquet_read import read_table
-from textsieve.io.publish import content_key, contents
+from textsieve.io.publish import SUMMARY, book, content_key, contents
 from textsieve.io.texts import input_texts, shard_texts
 
 if TYPE_CHECKING:
@@ -47,6 +55,10 @@ if TYPE_CHECKING:
     from textsieve.embedding.models import Embedder
     from textsieve.stages.select.dsir_fit import DsirFitConfig, DsirFitResult
     from textsieve.text.hashed_ngrams import HashedNgramParams
+
+#: the classifier model published with the weights, in the set's bookkeeping folder (the set
+#: then reads as one table): `.textsieve/model.tsm`
+SET_MODEL = book(em.MODEL_FILE)
 
 
 def _embedder(raw: str, model: str | None) -> tuple[str, Embedder, str]:
@@ -59,7 +71,7 @@ def _embedder(raw: str, model: str | None) -> tuple[str, Embedder, str]:
     name = resolve_model(raw, model)  # EmbeddingsMissing: "run `textsieve embed RAW` first"
     folder = attribute_set_dir(raw, embed_set(name))
     fs, root = fsspec.core.url_to_fs(folder)
-    info = json.loads(fs.cat_file(f"{root.rstrip('/')}/summary.json"))
+    info = json.loads(fs.cat_file(f"{root.rstrip('/')}/{SUMMARY}"))
     emb = load_embedder(info.get("model_path"), name)
     if emb.fingerprint != info.get("model_fingerprint"):
         raise EmbeddingModelError(f"{folder} was embedded with model fingerprint {info.get('model_fingerprint')}, "
@@ -102,7 +114,8 @@ class _Pool:
 
         self.fs, self.shards = attribute_shards(cfg.raw)
         self.root = self.fs._strip_protocol(cfg.raw).rstrip("/")
-        self.rels = [p[len(self.root) + 1:] for p in self.shards]
+        self.rels = [shard_rel(self.root, p) for p in self.shards]  # as the embedding set names them
+        self.content_rels = [p[len(self.root) + 1:] for p in self.shards]  # as annotate's manifest does
         efs, epaths = attribute_shards(cfg.raw, embed_set(model))  # refuses a set older than the annotate output
         eroot = efs._strip_protocol(attribute_set_dir(cfg.raw, embed_set(model))).rstrip("/")
         self.efs, self.emb_paths = efs, {p[len(eroot) + 1:]: p for p in epaths}
@@ -227,19 +240,20 @@ def run_fit_embed(cfg: DsirFitConfig) -> DsirFitResult:
     target_texts = list(input_texts(cfg.targets, cfg.text_field))
     if not target_texts:
         raise ValueError(f"no target documents in {', '.join(cfg.targets)}")
-    annotated = contents(fs, root, pool.rels)
+    annotated = contents(fs, root, pool.content_rels)
     raw_shards = [[rel, pq.ParquetFile(fs.open(p, "rb")).metadata.num_rows,
-                   hashlib.sha256(annotated[rel].encode()).hexdigest()[:16]] for p, rel in zip(pool.shards, pool.rels)]
+                   hashlib.sha256(annotated[content_rel].encode()).hexdigest()[:16]]
+                  for p, rel, content_rel in zip(pool.shards, pool.rels, pool.content_rels)]
     total = sum(n for _, n, _ in raw_shards)
     target_fp = em.texts_fingerprint(target_texts)
     identity = _identity(cfg, emb, pool, target_fp, raw_shards, params)
     pub = open_set(fs, set_root, set_name(cfg.name), identity, built_from=content_key(fs, root))
     in_set = cfg.model_path is None
-    if in_set and not cfg.overwrite and pub.unchanged(em.MODEL_FILE, identity):
-        pub.keep(em.MODEL_FILE)
-        model_path = f"{set_dir}/{em.MODEL_FILE}"
+    if in_set and not cfg.overwrite and pub.unchanged(SET_MODEL, identity):
+        pub.keep(SET_MODEL)
+        model_path = f"{set_dir}/{SET_MODEL}"
     elif in_set:
-        model_path = fs.unstrip_protocol(pub.staged(em.MODEL_FILE))
+        model_path = fs.unstrip_protocol(pub.staged(SET_MODEL))
     else:
         model_path = cfg.model_path or ""
     mfs, mpath = fsspec.core.url_to_fs(model_path)
@@ -255,15 +269,15 @@ def run_fit_embed(cfg: DsirFitConfig) -> DsirFitResult:
                     "target_fingerprint": target_fp, "targets": list(cfg.targets), "raw_shards": raw_shards,
                     "embeddings": pool.embed_key}
         _fit_model(cfg, emb, pool, target_texts, total, params, identity, model_path, training)
-    if in_set and em.MODEL_FILE not in pub.kept:
-        pub.add(em.MODEL_FILE, identity)
+    if in_set and SET_MODEL not in pub.kept:
+        pub.add(SET_MODEL, identity)
     model, head, arrays = em.load(model_path)
     ngram = None
     mu = head["params"].get("ngram_mu")
     if model.features == "combined":
         ngram = DsirModel(params, arrays["target_counts"], arrays["raw_counts"], len(target_texts), total,
                           cfg.smoothing)
-    res = DsirFitResult(cfg.model_path or f"{set_dir}/{em.MODEL_FILE}", set_dir, cols, total, len(target_texts),
+    res = DsirFitResult(cfg.model_path or f"{set_dir}/{SET_MODEL}", set_dir, cols, total, len(target_texts),
                         reused, raw_documents=total)
     lo, hi = np.inf, -np.inf
     meta = {"stage": "dsir", "name": cfg.name, "model": identity, "columns": list(cols), "features": cfg.features,

@@ -1,5 +1,5 @@
 """`textsieve dsir fit`: fit DSIR's two n-gram models and store a log importance weight per
-document of an annotated pool, as the attribute set ``DIR/_dsir_<name>/``.
+document of an annotated pool, as the attribute set ``DIR/sets/dsir_<name>/``.
 
 Columns of every shard of the set (besides `id`, `shard`, `row`):
 
@@ -17,7 +17,7 @@ duplicated document is drawn as many times as it has copies.
 Unlike the reference, the raw model is fit on the whole pool (not a prefix of each shard), in two
 passes: count all n-grams, then weigh each document. The pool's n-gram ids are kept in memory
 between the passes up to `memory_mb`, beyond that the texts are read again. The model file
-(`model.dsir` in the set folder) is written before the weights, so a re-run reuses it and only
+(`.textsieve/model.dsir` in the set folder) is written before the weights, so a re-run reuses it and only
 computes the shards not yet written.
 
 With `recipe` (`dsir fit --recipe R`), the raw side is fit on the recipe's survivors only
@@ -45,12 +45,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from textsieve.display import result_display
 from textsieve.dsir.names import check_name, column_names, set_name
 from textsieve.exec.progress import Progress
 from textsieve.io.atomic import write_parquet_with_metadata
-from textsieve.io.attributes import META_KEY, attribute_shards, open_set, read_shard_meta, set_place
+from textsieve.io.attributes import META_KEY, attribute_shards, open_set, read_shard_meta, set_place, shard_rel
 from textsieve.io.leftovers import remove_stale_siblings
-from textsieve.io.publish import content_key, contents
+from textsieve.io.publish import book, content_key, contents
 from textsieve.io.texts import input_texts, shard_texts
 from textsieve.options import option, progress_option
 from textsieve.recipes.language import Recipe
@@ -69,7 +70,7 @@ if TYPE_CHECKING:  # the numba feature code loads on first use, not when the CLI
     from textsieve.dsir.model import DsirModel
     from textsieve.text.hashed_ngrams import HashedNgramParams, NgramBatch
 
-MODEL_FILE = "model.dsir"
+MODEL_FILE = book("model.dsir")  # in the set's bookkeeping folder, so the set reads as one table
 
 
 @dataclass
@@ -77,7 +78,7 @@ class DsirFitConfig:
     """Everything `textsieve dsir fit` takes (CLI, YAML and `ts.dsir_fit`)."""
 
     targets: list[str] = option(help="target documents: files, folders or globs (JSONL, Parquet, ...)",
-                                flag="--target", metavar="T")
+                                renamed_from=("--target",), metavar="T")
     raw: str = option(help="the pool: an output folder of `textsieve annotate`", metavar="ANNOTATED_DIR")
     name: str = option(help="target name: letters, digits, '_' (used in column names)")
     buckets: int = option(10_000, help="hash buckets")
@@ -85,8 +86,9 @@ class DsirFitConfig:
     hash_seed: int = option(0, help="hash seed (`eval kl` measures with 1)")
     smoothing: float = option(1.0, help="additive pseudo-count per bucket (0 = the reference's +1e-8)")
     text_field: str = option("text", help="text field of the target records", metavar="FIELD")
-    model_path: str | None = option(None, help="where to store the model (default RAW/_dsir_NAME/model.dsir)",
-                                    flag="--model", metavar="PATH")
+    model_path: str | None = option(None, help="where to store the model (default "
+                                              "RAW/sets/dsir_NAME/.textsieve/model.dsir)",
+                                    renamed_from=("--model",), metavar="PATH")
     overwrite: bool = option(False, help="refit and rewrite everything")
     memory_mb: int = option(1024, help="MB of n-gram features cached between the two passes; beyond that the "
                                        "texts are read again", metavar="MB")
@@ -103,6 +105,7 @@ class DsirFitConfig:
                                                 "(default: its only one)", metavar="MODEL")
 
 
+@result_display
 @dataclass
 class DsirFitResult:
     model_path: str
@@ -206,7 +209,7 @@ def run_fit(cfg: DsirFitConfig) -> DsirFitResult:
     set_dir, _, set_root = set_place(cfg.raw, set_name(cfg.name))  # a killed fit's temporary files removed
     model_path = cfg.model_path or f"{set_dir}/{MODEL_FILE}"
     cols = column_names(cfg.name)
-    if cfg.model_path:  # a --model PATH elsewhere: its killed writes are beside it
+    if cfg.model_path:  # a --model-path PATH elsewhere: its killed writes are beside it
         remove_stale_siblings(*fsspec.core.url_to_fs(cfg.model_path))
 
     # streamed: the target's texts are counted batch by batch, never held together
@@ -214,8 +217,8 @@ def run_fit(cfg: DsirFitConfig) -> DsirFitResult:
     if not target_docs:
         raise ValueError(f"no target documents in {', '.join(cfg.targets)}")
     annotated = contents(fs, root, [p[len(root) + 1:] for p in shards])
-    # each raw shard by name, rows and published content hash: a changed shard means a refit
-    raw_shards = [[p[len(root) + 1:], pq.ParquetFile(fs.open(p, "rb")).metadata.num_rows,
+    # each raw shard by name (as the set names it), rows and published content hash: a changed shard means a refit
+    raw_shards = [[shard_rel(root, p), pq.ParquetFile(fs.open(p, "rb")).metadata.num_rows,
                    hashlib.sha256(annotated[p[len(root) + 1:]].encode()).hexdigest()[:16]] for p in shards]
     total_rows = sum(n for _, n, _ in raw_shards)
     from textsieve.recipes.survivors import as_recipe
@@ -374,7 +377,7 @@ def _estimate(c: DsirFitConfig, e: Corpus) -> StagePlan:
 
 
 def _output_sets(c: DsirFitConfig, layout: Layout, where: str) -> list[PlannedSet]:
-    """`_dsir_NAME`: the raw and normalised importance weights and the token count."""
+    """`sets/dsir_NAME`: the raw and normalised importance weights and the token count."""
     from textsieve.dsir.names import column_names, set_name
 
     raw, norm, tokens = column_names(c.name)
@@ -388,7 +391,7 @@ def _summary(res: DsirFitResult) -> dict[str, Any]:
 
 
 def _report(res: DsirFitResult) -> str:
-    name = res.set_dir.rstrip("/").rsplit("/", 1)[-1].removeprefix("_dsir_")
+    name = res.set_dir.rstrip("/").rsplit("/", 1)[-1].removeprefix("dsir_")
     return (f"dsir {name}: weighed {res.documents:,} documents against {res.target_docs:,} target documents in "
             f"{res.seconds:.1f} s; {len(res.shards_written)} shard(s) written, {len(res.shards_skipped)} already "
             f"done -> {res.set_dir} (columns {', '.join(res.columns)})")
@@ -397,13 +400,13 @@ def _report(res: DsirFitResult) -> str:
 CLI = CliSpec(
     help="fit target/raw n-gram models, store per-document weights",
     description="Fit bag-of-hashed-n-gram models on the target and on the annotated pool, save the model and write "
-                "the attribute set RAW/_dsir_NAME with columns ts_dsir_NAME (sum log ratio), ts_dsir_NAME_norm "
+                "the attribute set RAW/sets/dsir_NAME with columns ts_dsir_NAME (sum log ratio), ts_dsir_NAME_norm "
                 "(mean per n-gram) and ts_dsir_NAME_tokens. Deduplicate the pool first. With --features "
                 "embed|combined the weights come from a target-vs-pool classifier on the pool's embeddings (run "
                 "`textsieve embed RAW` first), in the same columns.",
-    examples=("textsieve dsir fit --target wiki.jsonl.gz --raw attrs/ --name wiki",
-              "textsieve dsir fit --target wiki.jsonl.gz --raw attrs/ --name wiki_gopher --recipe gopher",
-              "textsieve dsir fit --target wiki.jsonl.gz --raw attrs-emb/ --name wiki_emb --features embed"),
+    examples=("textsieve dsir fit --targets wiki.jsonl.gz --raw attrs/ --name wiki",
+              "textsieve dsir fit --targets wiki.jsonl.gz --raw attrs/ --name wiki_gopher --recipe gopher",
+              "textsieve dsir fit --targets wiki.jsonl.gz --raw attrs-emb/ --name wiki_emb --features embed"),
     report=_report, summary=_summary, flags=(("--json", "print a JSON summary"),),
     writes=("model_path", "targets", "raw"))
 

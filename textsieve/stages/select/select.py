@@ -35,12 +35,13 @@ from typing import TYPE_CHECKING, Any
 import fsspec
 import numpy as np
 
+from textsieve.display import result_display
 from textsieve.dsir.defaults import DEFAULT_MIN_TOKENS, DEFAULT_PRIOR_NGRAMS, DEFAULT_TEMPERATURE, WEIGHTS
 from textsieve.dsir.targets import parse_dsir_targets
-from textsieve.io.attributes import attribute_shards, read_shard_meta
+from textsieve.io.attributes import attribute_shards, read_shard_meta, shard_rel
 from textsieve.io.leftovers import remove_stale_temps
 from textsieve.io.locations import pool_workers
-from textsieve.io.publish import Publication, SummaryStyle, read_manifest
+from textsieve.io.publish import SELECTION_JSON, Publication, SummaryStyle, read_manifest
 from textsieve.io.runstate import holds_output
 from textsieve.mixing.spec import FORMATS as SHARD_FORMATS
 from textsieve.mixing.spec import MixSpec
@@ -67,7 +68,7 @@ if TYPE_CHECKING:
 FORMATS = ("jsonl.gz", "parquet")
 DSIR_GROUP = "DSIR resampling (after `textsieve dsir fit`)"
 SHARDS_GROUP = "training shards (shuffled, fixed-size, as `textsieve mix` writes them)"
-SUMMARY = "selection.json"
+SUMMARY = SELECTION_JSON  # .textsieve/selection.json
 #: the one message for a selection without a recipe or DSIR targets (CLI, API and pipeline)
 NOTHING_TO_SELECT = ("give a recipe, DSIR targets, or both (--recipe R / recipe=..., --dsir NAME / dsir=...; DSIR "
                      "then draws from the recipe's survivors); see `textsieve recipes`")
@@ -103,7 +104,7 @@ class SelectConfig:
     prior_ngrams: float = option(DEFAULT_PRIOR_NGRAMS,
                                  help="normalized weight = sum of log ratios / (n-grams + this): short documents "
                                       "need stronger evidence; 0 = plain mean", group=DSIR_GROUP)
-    dsir_weight: str = option("normalized", choices=WEIGHTS, aliases=("--weight",), group=DSIR_GROUP,
+    dsir_weight: str = option("normalized", choices=WEIGHTS, renamed_from=("--weight",), group=DSIR_GROUP,
                               help="normalized: log ratio per n-gram, shrunk by --prior-ngrams; raw: the "
                                    "reference's sum, which grows with length and makes sampling top-k")
     format: str = option("jsonl.gz", help="output shard format", choices=FORMATS)
@@ -118,11 +119,11 @@ class SelectConfig:
     source_roots: list[str] = option(
         help="a folder the source documents may be read from besides the inputs annotate recorded (repeatable; "
              "for sources that moved). Footers naming files elsewhere are refused", factory=list,
-        flag="--source-root", repeat=True, metavar="DIR")
+        renamed_from=("--source-root",), repeat=True, metavar="DIR")
     redact: list[str] = option(
         help="replace spans when writing (repeatable): `pii` puts a placeholder such as |||EMAIL_ADDRESS||| over "
-             "every span of the _pii set (`textsieve pii`); a span column's name (e.g. ts_contam_spans) removes its "
-             "spans. Each record gets ts_redacted, the spans replaced per type; a recipe's `redact:` adds to these",
+             "every span of the sets/pii set (`textsieve pii`); a span column's name (e.g. ts_contam_spans) removes "
+             "its spans. Each record gets ts_redacted, the spans replaced per type; a recipe's `redact:` adds to these",
         factory=list, repeat=True, metavar="NAME")
     # what --tokens counts (textsieve.tokenization.columns.resolve_token_column)
     token_column: str | None = option(
@@ -148,6 +149,7 @@ class SelectConfig:
              "the same for any value)")
 
 
+@result_display
 @dataclass
 class SelectResult:
     output: str
@@ -160,6 +162,12 @@ class SelectResult:
     dsir: dict | None = None
     redacted: dict[str, int] = field(default_factory=dict)  # spans replaced per label (this run's shards)
     training: dict | None = None  # --shards: {format, tokens, shards, skipped, manifest} (`select_shards`)
+
+    def _headline(self) -> str:
+        """Jupyter's caption of this result (`textsieve.display`): the selection's counts."""
+        share = f" ({100.0 * self.documents / self.pool:.1f}%)" if self.pool else ""
+        return (f"selected {self.documents:,} of {self.pool:,} documents{share}, {self.characters:,} characters "
+                f"-> {self.output}")
 
 
 @dataclass
@@ -195,7 +203,7 @@ def shard_metas(directory: str, source_roots: Sequence[str] = ()) -> tuple[fsspe
             raise SelectError(f"{path}: no source information in its footer; was it written by `textsieve annotate`?")
         check_source(meta, roots, path)
         meta["_attr_size"] = fs.size(path)
-        out[meta.get("shard") or meta["source_shard"]["rel"]] = (path[len(root) + 1:], meta)
+        out[meta.get("shard") or meta["source_shard"]["rel"]] = (shard_rel(root, path), meta)
     return fs, root, out
 
 
@@ -411,7 +419,9 @@ def run_select(cfg: SelectConfig) -> SelectResult:
         raise SelectError(f"{cfg.output} holds files that no textsieve selection published; use --overwrite or "
                           "another folder")
     head = {"stage": "select", "status": "done", "fingerprint": fp, "format": cfg.format,
-            "recipe": recipe.to_dict() if recipe else None, "inputs": inputs}
+            "recipe": recipe.to_dict() if recipe else None, "inputs": inputs,
+            # the annotate folder: `mix` plans a selection source from its stored token counts
+            "attributes": cfg.directory if "://" in cfg.directory else str(Path(cfg.directory).resolve())}
     if redact.names:
         head["redact"] = {"names": redact.names, "columns": [c.column for c in redact.columns]}
     # how annotate read the records (text, id, language fields): the output records keep the source's
@@ -457,7 +467,7 @@ def run_select(cfg: SelectConfig) -> SelectResult:
             written.append(f"{out_root}/{out_rel}")
             records += n
             chars += c
-            progress.advance(n, len(task.rows))
+            progress.advance(n, len(task.rows), shard=out_rel)
     finally:
         progress.close()
     total_selected = sum(int(d["counts"].sum()) for d in selected.values())
@@ -506,7 +516,7 @@ def _pipeline_run(c: SelectConfig) -> Outcome:
 def _complete(layout: Layout, name: str, c: SelectConfig) -> bool:
     fs, rels = layout.annotated_rels()
     manifest = read_manifest(fs, fsspec.core.url_to_fs(layout.selected)[1].rstrip("/"))
-    if manifest is None or "selection.json" not in manifest.files:
+    if manifest is None or SUMMARY not in manifest.files:
         return False
     if c.shards is not None:  # training shards: published as one unit with selection.json beside them
         return True

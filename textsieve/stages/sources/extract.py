@@ -31,6 +31,7 @@ from typing import Any
 import fsspec
 
 from textsieve._version import __version__
+from textsieve.display import result_display
 from textsieve.errors import TextsieveError
 from textsieve.exec.local import default_workers, ordered_map
 from textsieve.exec.progress import Progress
@@ -43,8 +44,8 @@ from textsieve.io.limits import DEFAULT_MAX_DOC_BYTES, parse_max_doc_bytes
 from textsieve.io.locations import pool_workers
 from textsieve.io.overlap import check_apart
 from textsieve.io.paths import SUFFIX_FORMATS, Shard, expand_inputs
-from textsieve.io.publish import Publication, SummaryStyle
-from textsieve.io.safe_paths import safe_rel
+from textsieve.io.publish import EXTRACT_JSON, Publication, SummaryStyle
+from textsieve.io.safe_paths import data_rel, safe_rel
 from textsieve.options import address_option, check_choices, executor_option, option, progress_option
 from textsieve.stages.descriptor import PROGRESS_REASON, CliSpec, Outcome, Stage, key_of
 from textsieve.stages.planning import Corpus, StagePlan
@@ -52,7 +53,7 @@ from textsieve.stages.sources.extract_worker import REASONS, ExtractTask, extrac
 
 log = logging.getLogger("textsieve.extract")
 
-SUMMARY = "extract.json"
+SUMMARY = EXTRACT_JSON
 EXTRACT_FORMATS = ("warc", "html")  # the shard formats extract reads
 
 
@@ -93,6 +94,7 @@ class ExtractConfig:
         choices=("fail", "suffix"))
 
 
+@result_display
 @dataclass
 class ExtractResult:
     output: str
@@ -111,12 +113,13 @@ class ExtractResult:
 
 
 def output_rel(shard_rel: str, fmt: str) -> str:
-    """`crawl/a.warc.gz` -> `crawl/a.jsonl.gz` (the input's format suffix replaced)."""
+    """`crawl/a.warc.gz` -> `crawl/a.jsonl.gz` (the input's format suffix replaced; no part
+    starting with `_` or `.`, `io.safe_paths.data_rel`: a folder's pages `_html` -> `x_html.jsonl.gz`)."""
     low = shard_rel.lower()
     for suffix, _ in SUFFIX_FORMATS:
         if low.endswith(suffix):
-            return shard_rel[: -len(suffix)] + doc_suffix(fmt)
-    return shard_rel + doc_suffix(fmt)
+            return data_rel(shard_rel[: -len(suffix)]) + doc_suffix(fmt)
+    return data_rel(shard_rel) + doc_suffix(fmt)
 
 
 def settings_fingerprint(cfg: ExtractConfig) -> tuple[str, dict[str, Any]]:
@@ -226,8 +229,8 @@ def run_extract(cfg: ExtractConfig) -> ExtractResult:
             counts[rel] = shard_counts
             result.shards_written.append(task.shard.rel)
             done_bytes += task.shard.size
-            if not in_process:  # the in-process path moved the line page by page already
-                progress.update(docs=shard_counts["kept"], bytes_done=done_bytes)
+            # the in-process path moved the line page by page already
+            progress.update(docs=0 if in_process else shard_counts["kept"], bytes_done=done_bytes, shard=rel)
             if shard_counts["bad_records"]:
                 first = shard_counts["bad_examples"][0]
                 log.warning("%s: skipped %d damaged record(s), first: %s: %s", task.shard.rel,

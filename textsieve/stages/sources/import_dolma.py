@@ -24,18 +24,20 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from textsieve._version import __version__
+from textsieve.display import result_display
 from textsieve.exec.progress import Progress
 from textsieve.interop import dolma as dolma_
 from textsieve.io.atomic import AtomicParquetWriter
-from textsieve.io.attributes import META_KEY, SCORE_SUFFIX
+from textsieve.io.attributes import DOCS, META_KEY, SCORE_SUFFIX
 from textsieve.io.overlap import check_apart
 from textsieve.io.paths import expand_inputs
-from textsieve.io.publish import FOLDER_SUMMARY
+from textsieve.io.publish import ANNOTATE_JSON, FOLDER_SUMMARY
 from textsieve.io.readers import ReadOptions, ShardReader
+from textsieve.io.safe_paths import data_rel
 from textsieve.io.source_roots import absolute_root
 from textsieve.options import option, progress_option
 
-SUMMARY = "annotate.json"  # marks an annotate-like folder and records its input roots (for select)
+SUMMARY = ANNOTATE_JSON  # marks an annotate-like folder and records its input roots (for select)
 
 
 @dataclass
@@ -46,7 +48,7 @@ class ImportDolmaConfig:
                        positional=True, metavar="ROOT")
     output: str = option(help="folder (or URL) for the attribute shards", short="-o", metavar="ATTRS")
     attributes: list[str] = option(help="only this attribute folder of ROOT/attributes/ (repeatable; default all)",
-                                   factory=list, flag="--attribute", repeat=True, metavar="NAME")
+                                   factory=list, renamed_from=("--attribute",), repeat=True, metavar="NAME")
     text_field: str = option("text", help="documents' text field", metavar="FIELD")
     id_field: str = option("id", help="documents' id field", metavar="FIELD")
     progress: bool = progress_option()
@@ -54,6 +56,7 @@ class ImportDolmaConfig:
                                          "shards that are already done")
 
 
+@result_display
 @dataclass
 class ImportDolmaResult:
     output: str
@@ -124,7 +127,7 @@ def run_import_dolma(cfg: ImportDolmaConfig) -> ImportDolmaResult:
     progress = Progress("import dolma", total_bytes=sum(sh.size for sh in shards), enabled=cfg.progress)
     try:
         for sh in shards:
-            rel = sh.rel.rsplit(".json", 1)[0] + ".parquet"
+            rel = f"{DOCS}/{data_rel(sh.rel.rsplit('.json', 1)[0])}.parquet"
             if not cfg.overwrite and pub.unchanged(rel, fps[sh.rel]):
                 pub.keep(rel)
                 result.shards_skipped.append(sh.rel)
@@ -167,7 +170,7 @@ def run_import_dolma(cfg: ImportDolmaConfig) -> ImportDolmaResult:
             pub.add(rel, fps[sh.rel])
             result.shards_written.append(sh.rel)
             result.documents += len(docs)
-            progress.update(docs=len(docs), bytes_done=sh.size)
+            progress.update(docs=len(docs), bytes_done=sh.size, shard=sh.rel)
     except BaseException:
         pub.abandon()
         raise

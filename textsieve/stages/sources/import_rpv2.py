@@ -8,7 +8,7 @@ works unchanged: recipes and the funnel on the released signals (span columns + 
 twins, as annotate writes them), `dedup fuzzy` on the released bands (`signature_sim*`), and
 `select` materialising `raw_content` (the footer's `source_shard` and `read_options`). Ids and
 `id_int` are the released ones, so cluster ids equal RPv2's. The released duplicate lists
-become the attribute set `_dedup_exact` (`dup_exact_keep`), so recipes written for
+become the attribute set `sets/dedup_exact` (`dup_exact_keep`), so recipes written for
 `dedup exact` work too. A shard whose files are partly missing (the `tail` bucket has no
 signals) is imported with what there is, with a warning and counts in `import.json` (written
 as `annotate.json`, the file that marks an annotate folder and records its input roots).
@@ -29,16 +29,19 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from textsieve._version import __version__
+from textsieve.display import result_display
 from textsieve.errors import TextsieveError
 from textsieve.exec.local import default_workers, ordered_map
 from textsieve.exec.progress import Progress
 from textsieve.export.rpv2_layout import STAGE as EXPORT
 from textsieve.interop import rpv2_release as rel_
 from textsieve.io.atomic import AtomicParquetWriter
-from textsieve.io.attributes import META_KEY, SCORE_SUFFIX, attribute_set_dir
+from textsieve.io.attributes import DOCS, META_KEY, SCORE_SUFFIX, attribute_set_dir
 from textsieve.io.overlap import check_apart
 from textsieve.io.paths import Shard
 from textsieve.io.publish import (
+    ANNOTATE_JSON,
+    BOOK,
     FOLDER_SUMMARY,
     STAGING_PREFIX,
     Publication,
@@ -49,12 +52,13 @@ from textsieve.io.publish import (
     read_manifest,
 )
 from textsieve.io.readers import ReadOptions
+from textsieve.io.safe_paths import data_rel
 from textsieve.io.source_roots import absolute_root
 from textsieve.options import option, progress_option
 
 log = logging.getLogger("textsieve.import_rpv2")
 
-SUMMARY = "annotate.json"
+SUMMARY = ANNOTATE_JSON
 EXACT_SET = "dedup_exact"
 EXACT_COLUMNS = ("dup_exact_group", "dup_exact_size", "dup_exact_keep")
 READ_OPTIONS = ReadOptions(text_field="raw_content", id_field="id", lang_field="language", url_field="url")
@@ -72,11 +76,11 @@ class ImportRpv2Config:
                             "(local folder or fsspec URL)", positional=True, metavar="ROOT")
     output: str = option(help="folder (or URL) for the attribute shards", short="-o", metavar="ATTRS")
     snapshots: list[str] = option(help="only this snapshot, e.g. 2023-06 (repeatable)", factory=list,
-                                  flag="--snapshot", repeat=True, metavar="SNAPSHOT")
+                                  renamed_from=("--snapshot",), repeat=True, metavar="SNAPSHOT")
     langs: list[str] = option(help="only this language: en, de, fr, es, it (repeatable)", factory=list,
-                              flag="--lang", repeat=True, metavar="LANG")
+                              renamed_from=("--lang",), repeat=True, metavar="LANG")
     buckets: list[str] = option(help="only this perplexity bucket: head, middle, tail (repeatable)",
-                                factory=list, flag="--bucket", repeat=True, metavar="BUCKET")
+                                factory=list, renamed_from=("--bucket",), repeat=True, metavar="BUCKET")
     workers: int | None = option(None, help="processes (default: all cores, at most one per shard)")
     progress: bool = progress_option()
     overwrite: bool = option(False, help="replace an output folder another stage published, and re-import "
@@ -85,6 +89,7 @@ class ImportRpv2Config:
                                           "unfinished, as far as it goes (refused otherwise)")
 
 
+@result_display
 @dataclass
 class ImportRpv2Result:
     output: str
@@ -108,7 +113,7 @@ class _Task:
     shard: rel_.ReleaseShard
     signals: tuple[str, ...]  # the span columns every shard has, in order
     main_path: str  # staged attribute shard (URL)
-    exact_path: str  # staged _dedup_exact shard (URL)
+    exact_path: str  # staged sets/dedup_exact shard (URL)
     fingerprint: str
 
 
@@ -159,7 +164,7 @@ def _doc_score(spans: pa.Array, typ: pa.DataType) -> pa.Array:
 
 
 def import_shard(task: _Task) -> dict[str, Any]:
-    """Read one shard key's files and write its attribute shard and `_dedup_exact` shard."""
+    """Read one shard key's files and write its attribute shard and `sets/dedup_exact` shard."""
     fs, root = fsspec.core.url_to_fs(task.root)
     sh = task.shard
     docs = rel_.read_documents(fs, sh.path(root, "documents")) if "documents" in sh.present else None
@@ -282,8 +287,9 @@ def _check_complete(location: str, allow: bool) -> None:
     root = root.rstrip("/")
     if not fs.isdir(root):
         return
-    names = [p.rstrip("/").rsplit("/", 1)[-1] for p in fs.ls(root, detail=False)]
-    staging = sorted(n for n in names if n.startswith(f"{STAGING_PREFIX}{EXPORT}-"))
+    book = f"{root}/{BOOK}"
+    names = [p.rstrip("/").rsplit("/", 1)[-1] for p in fs.ls(book, detail=False)] if fs.isdir(book) else []
+    staging = sorted(f"{BOOK}/{n}" for n in names if n.startswith(f"{STAGING_PREFIX}{EXPORT}-"))
     manifest = read_manifest(fs, root)
     problems = []
     if manifest is not None and manifest.stage == EXPORT:
@@ -310,14 +316,14 @@ def run_import_rpv2(cfg: ImportRpv2Config) -> ImportRpv2Result:
     start = time.perf_counter()
     bad = [b for b in cfg.buckets if b not in rel_.BUCKETS]
     if bad:
-        raise ImportError_(f"--bucket {bad[0]!r}: RPv2's buckets are head, middle and tail")
+        raise ImportError_(f"--buckets {bad[0]!r}: RPv2's buckets are head, middle and tail")
     if not cfg.output:
         raise ImportError_("import rpv2: --output is required")
     check_apart("import rpv2", cfg.output, [cfg.root])
     _check_complete(cfg.root, cfg.incomplete)
     fs, root, shards = rel_.list_release(cfg.root, cfg.snapshots, cfg.langs, cfg.buckets)
     if not shards:
-        raise ImportError_(f"{cfg.root}: no release shard matches --snapshot/--lang/--bucket "
+        raise ImportError_(f"{cfg.root}: no release shard matches --snapshots/--langs/--buckets "
                            f"({', '.join(cfg.snapshots + cfg.langs + cfg.buckets)})")
     root_url = _url(fs, root)
     ofs, out = fsspec.core.url_to_fs(cfg.output)
@@ -348,27 +354,28 @@ def run_import_rpv2(cfg: ImportRpv2Config) -> ImportRpv2Result:
                         rel_.COMPONENTS[comp], why)
     tasks = []
     for sh in shards:
-        rel = sh.key + ".parquet"
-        if not cfg.overwrite and pub.unchanged(rel, fps[sh.key]) and epub.unchanged(rel, fps[sh.key]):
-            pub.keep(rel)
+        rel = data_rel(sh.key) + ".parquet"  # in the exact set; `docs/` + rel among the shards
+        if not cfg.overwrite and pub.unchanged(f"{DOCS}/{rel}", fps[sh.key]) and epub.unchanged(rel, fps[sh.key]):
+            pub.keep(f"{DOCS}/{rel}")
             epub.keep(rel)
             result.shards_skipped.append(sh.key)
             continue
-        tasks.append(_Task(root_url, sh, signals, _url(ofs, pub.staged(rel)), _url(efs, epub.staged(rel)), fps[sh.key]))
+        tasks.append(_Task(root_url, sh, signals, _url(ofs, pub.staged(f"{DOCS}/{rel}")), _url(efs, epub.staged(rel)),
+                           fps[sh.key]))
     local = _local(fs) and _local(ofs)
     workers = min(cfg.workers or default_workers(), max(1, len(tasks))) if local else 1
     progress = Progress("import rpv2", total_bytes=len(tasks), enabled=cfg.progress)
     try:
         for i, (task, stats) in enumerate(ordered_map(import_shard, tasks, workers=workers), start=1):
-            rel = task.shard.key + ".parquet"
-            pub.add(rel, task.fingerprint)
+            rel = data_rel(task.shard.key) + ".parquet"
+            pub.add(f"{DOCS}/{rel}", task.fingerprint)
             epub.add(rel, task.fingerprint)
             result.shards_written.append(task.shard.key)
             result.documents += stats["documents"]
             result.without_signals += stats["without_signals"]
             result.without_minhash += stats["without_minhash"]
             result.duplicates += stats["duplicates"]
-            progress.update(docs=stats["documents"], bytes_done=i)
+            progress.update(docs=stats["documents"], bytes_done=i, shard=task.shard.key)
     except BaseException:
         pub.abandon()
         epub.abandon()

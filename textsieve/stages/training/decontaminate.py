@@ -6,7 +6,7 @@ says) with any benchmark given by `against` (`decontam.bench`: JSONL/Parquet/tex
 folders, `name=path`), so a recipe drops them (`ts_contam_count == 0`) or `select --redact
 ts_contam_spans` cuts the matched text out at materialize.
 
-Output: the set `_decontam` beside the annotate shards (rows in annotate's order), built on the
+Output: the set `sets/decontam` beside the annotate shards (rows in annotate's order), built on the
 per-document scaffold `stages.doc_set` (workers, resume, publish, refusal, summary.json):
 
 * `ts_contam_count` (int64): matched n-grams of the document (every position whose n words are
@@ -19,9 +19,13 @@ The benchmark index (`decontam.index`: an exact sorted key set, or Bloom filters
 per run in a work folder (`.textsieve-work/` of the annotate folder) that every worker
 memory-maps, and removed at the end; only when some shard is to be computed.
 
+N-grams made only of single letters or digits (an `A B C ... Z` index line) are never matched
+(`decontam.ngrams.LEFT_OUT`): they are page navigation, not benchmark text.
+
 Identity (the set's info): the settings (n, the normalisation, the short-example rule, the
 requested Bloom rate: result-changing, another value is refused unless `overwrite`; the fields,
-the memory allowance and `unicodedata.unidata_version`, which the fold table follows) and a
+the memory allowance, the n-grams left out and `unicodedata.unidata_version`, which the fold
+table follows) and a
 fingerprint of every benchmark's files (a changed benchmark re-runs every shard). Beside it the
 info records what the index build found (`DERIVED`: the mode chosen, also refused when it
 changes, the n-gram lengths looked up, the counts per benchmark). Those are a function of the
@@ -40,6 +44,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from textsieve.display import result_display
 from textsieve.options import memory_option, option, progress_option
 from textsieve.stages.descriptor import PROGRESS_REASON, CliSpec, Layout, Outcome, Stage, absolute, set_named
 from textsieve.stages.planning import PlannedSet, doc_set_plan
@@ -62,8 +67,8 @@ class DecontamConfig:
                                      "folder of them, as NAME=PATH or PATH (named by its stem); repeat for "
                                      "several benchmarks", repeat=True, metavar="BENCH")
     fields: list[str] = option(help="record field(s) holding an example's text, concatenated per example (e.g. "
-                                    "--field question --field answer; dotted paths reach nested fields); text "
-                                    "files: one example per line", factory=lambda: ["text"], flag="--field",
+                                    "--fields question --fields answer; dotted paths reach nested fields); text "
+                                    "files: one example per line", factory=lambda: ["text"], renamed_from=("--field",),
                                repeat=True, metavar="F")
     ngram: int = option(13, help="n-gram length in normalised words (GPT-3: 13; datatrove's default: 12)",
                         metavar="N")
@@ -87,9 +92,10 @@ class DecontamConfig:
                                          "(without it the run refuses)")
 
 
+@result_display
 @dataclass
 class DecontamResult:
-    output: str  # the set folder DIR/_decontam
+    output: str  # the set folder DIR/sets/decontam
     documents: int = 0
     contaminated: int = 0  # documents with at least one matched n-gram
     matched_ngrams: int = 0
@@ -104,7 +110,7 @@ class DecontamResult:
 
 
 def output_schema() -> pa.Schema:
-    """The schema of the set `_decontam`'s shards (`run --dry-run` checks recipes against it)."""
+    """The schema of the set `sets/decontam`'s shards (`run --dry-run` checks recipes against it)."""
     from textsieve.decontam.match import columns_schema
     from textsieve.stages.doc_set import BASE
 
@@ -139,7 +145,7 @@ def _check(cfg: DecontamConfig) -> None:
     if isinstance(cfg.ngram, bool) or not isinstance(cfg.ngram, int) or cfg.ngram < 1:
         raise ValueError(f"--ngram {cfg.ngram}: must be a whole number >= 1 (13: GPT-3's rule)")
     if not cfg.fields or any(not isinstance(f, str) or not f for f in cfg.fields):
-        raise ValueError(f"--field {cfg.fields!r}: give at least one non-empty field name")
+        raise ValueError(f"--fields {cfg.fields!r}: give at least one non-empty field name")
     annotate_sources(cfg.directory, STAGE_NAME)  # not an annotate folder: say so before reading benchmarks
 
 
@@ -149,11 +155,12 @@ def identity(cfg: DecontamConfig, benches: list[Any]) -> dict[str, Any]:
     import unicodedata
 
     from textsieve.decontam.bench import fingerprint
-    from textsieve.decontam.ngrams import NORMALIZATION
+    from textsieve.decontam.ngrams import LEFT_OUT, NORMALIZATION
     from textsieve.exec.budget import memory_plan
 
     prints = fingerprint(benches, list(cfg.fields))
-    return {"ngram": cfg.ngram, "normalization": NORMALIZATION, "min_words": cfg.min_words, "bloom_fp": cfg.bloom_fp,
+    return {"ngram": cfg.ngram, "normalization": NORMALIZATION, "left_out": LEFT_OUT, "min_words": cfg.min_words,
+            "bloom_fp": cfg.bloom_fp,
             "fields": list(cfg.fields), "memory": memory_plan(STAGE_NAME, cfg.memory, 0, floor=1).total,
             "unidata_version": unicodedata.unidata_version,
             "benchmarks": {b.name: {"files": len(b.files), "fingerprint": prints[b.name]} for b in benches}}
@@ -185,14 +192,14 @@ def _published(directory: str) -> tuple[Any, str, dict[str, Any] | None]:
     import fsspec
 
     from textsieve.io.attributes import attribute_set_dir
-    from textsieve.io.publish import read_manifest
+    from textsieve.io.publish import SUMMARY, read_manifest
 
     fs, root = fsspec.core.url_to_fs(attribute_set_dir(directory, SET_NAME))
     root = root.rstrip("/")
-    if not fs.isdir(root) or read_manifest(fs, root) is None or not fs.exists(f"{root}/summary.json"):
+    if not fs.isdir(root) or read_manifest(fs, root) is None or not fs.exists(f"{root}/{SUMMARY}"):
         return fs, root, None
     try:
-        old = json.loads(fs.cat_file(f"{root}/summary.json"))
+        old = json.loads(fs.cat_file(f"{root}/{SUMMARY}"))
     except (OSError, ValueError):
         return fs, root, None
     return fs, root, old if isinstance(old, dict) else None
@@ -208,7 +215,7 @@ def _would_skip(directory: str, fs: Any, root: str, info: dict[str, Any]) -> boo
 
     import fsspec
 
-    from textsieve.io.publish import PublishError, check_file, content_key, read_manifest
+    from textsieve.io.publish import SUMMARY, PublishError, check_file, content_key, read_manifest
     from textsieve.stages.doc_set import annotate_sources
 
     def sha(text: str) -> str:
@@ -220,14 +227,14 @@ def _would_skip(directory: str, fs: Any, root: str, info: dict[str, Any]) -> boo
     settings = sha(json.dumps(info, sort_keys=True, default=str))
     afs, aroot = fsspec.core.url_to_fs(directory)
     aroot = aroot.rstrip("/")
-    shard_fp = {s.rel: sha(f"{settings}:{content_key(afs, aroot, [s.rel])}") for s in annotate_sources(directory,
-                                                                                                         STAGE_NAME)}
+    shard_fp = {s.rel: sha(f"{settings}:{content_key(afs, aroot, [s.annotate_rel])}")
+                for s in annotate_sources(directory, STAGE_NAME)}
     key = sha(json.dumps([settings, sorted(shard_fp.items())]))
-    if manifest.key != key or manifest.fingerprint_of("summary.json") != key:
+    if manifest.key != key or manifest.fingerprint_of(SUMMARY) != key:
         return False
     try:
-        for rel in [*shard_fp, "summary.json"]:
-            if rel != "summary.json" and manifest.fingerprint_of(rel) != shard_fp[rel]:
+        for rel in [*shard_fp, SUMMARY]:
+            if rel != SUMMARY and manifest.fingerprint_of(rel) != shard_fp[rel]:
                 return False
             check_file(fs, root, manifest, rel)
     except PublishError:
@@ -236,7 +243,7 @@ def _would_skip(directory: str, fs: Any, root: str, info: dict[str, Any]) -> boo
 
 
 def run_decontaminate(cfg: DecontamConfig) -> DecontamResult:
-    """Match every document of the annotate folder against the benchmarks into DIR/_decontam."""
+    """Match every document of the annotate folder against the benchmarks into DIR/sets/decontam."""
     import json
 
     from textsieve.decontam.bench import parse_benchmarks
@@ -330,11 +337,14 @@ def _summary(res: DecontamResult) -> dict[str, Any]:
 
 
 def _examples_of(bench: dict[str, Any]) -> str:
-    """"1,000 examples", and how many were left out as shorter than --min-words when any were (a
-    user otherwise cannot tell that part of a benchmark was never matched)."""
+    """"1,000 examples", and how many were left out as shorter than --min-words and how many
+    n-grams as single letters or digits only, when any were (a user otherwise cannot tell that
+    part of a benchmark was never matched)."""
     text = f"{bench.get('examples', 0):,} examples"
     left = bench.get("short_examples_left_out", 0)
-    return f"{text}, {left:,} left out as shorter than --min-words" if left else text
+    text = f"{text}, {left:,} left out as shorter than --min-words" if left else text
+    letters = bench.get("letter_ngrams_left_out", 0)  # an A-Z index line: said, so a user sees the rule at work
+    return f"{text}, {letters:,} n-grams of single letters or digits left out" if letters else text
 
 
 def _report(res: DecontamResult) -> str:
@@ -350,13 +360,14 @@ CLI = CliSpec(
     help="n-gram overlap of documents with benchmark data",
     description="Mark every document that shares an n-gram (13 normalised words by default: lowercase, punctuation "
                 "and diacritics ignored, GPT-3's rule) with evaluation data you provide: JSONL, Parquet or text "
-                "files or folders, one benchmark per --against. Writes the attribute set ATTRS/_decontam with "
+                "files or folders, one benchmark per --against. Writes the attribute set ATTRS/sets/decontam with "
                 "ts_contam_count (matched n-grams), ts_contam_spans (the matched text, character offsets) and "
                 "ts_contam_bench (benchmarks matched). Keep clean documents with a recipe rule ts_contam_count == 0, "
-                "or cut the matched text out with select --redact ts_contam_spans. A changed benchmark file is "
-                "matched again on the next run.",
+                "or cut the matched text out with select --redact ts_contam_spans. N-grams made only of single "
+                "letters or digits (an alphabet index line such as A B C ... Z) are never matched: they are page "
+                "navigation, not benchmark text. A changed benchmark file is matched again on the next run.",
     examples=("textsieve decontaminate attrs/ --against wiki=wiki.jsonl.gz",
-              "textsieve decontaminate attrs/ --against wiki.jsonl.gz --field text --bloom-fp 1e-6 --overwrite "
+              "textsieve decontaminate attrs/ --against wiki.jsonl.gz --fields text --bloom-fp 1e-6 --overwrite "
               "--workers 1"),
     report=_report, summary=_summary)
 
@@ -366,5 +377,5 @@ STAGE = Stage("decontaminate", DecontamConfig, "decontaminate", _pipeline_run, o
               derived={"directory": "always the annotate folder OUT/attrs", "progress": PROGRESS_REASON},
               complete=set_named(SET_NAME), upstream=_benchmarks, resolve=_resolve, check=_check_pipeline,
               output_sets=lambda c, layout, where: [PlannedSet(SET_NAME, output_schema())],
-              estimate=lambda c, e: doc_set_plan("decontaminate", "n-gram overlap with the benchmarks -> _decontam",
+              estimate=lambda c, e: doc_set_plan("decontaminate", "n-gram overlap with the benchmarks -> sets/decontam",
                                                  e.docs, 0.1, e.mean_chars))

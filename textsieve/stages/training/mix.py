@@ -3,8 +3,9 @@
 Steps (each deterministic for the same mix file, inputs and seed):
 
 1. Sources (`stages.mix_sources`): each source's documents, DSIR multiplicity, language and
-   token counts (a `ts_tokens_<name>` column, else its texts encoded with the mix's tokenizer,
-   in worker processes).
+   token counts: the counts `textsieve tokens` stored with the mix's tokenizer file when they
+   are counts of the texts written, else (the plan says why, `stages.mix_counts`) its texts
+   encoded with the mix's tokenizer, in worker processes.
 2. Plan (`mixing.plan`): per source the available and target tokens and the epochs that takes;
    an infeasible mix (epochs > max_epochs, an empty source, shares not summing to 1) stops here,
    before anything is written. Then the seeded draw: whole epochs plus a partial one.
@@ -17,9 +18,10 @@ Output: `OUT/shard-NNNNN.{jsonl.zst,parquet}` or `.bin`/`.idx`/`.docs.jsonl`, an
 (the publication manifest, `io.publish`): per file size, SHA-256, documents, tokens; under
 `info.mix` the settings, the plan, per source documents / distinct documents / tokens / epochs /
 input fingerprints (with `redact:`, `redacted`: the names, columns and spans replaced per label in
-the records written), and tokens per language. Everything is staged in `OUT/.staging-mix-KEY/`
+the records written), and tokens per language. Everything is staged in `OUT/.textsieve/staging-mix-KEY/`
 and published in one switch: a killed run publishes nothing and its re-run resumes the finished
-scatter tasks; the same settings on the same inputs re-run is a no-op.
+scatter tasks; the same settings on the same inputs re-run is a no-op, recognised before any
+token is counted or any selection record read (`finished_mix`: the run key needs neither).
 """
 
 from __future__ import annotations
@@ -37,11 +39,12 @@ from typing import Any
 import fsspec
 import numpy as np
 
+from textsieve.display import result_display
 from textsieve.exec.budget import memory_plan
 from textsieve.io.diskfull import disk_full_error, is_disk_full
 from textsieve.io.locations import source_locations
 from textsieve.io.overlap import check_apart
-from textsieve.io.publish import read_manifest
+from textsieve.io.publish import PublishError, check_file, read_manifest
 from textsieve.mixing.plan import Plan, draw_counts, make_plan
 from textsieve.mixing.spec import (
     FORMATS,
@@ -65,7 +68,8 @@ from textsieve.stages.descriptor import (
     recipe_path,
 )
 from textsieve.stages.planning import Corpus, StagePlan
-from textsieve.stages.training.mix_sources import SourcePool, column_counts, resolve_pool
+from textsieve.stages.training.mix_counts import CountPlan, choose_counts, count_missing, mix_tokenizer
+from textsieve.stages.training.mix_sources import SourcePool, resolve_pool
 
 STAGE_NAME = "mix"
 
@@ -103,9 +107,10 @@ class MixConfig:
     progress: bool = progress_option()
     source_roots: list[str] = option(
         help="a folder the annotate sources may be read from besides the recorded inputs (repeatable)",
-        factory=list, flag="--source-root", repeat=True, metavar="DIR")
+        factory=list, renamed_from=("--source-root",), repeat=True, metavar="DIR")
 
 
+@result_display
 @dataclass
 class MixResult:
     output: str | None
@@ -146,30 +151,6 @@ def resolve_mix(cfg: MixConfig) -> MixSpec:
     return spec
 
 
-def _count_missing(pools: list[SourcePool], spec: MixSpec, cfg: MixConfig) -> None:
-    """Fill every shard's token counts: from a matching column, else by reading and encoding."""
-    from textsieve.exec.local import default_workers, ordered_map
-    from textsieve.io.locations import pool_workers
-    from textsieve.stages.training.mix_worker import CountTask, count_task, counter
-
-    tok = counter(spec.tokenizer).tok if spec.tokenizer not in (None, WORDS) else None
-    tasks = []
-    for pool in pools:
-        if column_counts(pool, tok):
-            continue
-        pool.token_count = WORDS if spec.tokenizer == WORDS else "tokenizer"
-        if spec.tokenizer is None:
-            raise MixError(f"sources: {pool.spec.name}: no token counts (no ts_tokens_* column of the mix's "
-                           "tokenizer); give tokenizer: PATH, or tokenizer: words for an estimate")
-        tasks += [CountTask(sp, spec.tokenizer) for sp in pool.shards]
-    if not tasks:
-        return
-    held = [p.spec.attributes or p.spec.selection or "" for p in pools]
-    workers = pool_workers(STAGE_NAME, cfg.workers, max(1, min(cfg.workers or default_workers(), len(tasks))), held)
-    for task, counts in ordered_map(count_task, tasks, workers=workers):
-        task.pool.tokens = counts  # the task yielded back is this process's own object
-
-
 def plan_mix(cfg: MixConfig) -> tuple[MixSpec, list[SourcePool], Plan]:
     """Resolve the sources, count their tokens and plan the mix (what --dry-run prints); nothing is
     written. Infeasibility is in `plan.problems` (not raised)."""
@@ -178,10 +159,12 @@ def plan_mix(cfg: MixConfig) -> tuple[MixSpec, list[SourcePool], Plan]:
     return spec, pools, plan_pools(spec, pools, cfg)
 
 
-def plan_pools(spec: MixSpec, pools: list[SourcePool], cfg: MixConfig) -> Plan:
+def plan_pools(spec: MixSpec, pools: list[SourcePool], cfg: MixConfig,
+               plans: dict[int, CountPlan] | None = None) -> Plan:
     """Count the resolved sources' tokens and plan them. `spec.tokens` None means every token the
-    sources hold, once (each document with its DSIR multiplicity): what `select --shards` writes."""
-    _count_missing(pools, spec, cfg)
+    sources hold, once (each document with its DSIR multiplicity): what `select --shards` writes.
+    `plans`: `choose_counts`'s decision when the caller has made it."""
+    count_missing(pools, spec, cfg, plans)
     units = []
     for pool in pools:
         toks = [np.repeat(sp.tokens, sp.mult) for sp in pool.shards if sp.tokens is not None]
@@ -190,8 +173,11 @@ def plan_pools(spec: MixSpec, pools: list[SourcePool], cfg: MixConfig) -> Plan:
     if all(p.token_count.startswith("column:") for p in pools):
         mode = "column"
     total = spec.tokens if spec.tokens is not None else int(sum(int(u.sum()) for u in units))
-    return make_plan([s.name for s in spec.sources], spec.shares(), [s.max_epochs for s in spec.sources], units,
+    plan = make_plan([s.name for s in spec.sources], spec.shares(), [s.max_epochs for s in spec.sources], units,
                      [p.documents for p in pools], total, mode)
+    for sp, pool in zip(plan.sources, pools):
+        sp.token_count, sp.count_note = pool.token_count, pool.count_note
+    return plan
 
 
 def _draw(pools: list[SourcePool], plan: Plan, seed: int) -> list[list[np.ndarray]]:
@@ -261,14 +247,45 @@ def _languages(pools: list[SourcePool], draws: list[list[np.ndarray]]) -> dict[s
 
 
 def run_mix(cfg: MixConfig) -> MixResult:
-    """Plan, draw, shuffle and publish the mix into `cfg.output` (see the module doc)."""
+    """Plan, draw, shuffle and publish the mix into `cfg.output` (see the module doc); a mix
+    already published from these settings and inputs is returned as it is, uncounted."""
     t0 = time.perf_counter()
     check_output(cfg.output)
     assert cfg.output is not None
     spec = resolve_mix(cfg)
     check_mix_apart(spec, cfg.output)
-    spec, pools, plan = plan_mix(replace(cfg))
-    return publish_mix(cfg, spec, pools, plan, t0)
+    pools = [resolve_pool(s, spec.seed, cfg.threads, cfg.source_roots, records=False) for s in spec.sources]
+    plans = choose_counts(pools, spec)
+    done = finished_mix(cfg, spec, pools, t0)
+    if done is not None:
+        return done
+    return publish_mix(cfg, spec, pools, plan_pools(spec, pools, replace(cfg), plans), t0)
+
+
+def finished_mix(cfg: MixConfig, spec: MixSpec, pools: list[SourcePool], t0: float) -> MixResult | None:
+    """The published mix in `cfg.output` when it was made from exactly these settings and inputs
+    and its files are intact (`publish_mix`'s own no-op test), else None. Needs only the run
+    key: no token is counted and no selection record read, so a finished mix returns at once."""
+    if cfg.overwrite or cfg.output is None:
+        return None
+    tok = mix_tokenizer(spec)
+    _, key = _fingerprints(spec, pools, tok.info() if tok is not None else None)
+    fs, root = fsspec.core.url_to_fs(cfg.output)
+    root = root.rstrip("/")
+    old = read_manifest(fs, root) if fs.isdir(root) else None
+    if old is None or old.stage != STAGE_NAME or old.key != key:
+        return None
+    try:
+        for rel in old.files:
+            if old.fingerprint_of(rel) != key:
+                return None
+            check_file(fs, root, old, rel)
+    except PublishError:
+        return None
+    info = old.info.get("mix", {})
+    return MixResult(cfg.output, Plan.from_dict(info.get("plan") or {}), int(info.get("documents", 0)),
+                     int(info.get("tokens", 0)), list(info.get("shards", [])), True, time.perf_counter() - t0,
+                     manifest=old.to_json())
 
 
 def check_output(output: str | None) -> None:

@@ -6,13 +6,16 @@ select's own resolution) or an existing `select` output folder, and both must lo
 the planner and the shuffle: per shard the rows, ids, DSIR multiplicities, token counts and
 languages (`ShardPool`), and a way to read the rows' texts back (`texts`).
 
-Token counts, in this order: the annotate folder's `ts_tokens_<name>` column (from `textsieve
-tokens` with the mix's tokenizer file: same name *and* same file fingerprint), unless the
-recipe's line rules cut the texts; otherwise the texts are read and encoded with the mix's
-tokenizer; with `tokenizer: words` the word/punctuation count (an estimate, labelled so in the
-plan and the manifest). A source's `redact:` names (`select --redact`'s, resolved by
-`pii.redact_plan`) are applied wherever its texts are read, so counts are of the redacted text
-and a token column (made from the unredacted text) is not used for it.
+Token counts (`stages.training.mix_counts`): the counts `textsieve tokens` stored with the
+mix's tokenizer file, when they are counts of the texts the mix writes; otherwise the texts are
+read and encoded with the mix's tokenizer; with `tokenizer: words` the word/punctuation count
+(an estimate, labelled so in the plan and the manifest). A source's `redact:` names (`select
+--redact`'s, resolved by `pii.redact_plan`) are applied wherever its texts are read, so counts
+are of the redacted text and stored counts (of the unredacted text) are not used for it.
+
+A selection source is resolved in two steps: what identifies it (its manifest, its
+selection.json) at once, its records (ids, languages, the annotate `shard`/`row` keys) only
+when they are needed (`load_records`): a finished mix is recognised without reading them.
 
 Languages (the manifest's and report's per-language table, each record's `lang`): an attributes
 source takes annotate's `ts_lang` column, else the record field annotate read languages from
@@ -34,7 +37,9 @@ import fsspec
 import numpy as np
 import pyarrow.parquet as pq
 
+from textsieve.io.attributes import attribute_shards, shard_rel, source_documents
 from textsieve.io.fields import MISSING, FieldPath
+from textsieve.io.publish import PublishError, check_file, content_key, read_manifest, summary_of
 from textsieve.mixing.spec import WORDS, MixError, SourceSpec
 from textsieve.personal_data.redact_plan import RedactError, RedactSource
 
@@ -61,6 +66,8 @@ class ShardPool:
     lang: list[str | None] = field(default_factory=list)
     redact: list[RedactSource] | None = None  # span columns replaced when the texts are read
     redact_labels: tuple[str, ...] = ()
+    src_shard: list[str] | None = None  # a selection record's annotate key (shard, row), for stored counts
+    src_row: np.ndarray | None = None
 
 
 @dataclass
@@ -72,6 +79,9 @@ class SourcePool:
     inputs: dict[str, Any]  # fingerprints of what it was read from
     token_count: str = "tokenizer"  # tokenizer | column:<name> | words
     details: dict[str, Any] = field(default_factory=dict)  # DSIR summary, recipe name
+    count_note: str = ""  # where the counts come from, or why the texts had to be encoded
+    selection: dict[str, Any] = field(default_factory=dict, repr=False)  # a selection source's selection.json
+    loaded: bool = True  # False: a selection source whose records are not read yet (`load_records`)
 
     @property
     def documents(self) -> int:
@@ -119,7 +129,6 @@ def _attribute_pool(spec: SourceSpec, seed: int, threads: int | None, source_roo
 def select_pool(spec: SourceSpec, cfg: Any) -> SourcePool:
     """The documents `select` with config `cfg` (a `SelectConfig`, every setting of it) chooses
     from `spec.attributes` (`select --shards` passes its own config)."""
-    from textsieve.io.publish import content_key
     from textsieve.stages.select.select import published_inputs, resolve_select_config, selected_rows, shard_metas
 
     assert spec.attributes is not None
@@ -171,10 +180,11 @@ def _plan_redaction(pool: SourcePool) -> None:
 def _attribute_langs(directory: str, pool: SourcePool) -> None:
     """Each document's `ts_lang` (annotate's language id) when the shards have it, else the
     language annotate read from the records (`read_options.lang_field`), else None."""
-    fs, root = fsspec.core.url_to_fs(directory)
+    fs, files = attribute_shards(directory)
+    root = fsspec.core.url_to_fs(directory)[1].rstrip("/")
+    paths = {shard_rel(root, f): f for f in files}  # where each annotate shard is, in any layout
     for sp in pool.shards:
-        path = f"{root.rstrip('/')}/{sp.meta['_attr_rel']}"
-        with fs.open(path, "rb") as fh:
+        with fs.open(paths[sp.meta["_attr_rel"]], "rb") as fh:
             pf = pq.ParquetFile(fh)
             if "ts_lang" not in pf.schema_arrow.names:
                 lang_field = (sp.meta.get("read_options") or {}).get("lang_field")
@@ -191,8 +201,6 @@ def source_langs(meta: dict, rows: np.ndarray) -> list[str | None]:
     """The language of each of `rows` of the source shard an annotate shard was made from, as
     annotate read it (`read_options.lang_field`): a Parquet source's column alone, other formats
     through annotate's own reader (so rows, skipped records and renamed ids match)."""
-    from textsieve.io.attributes import source_documents
-
     lang_field = FieldPath(meta["read_options"]["lang_field"])
     src = meta["source_shard"]
     if src.get("format") == "parquet":
@@ -229,30 +237,10 @@ def record_lang(rec: dict, fields: tuple[FieldPath, ...]) -> str | None:
     return None
 
 
-def column_counts(pool: SourcePool, tokenizer: Any) -> bool:
-    """Fill token counts from the folder's `ts_tokens_<name>` column when it was made with this
-    tokenizer file and no line rule cuts the texts; whether it did."""
-    from textsieve.tokenization.columns import COLUMN_PREFIX, aligned_counts, token_columns, token_info
-
-    directory = pool.spec.attributes
-    if directory is None or tokenizer is None or any(s.starts is not None or s.redact for s in pool.shards):
-        return False
-    col = COLUMN_PREFIX + tokenizer.name
-    if col not in token_columns(directory):
-        return False
-    fp = token_info(directory, col).get("tokenizer_fingerprint")
-    if fp is not None and fp != tokenizer.fingerprint:
-        return False
-    for sp in pool.shards:
-        sp.tokens = aligned_counts(directory, col, np.asarray([sp.key] * len(sp.rows), object), sp.rows)
-    pool.token_count = f"column:{col}"
-    pool.inputs["token_column"] = {"column": col, "tokenizer_fingerprint": fp}
-    return True
-
-
 def _selection_pool(spec: SourceSpec) -> SourcePool:
-    """An existing `select` output folder: every record of its published shards is one document."""
-    from textsieve.io.publish import check_file, read_manifest
+    """An existing `select` output folder, identified by its manifest and selection.json; every
+    record of its published shards is one document (read by `load_records`)."""
+    from textsieve.stages.select.select import SUMMARY
 
     assert spec.selection is not None
     where = f"sources: {spec.name}"
@@ -265,38 +253,57 @@ def _selection_pool(spec: SourceSpec) -> SourcePool:
     if manifest is None or manifest.stage != "select":
         raise MixError(f"{where}: {spec.selection} is not a published `textsieve select` output (no manifest.json "
                        "of stage select)")
-    shards = []
-    lang_fields = _selection_lang_fields(fs, root, manifest)
+    inputs = {"selection": spec.selection, "manifest_key": manifest.key,
+              "files": {r: manifest.files[r]["sha256"] for r in sorted(manifest.files)}}
+    try:
+        summary = (summary_of(spec.selection, SUMMARY) or {}) if SUMMARY in manifest.files else {}
+    except PublishError as exc:  # edited since published: not believed (no language field, no stored counts)
+        summary = {"untrusted": str(exc)}
+    return SourcePool(spec, [], inputs, selection=summary, loaded=False)
+
+
+def load_records(pool: SourcePool) -> None:
+    """Read a selection source's records: per published shard the ids, languages and annotate
+    keys (no text). Attributes sources are read when resolved; this does nothing for them."""
+    if pool.loaded:
+        return
+    assert pool.spec.selection is not None
+    fs, root = fsspec.core.url_to_fs(pool.spec.selection)
+    root = root.rstrip("/")
+    manifest = read_manifest(fs, root)
+    if manifest is None or manifest.key != pool.inputs["manifest_key"]:
+        raise MixError(f"sources: {pool.spec.name}: {pool.spec.selection} changed while the mix was reading it; "
+                       "run it again")
+    lang_fields = _selection_lang_fields(pool.selection)
     for rel in sorted(manifest.files):
         if not rel.endswith((".jsonl.gz", ".parquet")):
             continue
         path = check_file(fs, root, manifest, rel)
         meta = {"path": path, "format": "parquet" if rel.endswith(".parquet") else "jsonl.gz",
-                "text_field": spec.text_field, "lang_fields": [f.name for f in lang_fields]}
-        ids, langs = [], []
+                "text_field": pool.spec.text_field, "lang_fields": [f.name for f in lang_fields]}
+        ids: list[str] = []
+        langs: list[str | None] = []
+        shard: list[Any] = []
+        row: list[Any] = []
         for rec in _selection_records(meta, fields=True):
             ids.append(str(rec.get("id")))
             langs.append(record_lang(rec, lang_fields))
+            shard.append(rec.get("shard"))
+            row.append(rec.get("row"))
         n = len(ids)
         if n:
-            shards.append(ShardPool(rel, "selection", meta, np.arange(n, dtype=np.int64), ids,
-                                    np.full(n, -1, np.int64), np.ones(n, np.int64), lang=langs))
-    inputs = {"selection": spec.selection, "manifest_key": manifest.key,
-              "files": {r: manifest.files[r]["sha256"] for r in sorted(manifest.files)}}
-    return SourcePool(spec, shards, inputs)
+            keyed = all(isinstance(x, str) for x in shard) and all(isinstance(x, int) for x in row)
+            pool.shards.append(ShardPool(rel, "selection", meta, np.arange(n, dtype=np.int64), ids,
+                                         np.full(n, -1, np.int64), np.ones(n, np.int64), lang=langs,
+                                         src_shard=shard if keyed else None,
+                                         src_row=np.asarray(row, np.int64) if keyed else None))
+    pool.loaded = True
 
 
-def _selection_lang_fields(fs: fsspec.AbstractFileSystem, root: str, manifest: Any) -> tuple[FieldPath, ...]:
+def _selection_lang_fields(summary: dict[str, Any]) -> tuple[FieldPath, ...]:
     """Where a selection's records hold their language: the `lang_field` its selection.json
     records (annotate's read option; the records keep the source's fields), else the usual names."""
-    from textsieve.stages.select.select import SUMMARY
-
-    recorded = None
-    if SUMMARY in manifest.files:
-        try:
-            recorded = (json.loads(fs.cat_file(f"{root}/{SUMMARY}")).get("read_options") or {}).get("lang_field")
-        except (OSError, ValueError, AttributeError):
-            recorded = None
+    recorded = (summary.get("read_options") or {}).get("lang_field") if isinstance(summary, dict) else None
     names = ([recorded] if isinstance(recorded, str) and recorded else []) + list(SELECTION_LANG_FIELDS)
     return tuple(FieldPath(n) for n in dict.fromkeys(names))
 
@@ -307,7 +314,8 @@ def _selection_records(meta: dict, fields: bool = False) -> Iterator[dict]:
         with fsspec.open(meta["path"], "rb") as fh:
             pf = pq.ParquetFile(fh)
             names = pf.schema_arrow.names
-            wanted = {"id", *(f.split(".", 1)[0] for f in meta.get("lang_fields", ())), *meta.get("lang_fields", ())}
+            wanted = {"id", "shard", "row", *(f.split(".", 1)[0] for f in meta.get("lang_fields", ())),
+                      *meta.get("lang_fields", ())}
             cols = [c for c in names if c in wanted or (not fields and c == meta["text_field"])]
             for batch in pf.iter_batches(columns=cols, batch_size=2000):
                 yield from batch.to_pylist()
@@ -353,11 +361,15 @@ def texts(sp: ShardPool, want: np.ndarray | None = None, copies: np.ndarray | No
 
 
 def resolve_pool(spec: SourceSpec, seed: int, threads: int | None = None,
-                 source_roots: list[str] | None = None) -> SourcePool:
-    """The documents a source offers (no texts read for an attributes source)."""
+                 source_roots: list[str] | None = None, records: bool = True) -> SourcePool:
+    """The documents a source offers (no texts read). `records=False`: a selection source's
+    records are left for `load_records` (what identifies it is read at once)."""
     if spec.selection is not None:
-        return _selection_pool(spec)
+        pool = _selection_pool(spec)
+        if records:
+            load_records(pool)
+        return pool
     return _attribute_pool(spec, seed, threads, list(source_roots or []))
 
 
-__all__ = ["Counter", "ShardPool", "SourcePool", "column_counts", "resolve_pool", "select_pool", "texts"]
+__all__ = ["Counter", "ShardPool", "SourcePool", "load_records", "resolve_pool", "select_pool", "texts"]

@@ -1,4 +1,4 @@
-"""`textsieve pii`: span signals of personal data per document, the attribute set `DIR/_pii`.
+"""`textsieve pii`: span signals of personal data per document, the attribute set `DIR/sets/pii`.
 
 Why an attribute set, not a filter: what to do with personal data is a curation choice made
 later. A recipe can drop documents (`ts_pii_count == 0`), and `select --redact pii` (or a
@@ -52,7 +52,7 @@ class PiiConfig:
                                       "numbering plan), strict_grouping, exact_grouping (as the plan groups "
                                       "digits)")
     workers: int | None = option(None, help="processes (default: all cores)")
-    overwrite: bool = option(False, help="replace a _pii set made with other settings")
+    overwrite: bool = option(False, help="replace a sets/pii set made with other settings")
     progress: bool = progress_option()
 
 
@@ -89,7 +89,7 @@ def columns(settings: PiiSettings) -> pa.Schema:
 
 
 def output_schema(cfg: PiiConfig | None = None) -> pa.Schema:
-    """The schema of the `_pii` set's shards (`run --dry-run` checks recipes against it)."""
+    """The schema of the `sets/pii` set's shards (`run --dry-run` checks recipes against it)."""
     job = pii_job(cfg or PiiConfig(directory=""))
     return _doc_set_schema(job)
 
@@ -131,7 +131,7 @@ def pii_job(cfg: PiiConfig) -> DocSetJob:
 
 
 def run_pii(cfg: PiiConfig) -> DocSetResult:
-    """Find personal data in every document of `cfg.directory` and publish `DIR/_pii`."""
+    """Find personal data in every document of `cfg.directory` and publish `DIR/sets/pii`."""
     return run_doc_set(cfg.directory, pii_job(cfg), workers=cfg.workers, progress=cfg.progress,
                        overwrite=cfg.overwrite)
 
@@ -149,7 +149,7 @@ def _report(res: DocSetResult) -> str:
 
 CLI = CliSpec(
     help="find e-mails, IPs, phones, card numbers, IBANs (span signals)",
-    description="Write the attribute set ANNOTATED_DIR/_pii: per document the spans of e-mail addresses, IPv4/IPv6 "
+    description="Write the attribute set ANNOTATED_DIR/sets/pii: per document the spans of e-mail addresses, IPv4/IPv6 "
                 "addresses, phone numbers (libphonenumber), Luhn-checked payment card numbers and mod-97-checked "
                 "IBANs (ts_pii_<type>) and their number (ts_pii_count). Recipes use `ts_pii_count == 0`; `select "
                 "--redact pii` writes the chosen documents with each span replaced by a placeholder such as "
@@ -163,7 +163,7 @@ STAGE = Stage("pii", PiiConfig, "pii", _pipeline_run, order=90, call=run_pii, cl
               derived={"directory": "always the annotate folder OUT/attrs", "progress": PROGRESS_REASON},
               complete=set_named(SET_NAME),
               output_sets=lambda c, layout, where: [PlannedSet(SET_NAME, output_schema(c))],
-              estimate=lambda c, e: doc_set_plan("pii", "personal data spans -> _pii", e.docs))
+              estimate=lambda c, e: doc_set_plan("pii", "personal data spans -> sets/pii", e.docs))
 
 
 __all__ = ["STAGE", "COUNT", "PREFIX", "SET_NAME", "PiiConfig", "PiiError", "columns", "output_schema", "pii_job",

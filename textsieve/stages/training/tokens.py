@@ -1,7 +1,7 @@
 """`textsieve tokens`: the real token count of every document, with the tokenizer the user trains with.
 
 Why: the word/punctuation counts annotate and DSIR use are a proxy; a token budget, a mixing
-ratio or a shard size is in the trainer's tokens. This stage writes the set `_tokens_<name>`
+ratio or a shard size is in the trainer's tokens. This stage writes the set `sets/tokens_<name>`
 beside the annotate shards with one int64 column `ts_tokens_<name>` (rows in annotate's order),
 built on the per-document scaffold `stages.doc_set` (resume, refusal, summary.json).
 
@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from textsieve.display import result_display
 from textsieve.options import option, progress_option
 from textsieve.stages.descriptor import PROGRESS_REASON, CliSpec, Layout, Outcome, Stage
 from textsieve.stages.planning import PlannedSet, doc_set_plan
@@ -42,7 +43,7 @@ class TokensConfig:
                             metavar="ATTRS")
     tokenizer: str = option(help="a Hugging Face tokenizer.json (or a folder holding one) or a tiktoken BPE "
                                  "file (.tiktoken); read from this path, nothing is downloaded", metavar="PATH")
-    name: str | None = option(None, help="column suffix: writes ts_tokens_NAME in the set _tokens_NAME "
+    name: str | None = option(None, help="column suffix: writes ts_tokens_NAME in the set sets/tokens_NAME "
                                          "(default: the file's stem, or its folder's name for tokenizer.json)")
     tiktoken_pattern: str | None = option(None, help="tiktoken files only: the split regex, or a preset "
                                                      "(cl100k_base, o200k_base, r50k_base, gpt2, p50k_base); default: "
@@ -54,9 +55,10 @@ class TokensConfig:
                                          "same name (without it the run refuses)")
 
 
+@result_display
 @dataclass
 class TokensResult:
-    output: str  # the set folder DIR/_tokens_<name>
+    output: str  # the set folder DIR/sets/tokens_<name>
     set_name: str  # tokens_<name>
     column: str  # ts_tokens_<name>
     documents: int = 0
@@ -81,7 +83,7 @@ def set_name(name: str) -> str:
 
 
 def output_schema(name: str) -> pa.Schema:
-    """The schema of the set `_tokens_<name>`'s shards (`run --dry-run` checks recipes against it)."""
+    """The schema of the set `sets/tokens_<name>`'s shards (`run --dry-run` checks recipes against it)."""
     from textsieve.stages.doc_set import BASE
 
     return pa.schema([*BASE, (column_name(name), pa.int64())])
@@ -146,7 +148,7 @@ def tokens_job(cfg: TokensConfig) -> tuple[DocSetJob, Tokenizer]:
 
 
 def run_tokens(cfg: TokensConfig) -> TokensResult:
-    """Count every document's tokens into DIR/_tokens_<name> (or keep the published counts)."""
+    """Count every document's tokens into DIR/sets/tokens_<name> (or keep the published counts)."""
     from textsieve.stages.doc_set import run_doc_set
 
     job, tok = tokens_job(cfg)
@@ -204,9 +206,9 @@ CLI = CliSpec(
     help="real token counts per document (tokenizer.json, tiktoken)",
     description="Count every document's tokens with the tokenizer you train with: a Hugging Face tokenizer.json (or "
                 "a folder holding one) or a tiktoken BPE file, read from its path (nothing is downloaded). Writes "
-                "the attribute set ATTRS/_tokens_NAME with the int64 column ts_tokens_NAME; select --dsir --tokens, "
-                "the funnel and the report then count in these tokens. Counts exclude special tokens; a tokenizer "
-                "file changed in place is counted again on the next run.",
+                "the attribute set ATTRS/sets/tokens_NAME with the int64 column ts_tokens_NAME; select --dsir "
+                "--tokens, the funnel and the report then count in these tokens. Counts exclude special tokens; a "
+                "tokenizer file changed in place is counted again on the next run.",
     examples=("textsieve train tokenizer data/ --vocab 2000 --output tok-help.json",
               "textsieve annotate data/ -o attrs-tok/ --signals rps_doc_word_count",
               "textsieve tokens attrs-tok/ --tokenizer tok-help.json",
@@ -218,4 +220,4 @@ STAGE = Stage("tokens", TokensConfig, "tokens", _pipeline_run, order=100, call=r
               derived={"directory": "always the annotate folder OUT/attrs", "progress": PROGRESS_REASON},
               complete=_complete, upstream=_tokenizer_file, check=_check_pipeline,
               output_sets=_output_sets,
-              estimate=lambda c, e: doc_set_plan("tokens", "real token counts -> _tokens_NAME", e.docs))
+              estimate=lambda c, e: doc_set_plan("tokens", "real token counts -> sets/tokens_NAME", e.docs))
