@@ -145,6 +145,27 @@ def test_jsonl_selection_reads_with_every_library(outputs: Path, tmp_path: Path)
     assert ds.num_rows == want and "text" in ds.column_names
 
 
+def test_the_store_itself_is_refused_loudly_not_stacked(outputs: Path, tmp_path: Path) -> None:
+    """`attrs/` holds several tables. Read whole, pyarrow would stack every set's rows under the
+    signals' columns (6x the documents, nulls everywhere, no error); its README.md makes each
+    reader fail naming it instead, and says which folder to read."""
+    attrs = outputs / "attrs"
+    readme = (attrs / "README.md").read_text("utf-8")
+    assert 'pd.read_parquet("DIR/docs")' in readme and "sets/NAME/" in readme
+    with pytest.raises(Exception, match="README.md"):
+        pd.read_parquet(attrs)
+    with pytest.raises(Exception, match="README.md"):
+        pads.dataset(attrs)
+    import polars as pl
+
+    with pytest.raises(Exception, match="README.md"):
+        pl.read_parquet(attrs)
+    from datasets import load_dataset
+
+    with pytest.raises(Exception):  # noqa: B017 - datasets skips README.md, then refuses the unlike tables
+        load_dataset("parquet", data_dir=str(attrs), split="train", cache_dir=str(tmp_path / "hf"))
+
+
 def test_attribute_tables_join_on_shard_and_row(outputs: Path) -> None:
     """The tables of one annotate folder are separate and line up: the join `ts.attributes`
     does, done by hand in DuckDB, keeps every document."""

@@ -108,7 +108,7 @@ def test_an_old_folder_is_read_as_it_was_and_moved_once(run: Path, tmp_path: Pat
     got = ts.attributes(attrs, "arrow").sort_by([("shard", "ascending"), ("row", "ascending")])
     assert got.equals(want)  # every set joined, none taken for stale
     # now in the current layout, nothing of the old one left
-    assert sorted(p.name for p in attrs.iterdir()) == [".textsieve", "docs", "sets"]
+    assert sorted(p.name for p in attrs.iterdir()) == [".textsieve", "README.md", "docs", "sets"]
     assert sorted(p.name for p in (attrs / "sets").iterdir()) == ["dedup_exact", "dedup_fuzzy", "dsir_t"]
     assert (attrs / ".textsieve" / "annotate.json").is_file() and not (attrs / "manifest.json").exists()
     assert (attrs / "sets" / "dsir_t" / ".textsieve" / "model.dsir").is_file()

@@ -147,7 +147,7 @@ def test_killed_annotate_resumes_from_its_last_finished_part(shared_dir, tmp_pat
     assert result["documents_resumed"] == 100 * len(finished) and result["documents"] == 430
     assert not parts.exists() and not _temps(out), "parts or temporary files were left behind"
     assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()) == [
-        ".textsieve/annotate.json", ".textsieve/manifest.json", "docs/big.parquet"]
+        ".textsieve/annotate.json", ".textsieve/manifest.json", "README.md", "docs/big.parquet"]
 
 
 # --------------------------------------------------------------------------- later stages

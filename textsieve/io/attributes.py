@@ -45,6 +45,7 @@ from textsieve.io.publish import (
     read_manifest,
     summary_of,
 )
+from textsieve.io.store_readme import STORE_README, STORE_README_TEXT
 
 log = logging.getLogger("textsieve.attributes")
 
@@ -90,6 +91,11 @@ def attribute_shards(directory: str, attribute_set: str | None = None) -> tuple[
         what = f"attribute set {attribute_set!r}" if attribute_set else "attribute shards (*.parquet)"
         raise FileNotFoundError(f"no {what} under {directory}")
     return fs, found
+
+
+def add_store_readme(pub: Publication) -> None:
+    """Publish `STORE_README` with an annotate-like folder's generation (annotate, the imports)."""
+    pub.add_file(STORE_README, STORE_README_TEXT.encode("utf-8"), "store-readme")
 
 
 def shard_rel(directory_root: str, path: str) -> str:

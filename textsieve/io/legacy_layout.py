@@ -28,7 +28,8 @@ from typing import Any
 import fsspec
 
 from textsieve.io.atomic import atomic_open
-from textsieve.io.publish import BOOK, MANIFEST, PublishError, book, contents_key
+from textsieve.io.publish import BOOK, MANIFEST, PublishError, book, contents_key, file_sha256
+from textsieve.io.store_readme import STORE_README, STORE_README_TEXT
 
 log = logging.getLogger("textsieve.publish")
 
@@ -131,6 +132,12 @@ def _migrate_store(fs: fsspec.AbstractFileSystem, root: str, data: dict[str, Any
         if info.get("built_from") == old_key:  # made from the current shards: still current under their new names
             info["built_from"] = new_key
         _migrate_folder(fs, set_root, dict(set_data, info=info))
+    readme = f"{root}/{STORE_README}"
+    if not fs.exists(readme):  # what the new layout publishes at a store's top (io.store_readme)
+        with atomic_open(fs, readme, "wb") as fh:
+            fh.write(STORE_README_TEXT.encode("utf-8"))
+    size, sha = file_sha256(fs, readme)
+    files[STORE_README] = {"size": size, "sha256": sha, "fingerprint": "store-readme"}
     _migrate_folder(fs, root, data, {rel: f"{DOCS}/{rel}" for rel in shards})
     for top in owned - {DOCS, SETS, BOOK}:  # the input folders the shards left, now empty
         path = f"{root}/{top}"

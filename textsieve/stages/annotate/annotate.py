@@ -38,7 +38,7 @@ from textsieve.exec.budget import memory_plan
 from textsieve.exec.local import default_workers, ordered_map
 from textsieve.exec.progress import Progress
 from textsieve.interop.hf import dataset_inputs
-from textsieve.io.attributes import META_KEY
+from textsieve.io.attributes import META_KEY, add_store_readme
 from textsieve.io.ids import UniqueIdReader, effective_mode
 from textsieve.io.leftovers import remove_stale_temps
 from textsieve.io.limits import DEFAULT_MAX_DOC_BYTES, MAX_DOC_BYTES_HELP, parse_max_doc_bytes
@@ -542,6 +542,7 @@ def _run_annotate(cfg: AnnotateConfig) -> AnnotateResult:
         result.langs_without_word_lists = dict(sorted(result.langs_without_word_lists.items()))
         log.warning(no_lists_warning(result.langs_without_word_lists, list_signals, lists))
     _write_summary(fs, pub, cfg, result, fingerprint)
+    add_store_readme(pub)
     pub.commit()
     return result
 

@@ -28,7 +28,7 @@ from textsieve.display import result_display
 from textsieve.exec.progress import Progress
 from textsieve.interop import dolma as dolma_
 from textsieve.io.atomic import AtomicParquetWriter
-from textsieve.io.attributes import DOCS, META_KEY, SCORE_SUFFIX
+from textsieve.io.attributes import DOCS, META_KEY, SCORE_SUFFIX, add_store_readme
 from textsieve.io.overlap import check_apart
 from textsieve.io.paths import expand_inputs
 from textsieve.io.publish import ANNOTATE_JSON, FOLDER_SUMMARY
@@ -180,6 +180,7 @@ def run_import_dolma(cfg: ImportDolmaConfig) -> ImportDolmaResult:
     result.seconds = time.perf_counter() - start
     summary = {"stage": "import_dolma", "version": __version__, "fingerprint": settings, "config": asdict(cfg),
                "input_roots": [absolute_root(docs_dir)], "result": asdict(result)}
+    add_store_readme(pub)
     pub.commit_summary(summary, name=SUMMARY, style=FOLDER_SUMMARY)
     return result
 

@@ -36,7 +36,7 @@ from textsieve.exec.progress import Progress
 from textsieve.export.rpv2_layout import STAGE as EXPORT
 from textsieve.interop import rpv2_release as rel_
 from textsieve.io.atomic import AtomicParquetWriter
-from textsieve.io.attributes import DOCS, META_KEY, SCORE_SUFFIX, attribute_set_dir
+from textsieve.io.attributes import DOCS, META_KEY, SCORE_SUFFIX, add_store_readme, attribute_set_dir
 from textsieve.io.overlap import check_apart
 from textsieve.io.paths import Shard
 from textsieve.io.publish import (
@@ -388,6 +388,7 @@ def run_import_rpv2(cfg: ImportRpv2Config) -> ImportRpv2Result:
     result.seconds = time.perf_counter() - start
     summary = {"stage": "import_rpv2", "version": __version__, "fingerprint": settings, "config": asdict(cfg),
                "input_roots": [absolute_root(f"{cfg.root.rstrip('/')}/documents")], "result": asdict(result)}
+    add_store_readme(pub)
     pub.commit_summary(summary, name=SUMMARY, style=FOLDER_SUMMARY)
     epub.info["built_from"] = content_key(ofs, out)  # the set belongs to this generation of the shards
     epub.add_summary({"stage": EXACT_SET, "version": __version__, "mode": "rpv2-release", "set": EXACT_SET,
