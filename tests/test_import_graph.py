@@ -30,7 +30,7 @@ TIERS: list[set[str]] = [
     {"report", "dsir", "personal_data", "eval", "export", "decontam", "dedup", "sample_crawl"},
     {"recipes", "models"},
     {"learned", "signals"},
-    {"embedding", "interop", "tokenization", "mixing", "extraction", "sample"},
+    {"embedding", "interop", "tokenization", "mixing", "extraction", "sample", "dumps"},
     # the base: storage, execution, text kernels
     {"io", "exec", "text", "native"},
     {"extensions", "units", "options", "errors", "document", "_version", "display"},

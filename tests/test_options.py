@@ -25,7 +25,8 @@ REQUIRED_ARGS = {"extract": ["crawl.warc.gz", "-o", "out"], "dedup_lines": ["att
                  "dsir": ["--targets", "t.jsonl", "--raw", "attrs", "--name", "wiki"], "select": ["attrs"],
                  "decontaminate": ["attrs", "--against", "b.jsonl"], "pii": ["attrs"],
                  "tokens": ["attrs", "--tokenizer", "tok.json"], "mix": ["mix.yaml"], "embed": ["attrs"],
-                 "dedup_semantic": ["attrs"], "learn": ["m.json", "attrs"]}
+                 "dedup_semantic": ["attrs"], "learn": ["m.json", "attrs"],
+                 "source": ["github", "export.jsonl.gz", "-o", "code"]}
 
 
 def _yaml_default(path: str):

@@ -53,7 +53,8 @@ MINIMAL = {"inputs": ["docs.jsonl.gz"], "output": "out"}
 REQUIRED_SECTIONS = {"dsir": {"name": "wiki", "targets": ["t.jsonl"]}, "select": {"recipe": "gopher"},
                      "extract": {"fix_text": False}, "decontaminate": {"against": ["b.jsonl"]},
                      "tokens": {"tokenizer": "tok.json"}, "mix": {"mix": "mix.yaml"}, "pii": {"types": "email"},
-                     "embed": {"model": "wordllama"}, "learn": {"model": "m.json"}}
+                     "embed": {"model": "wordllama"}, "learn": {"model": "m.json"},
+                     "sources": {"family": "github", "inputs": ["export.jsonl.gz"]}}
 
 
 #: a valid non-null value per field name, for fields whose default is null or empty
@@ -67,7 +68,7 @@ SAMPLES = {"inputs": ["docs.jsonl.gz"], "targets": ["t.jsonl"], "name": "wiki", 
            "token_column": "ts_tokens_tok", "mix": "mix.yaml", "seed": 3, "shard_size": "1MB",
            "format": "parquet", "types": ["email"], "phone_regions": ["US"], "tiktoken_pattern": "cl100k_base",
            "shards": "parquet", "memory": "1GB", "embed_model": "wordllama", "eps": [0.05, 0.1],
-           "clusters": 4, "sample": 1000, "model": "m.json"}
+           "clusters": 4, "sample": 1000, "model": "m.json", "family": "github", "reference": "rp_v1"}
 
 
 @pytest.mark.parametrize("spec", STAGES, ids=lambda s: s.name)

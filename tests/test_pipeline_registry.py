@@ -21,12 +21,12 @@ from textsieve.stages.registry import stages
 
 def test_the_registry_finds_every_stage_module_in_run_order():
     assert stages() == STAGES
-    assert [s.name for s in STAGES] == ["extract", "annotate", "embed", "dedup_exact", "dedup_fuzzy", "dedup_lines",
-                                        "dedup_semantic", "decontaminate", "pii", "tokens", "learn", "dsir", "select",
-                                        "mix"]
-    # extract and annotate resume shard by shard by themselves (each shard's fingerprint covers
-    # its input's identity); every other stage is tracked by a state file
-    assert [s.name for s in STAGES if s.complete is None] == ["extract", "annotate"]
+    assert [s.name for s in STAGES] == ["source", "extract", "annotate", "embed", "dedup_exact", "dedup_fuzzy",
+                                        "dedup_lines", "dedup_semantic", "decontaminate", "pii", "tokens", "learn",
+                                        "dsir", "select", "mix"]
+    # source, extract and annotate resume shard by shard by themselves (each shard's fingerprint
+    # covers its input's identity); every other stage is tracked by a state file
+    assert [s.name for s in STAGES if s.complete is None] == ["source", "extract", "annotate"]
 
 
 @pytest.mark.parametrize("stage", STAGES, ids=lambda s: s.name)

@@ -19,6 +19,7 @@ from textsieve.stages.doc_set import DocSetResult
 from textsieve.stages.select.dsir_fit import DsirFitResult
 from textsieve.stages.select.select import SelectResult
 from textsieve.stages.sources.extract import ExtractResult
+from textsieve.stages.sources.source import SourceResult
 from textsieve.stages.training.decontaminate import DecontamResult
 from textsieve.stages.training.mix import MixResult
 from textsieve.stages.training.tokens import TokensResult
@@ -27,6 +28,7 @@ PathLike = str | os.PathLike[str]
 Inputs = PathLike | Sequence[PathLike]
 
 __all__ = [
+    "source",
     "extract",
     "annotate",
     "embed",
@@ -43,6 +45,7 @@ __all__ = [
     "mix",
 ]
 
+def source(family: PathLike, **options: Any) -> SourceResult: ...
 def extract(inputs: Inputs, **options: Any) -> ExtractResult: ...
 def annotate(inputs: Any, **options: Any) -> AnnotateResult: ...
 def embed(directory: PathLike, **options: Any) -> EmbedResult: ...

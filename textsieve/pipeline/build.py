@@ -80,6 +80,8 @@ def build(cfg: PipelineConfig, name: str, *, progress: bool = True, index: int |
         # a shared key written in the stage's own section overrides it there (`extract.on_error`)
         kw[f.name] = own[f.name] if f.name in own else _get(data, shared[f.name])
     kw.update(spec.placed(layout(cfg)) | {"progress": progress})
+    if spec.placed_item is not None and spec.label is not None:
+        kw.update(spec.placed_item(layout(cfg), spec.label(own)))
     if "workers" in kw and kw["workers"] is None:
         kw["workers"] = data["workers"]
     if overwrite is not None and "overwrite" in kw:

@@ -31,6 +31,7 @@ from typing import Any
 import fsspec
 import numpy as np
 
+from textsieve.io.attributes import attribute_set_dir
 from textsieve.io.publish import summary_of
 from textsieve.report.charts import fmt
 
@@ -102,7 +103,6 @@ def _sample(directory: str, model: str, sample: int, seed: int) -> tuple[list[st
     import pyarrow.parquet as pq
 
     from textsieve.embedding.store import column_name, set_name, to_numpy
-    from textsieve.io.attributes import attribute_set_dir
     from textsieve.io.parquet_read import read_table
 
     fs, root = fsspec.core.url_to_fs(attribute_set_dir(directory, set_name(model)))
@@ -163,8 +163,6 @@ def embedding_views(directory: str, compiled: Any = None, con: Any = None, recip
     `compiled` (a `recipes.sql.Compiled`) and `con` (a DuckDB connection that reads its files):
     colour the points kept / dropped by that recipe too."""
     from textsieve.embedding.store import embedding_models, set_name
-    from textsieve.io.attributes import attribute_set_dir
-
     out = []
     for model in embedding_models(directory):
         info = _json(attribute_set_dir(directory, set_name(model))) or {}
@@ -181,8 +179,6 @@ def embedding_views(directory: str, compiled: Any = None, con: Any = None, recip
 
 def semantic_summary(directory: str) -> dict | None:
     """The `sets/dedup_semantic` set's summary.json of the annotate folder, or None."""
-    from textsieve.io.attributes import attribute_set_dir
-
     return _json(attribute_set_dir(directory, "dedup_semantic"))
 
 

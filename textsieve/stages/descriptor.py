@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 PROGRESS_REASON = "set from the command line: --quiet turns progress off"
 #: where a pipeline keeps each kind of output, below its `output:` folder
-ATTRS, DOCS, SELECTED, TRAIN = "attrs", "docs", "selected", "train"
+ATTRS, DOCS, SELECTED, TRAIN, SOURCES = "attrs", "docs", "selected", "train", "sources"
 
 
 @dataclass
@@ -66,6 +66,15 @@ class Layout:
     @property
     def selected(self) -> str:
         return self._under(SELECTED)
+
+    def source(self, label: str) -> str:
+        """Where the `sources:` item `label` writes its documents (annotate then reads them)."""
+        return self._under(f"{SOURCES}/{label}")
+
+    def sources(self) -> list[str]:
+        """The document folders of every `sources:` item, in file order ([] without the section)."""
+        items = self.data.get("sources") or []
+        return [self.source(str(item.get("name") or item.get("family"))) for item in items if isinstance(item, dict)]
 
     @property
     def train(self) -> str:
@@ -239,6 +248,8 @@ class Stage:
     preview: Callable[[Any], Any] | None = None
     cli_spec: CliSpec | None = None
     command: str = ""  # its `textsieve` command, when not the name with spaces (`learn apply`)
+    #: for a list section: the fields the layout fixes per item, given the item's label (`sources:`)
+    placed_item: Callable[[Layout, str], dict[str, Any]] | None = None
     api: str = ""  # its `textsieve.api` function, when not the name (`learn_apply`)
 
     @property

@@ -683,9 +683,10 @@ STAGE = Stage(
     first="inputs", prepare=_prepare, cli_spec=CLI,
     shared={"inputs": "inputs", "text_field": "read.text_field", "id_field": "read.id_field",
             "lang_field": "read.lang_field", "on_error": "read.on_error", "overwrite": "overwrite"},
-    # after extract, annotate reads extract's documents instead of the inputs
+    # after extract (or `sources:`), annotate reads their documents instead of the inputs
     placed=lambda layout: {"output": layout.attrs} | ({"inputs": [layout.docs]} if layout.data.get("extract")
-                                                       is not None else {}),
+                                                       is not None else {})
+    | ({"inputs": layout.sources()} if layout.data.get("sources") else {}),
     derived={"output": "always OUT/attrs", "progress": PROGRESS_REASON},
     output_key=lambda layout: key_of(layout.folder_key(layout.attrs)), resolve=_resolve, finish=_finish,
               record=_record, estimate=_estimate, output_sets=_output_sets)
