@@ -27,7 +27,7 @@ TIERS: list[set[str]] = [
     {"pipeline"},
     {"stages"},
     # the domain packages, ordered
-    {"report", "dsir", "personal_data", "eval", "export", "decontam", "dedup", "sample_crawl"},
+    {"report", "dsir", "personal_data", "eval", "export", "decontam", "dedup", "sample_crawl", "sample_sources"},
     {"recipes", "models"},
     {"learned", "signals"},
     {"embedding", "interop", "tokenization", "mixing", "extraction", "sample", "dumps"},
