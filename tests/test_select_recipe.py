@@ -127,13 +127,25 @@ def test_bundled_recipes_are_short_cited_and_valid():
     from importlib import resources
 
     names = bundled_recipes()
-    assert set(names) == {"rpv2-gopher", "rpv2-card-gopher", "gopher", "c4", "fineweb-like"}
+    rpv1 = {f"rpv1-{s}" for s in ("cc", "c4", "github", "arxiv", "wikipedia", "stackexchange", "books")}
+    assert set(names) == {"rpv2-gopher", "rpv2-card-gopher", "gopher", "c4", "fineweb-like"} | rpv1
     for name in names:
         text = (resources.files("textsieve.recipes") / "bundled" / f"{name}.yaml").read_text()
         assert len(text.splitlines()) <= 20 and text.startswith("#")
         load_recipe(name)  # parses
     assert [r.name for r in load_recipe("c4").line_rules] == ["terminal_punctuation", "min_words_per_line",
                                                               "no_javascript"]
+
+
+def test_a_recipe_extends_another_replacing_rules_of_the_same_name(tmp_path):
+    """`extends:` starts from a base recipe's rules (rpv1-c4 is C4's); a rule of the same name
+    replaces the base's in its place, new rules come after."""
+    assert [r.source() for r in load_recipe("rpv1-c4").rules] == [r.source() for r in load_recipe("c4").rules]
+    p = tmp_path / "mine.yaml"
+    p.write_text("extends: c4\nrules:\n  min_sentences: rps_doc_num_sentences >= 5\n  long: rps_doc_word_count > 50\n")
+    rules = load_recipe(str(p)).rules
+    assert [r.name for r in rules][3:5] == ["min_sentences", "no_bad_words"] and rules[-1].name == "long"
+    assert rules[3].source() == "rps_doc_num_sentences >= 5"
 
 
 @pytest.mark.parametrize("literal, value", [

@@ -272,19 +272,33 @@ def parse_mix(data: Any, base: str | None = None, path: str | None = None) -> Mi
     return spec
 
 
+def bundled_mixes() -> list[str]:
+    """The names of the mixes that ship with textsieve (`llama1`: LLaMA-1's sources and shares)."""
+    from importlib import resources
+
+    return sorted(p.name[:-len(".yaml")] for p in resources.files("textsieve.mixing").joinpath("bundled").iterdir()
+                  if p.name.endswith(".yaml"))
+
+
 def load_mix(path: str) -> MixSpec:
-    """Read and check a mix file (YAML)."""
+    """Read and check a mix file (YAML), or a bundled mix by name (`llama1`), whose relative
+    paths are resolved in the current folder (a bundled file cannot know where your data is)."""
     import yaml
 
+    if not os.path.exists(path) and os.sep not in path and path in bundled_mixes():
+        from importlib import resources
+
+        text = resources.files("textsieve.mixing").joinpath("bundled", f"{path}.yaml").read_text("utf-8")
+        return parse_mix(yaml.safe_load(text), os.getcwd(), f"{path} (bundled)")
     try:
         with open(path, encoding="utf-8") as fh:
             data = yaml.safe_load(fh)
     except FileNotFoundError:
-        raise MixError(f"{path}: no such mix file") from None
+        raise MixError(f"{path}: no such mix file (bundled mixes: {', '.join(bundled_mixes())})") from None
     except yaml.YAMLError as exc:
         raise MixError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from None
     return parse_mix(data, os.path.dirname(os.path.abspath(path)), path)
 
 
-__all__ = ["FORMATS", "WORDS", "MixError", "MixSpec", "SourceSpec", "load_mix", "parse_count", "parse_mix",
-           "parse_shard_size"]
+__all__ = ["FORMATS", "WORDS", "MixError", "MixSpec", "SourceSpec", "bundled_mixes", "load_mix", "parse_count",
+           "parse_mix", "parse_shard_size"]

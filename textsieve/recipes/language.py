@@ -36,6 +36,9 @@ as in spec §10).
 A bare line-level column in a document rule is an error (it has one score per line): reduce
 it. Invalid rules fail with the rule name, the offending column/operator and the valid names.
 
+`extends: c4` (beside `rules:`) starts from another recipe's rules (a bundled name or a file); a
+rule of the same name replaces the base's, new ones come after them.
+
 `redact: [pii]` (beside `rules:`) makes `select` replace spans when it writes the documents, as
 `select --redact pii` does: `pii` puts placeholders over the `sets/pii` set's spans (`textsieve
 pii`), a span column's name (e.g. `ts_contam_spans`) removes its spans.
@@ -131,13 +134,13 @@ class Recipe:
                   lines: Mapping[str, int] | None = None, origin: str | None = None) -> Recipe:
         if not isinstance(doc, dict):
             raise RecipeError(f"recipe {name!r}: expected a mapping with a 'rules' key")
-        unknown = set(doc) - {"name", "description", "rules", "models", "redact"}
+        unknown = set(doc) - {"name", "description", "rules", "models", "redact", "extends"}
         if unknown:
             raise RecipeError(f"recipe {name!r}: unknown keys {sorted(unknown)}; "
-                              "valid: name, description, rules, models, redact")
-        if "rules" not in doc:
+                              "valid: name, description, extends, rules, models, redact")
+        if "rules" not in doc and "extends" not in doc:
             raise RecipeError(f"recipe {name!r}: expected a mapping with a 'rules' key")
-        raw = doc["rules"]
+        raw = doc.get("rules") or {}
         if isinstance(raw, list):  # a list of one-key mappings also keeps order
             items: list[tuple[Any, Any]] = []
             for entry in raw:
@@ -148,6 +151,10 @@ class Recipe:
             items = list(raw.items())
         else:
             raise RecipeError(f"recipe {name!r}: 'rules' must be a mapping of name: condition")
+        if "extends" in doc:  # the base recipe's rules first; a rule of the same name replaces its own
+            parent = load_recipe(str(doc["extends"]))
+            own = dict(items)
+            items = [(r.name, own.pop(r.name, r.source())) for r in parent.rules] + list(own.items())
         models, search = {}, {}
         for alias, path in (doc.get("models") or {}).items():
             models[str(alias)], tried = resolve_model_path(str(path), base)

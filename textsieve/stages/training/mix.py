@@ -87,7 +87,9 @@ class MixConfig:
     """What `textsieve mix` (and `ts.mix`) takes: the mix file, and settings that override it."""
 
     mix: str | dict[str, Any] = option(help="the mix file (YAML: sources, shares, tokens, tokenizer...; see "
-                                            "docs/training-data.md); the API also takes its parsed dict",
+                                            "docs/training-data.md), or a bundled mix by name (llama1: LLaMA-1's "
+                                            "seven sources and shares, paths in the current folder); the API "
+                                            "also takes its parsed dict",
                                        positional=True, metavar="MIX_YAML")
     output: str | None = option(None, help="folder for the shards and manifest.json (required unless --dry-run)",
                                 short="-o", metavar="DIR")
