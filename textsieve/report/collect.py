@@ -41,6 +41,7 @@ from textsieve.recipes.language import (
 )
 from textsieve.recipes.schema import Schema, q, read_schema
 from textsieve.recipes.sql import Compiled, compile_recipe, lit
+from textsieve.report.sources import source_summaries
 
 MAX_DISTINCT = 30  # integer signals with at most this many values get one bar per value
 BINS = 40
@@ -140,6 +141,7 @@ class ReportData:
     dedup_semantic: dict | None = None  # `sets/dedup_semantic/summary.json` (report.embeddings)
     # decontamination, personal data, line dedup and tokens sections (report.training_sets)
     training_sets: list = field(default_factory=list)
+    sources: list = field(default_factory=list)  # the `source.json` of each source dump read (report.sources)
 
 
 # ---------------------------------------------------------------- locating the run
@@ -506,7 +508,8 @@ def collect(run_dir: str, recipe_spec: str | None = None, selection_dir: str | N
     extra = set_sections(con, ann, schema, totals, funnel.tokens if funnel else {}, int(chars))
     return ReportData(run_dir, ann, int(docs), int(chars), recipe, funnel, signals, derived, dsir, fuzzy, exact,
                       sizes, ex or [], selection, read_text(pipe) if pipe else None, sets, notes + view_notes,
-                      views, exact_sets, extraction_summary(ann), totals, embeds, semantic_summary(ann), extra)
+                      views, exact_sets, extraction_summary(ann), totals, embeds, semantic_summary(ann), extra,
+                      source_summaries(ann))
 
 
 __all__ = ["collect", "locate", "comparisons", "histogram", "Threshold", "Histogram", "Quantity", "ReportData",

@@ -17,6 +17,7 @@ from textsieve.report.collect import Example, Histogram, Quantity, ReportData
 from textsieve.report.embeddings import embedding_links, embeddings_section, semantic_section
 from textsieve.report.extraction import extraction_section
 from textsieve.report.html_views import breakdown_links, breakdown_sections, distinct_clusters
+from textsieve.report.sources import sources_section
 from textsieve.report.training_sets import render_sections, section_links
 
 TEXT_CHARS = 700
@@ -329,7 +330,8 @@ def _examples(d: ReportData) -> str:
 
 
 def _nav(d: ReportData) -> str:
-    links = [("overview", "Overview", 1), *([("extraction", "Extraction", 1)] if d.extraction else []),
+    links = [("overview", "Overview", 1), *([("sources", "Sources", 1)] if d.sources else []),
+             *([("extraction", "Extraction", 1)] if d.extraction else []),
              ("funnel", "Selection funnel", 1), *breakdown_links(d),
              ("signals", "Signals", 1)]
     if d.derived:
@@ -352,5 +354,5 @@ def render(d: ReportData) -> str:
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" '
             f'content="width=device-width, initial-scale=1"><title>{escape(title)}</title>{JS_HEAD}<style>{CSS}</style>'
             f'</head><body><header><h1>{escape(title)}</h1><div class="sub">{sub}</div></header><div class="wrap">'
-            f'{_nav(d)}<main>{_overview(d)}{extraction_section(d.extraction)}{_funnel(d)}{breakdown_sections(d)}{_signals(d)}{_dedup(d)}{render_sections(d.training_sets, _figure, _cards)}{embeddings_section(d.embeddings)}{semantic_section(d.dedup_semantic)}{_dsir(d)}{_examples(d)}</main></div>'
+            f'{_nav(d)}<main>{_overview(d)}{sources_section(d.sources)}{extraction_section(d.extraction)}{_funnel(d)}{breakdown_sections(d)}{_signals(d)}{_dedup(d)}{render_sections(d.training_sets, _figure, _cards)}{embeddings_section(d.embeddings)}{semantic_section(d.dedup_semantic)}{_dsir(d)}{_examples(d)}</main></div>'
             f'{JS_TAIL}</body></html>')

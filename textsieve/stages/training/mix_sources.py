@@ -251,8 +251,8 @@ def _selection_pool(spec: SourceSpec) -> SourcePool:
         raise MixError(f"{where}: {spec.selection} holds training shards (of `mix` or `select --shards`), not "
                        "selection files; give the annotate folder with its recipe (attributes:) instead")
     if manifest is None or manifest.stage != "select":
-        raise MixError(f"{where}: {spec.selection} is not a published `textsieve select` output (no .textsieve/manifest.json "
-                       "of stage select)")
+        raise MixError(f"{where}: {spec.selection} is not a published `textsieve select` output (no "
+                       ".textsieve/manifest.json of stage select)")
     inputs = {"selection": spec.selection, "manifest_key": manifest.key,
               "files": {r: manifest.files[r]["sha256"] for r in sorted(manifest.files)}}
     try:
