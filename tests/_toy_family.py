@@ -12,7 +12,7 @@ from typing import Any
 
 import fsspec
 
-from textsieve.dumps.family import SourceError, SourceFamily, SourceOptions, SourceRecord, Skip, Unit, register_family
+from textsieve.dumps.family import Skip, SourceError, SourceFamily, SourceOptions, SourceRecord, Unit, register_family
 from textsieve.io.errors import InputError
 
 

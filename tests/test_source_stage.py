@@ -8,9 +8,9 @@ import gzip
 import json
 from pathlib import Path
 
+import _toy_family  # noqa: F401 - registers the family `toy`
 import pytest
 
-import _toy_family  # noqa: F401 - registers the family `toy`
 from textsieve.cli import main
 from textsieve.dumps.family import SourceError
 from textsieve.io.errors import InputError
