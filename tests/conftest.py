@@ -85,6 +85,9 @@ def _isolated_user_cache(tmp_path_factory, monkeypatch) -> None:
 #: (`pytest -m "not slow"`, under 90 s). A listed name that matches no test fails collection,
 #: so a rename cannot silently move a slow test into the quick suite.
 SLOW_TESTS = {
+    "test_source_stackexchange.py::test_html_text_equals_beautifulsoup_on_every_golden_html_string",  # bs4 x 5,574
+    "test_source_wikipedia.py::test_every_page_decision_and_cleaned_text",  # 293 pages cleaned (~4 s)
+    "test_source_wikipedia.py::test_memory_stays_flat_in_the_dump_size",  # writes and reads a 100 MB dump
     "test_embed.py::test_pipeline_embeds_dedups_semantically_and_targets_then_reruns_as_a_noop",  # 5 stages, twice
     "test_embed.py::test_embeds_with_the_network_cut_off",  # a fresh interpreter loads the model
     "test_learned_embed.py::test_boosted_embedding_model_end_to_end_in_select",  # train x2, apply, select
@@ -206,6 +209,7 @@ SLOW_MODULES = {"test_docs_commands.py", "test_ray.py", "test_bombs.py",  # bomb
 #: before the first test): every test that uses one is slow, so the quick suite does not pay for
 #: the build. The tests of those areas that do not need the fixture stay in the quick suite.
 SLOW_FIXTURES = {
+    "test_source_stackexchange.py": "runs",  # both modes over the two dev sites (2-5 s, mostly LID-176)
     "test_fuzz_files.py": "file_seeds",  # builds the sample, trains a tokenizer, publishes (~5 s)
     "test_report.py": "run_dir",  # annotate + two dedups + DSIR + select on the dev pool
     "test_extract.py": "extracted",  # extracts the sample crawl
@@ -218,6 +222,9 @@ SLOW_FIXTURES = {
     "test_select_combined.py": "routes",  # annotates, dedups and fits DSIR two ways
     "test_select_engine.py": "corpus",  # annotates 3,000 dev documents
     "test_notebook_display.py": "annotated",  # builds and annotates 90 sample documents (~4 s)
+    "test_source_arxiv.py": "runs",  # the 7 shared arXiv tars through the stage in both modes (~3 s)
+    "test_source_books.py": "runs",  # 36 books through source (4 runs), annotate, dedup simhash, select (~20 s)
+    "test_source_wikipedia.py": "golden_runs",  # the 8 shared dumps through the stage in both modes (~10 s)
 }
 KILL_MODULES = {"test_resume.py", "test_resume_parts.py"}
 BROWSER_TESTS = {"test_report.py::test_report_renders_in_chromium", "test_report.py::test_views_render_in_chromium"}

@@ -22,6 +22,7 @@ from textsieve.pipeline.twins import CLI_COMMANDS, yaml_path
 #: the fewest arguments each stage command parses with (its required ones)
 REQUIRED_ARGS = {"extract": ["crawl.warc.gz", "-o", "out"], "dedup_lines": ["attrs"],
                  "annotate": ["in.jsonl", "-o", "out"], "dedup_exact": ["attrs"], "dedup_fuzzy": ["attrs"],
+                 "dedup_simhash": ["attrs"],
                  "dsir": ["--targets", "t.jsonl", "--raw", "attrs", "--name", "wiki"], "select": ["attrs"],
                  "decontaminate": ["attrs", "--against", "b.jsonl"], "pii": ["attrs"],
                  "tokens": ["attrs", "--tokenizer", "tok.json"], "mix": ["mix.yaml"], "embed": ["attrs"],

@@ -94,8 +94,11 @@ def test_every_config_field_is_a_yaml_key(spec):
             doc[section] = [dict(REQUIRED_SECTIONS[section])] if spec.section.endswith("[]") \
                 else dict(REQUIRED_SECTIONS[section])
         elif section.startswith("dedup."):
-            _set(doc, section + ".keep" if section.endswith(("fuzzy", "semantic")) else section + ".normalize",
-                 {"dedup.fuzzy": "first", "dedup.lines": "ccnet", "dedup.semantic": "first"}.get(section, "none"))
+            if section == "dedup.simhash":  # no keep/normalize choice: its width is the one to give
+                _set(doc, section + ".width", 6)
+            else:
+                _set(doc, section + ".keep" if section.endswith(("fuzzy", "semantic")) else section + ".normalize",
+                     {"dedup.fuzzy": "first", "dedup.lines": "ccnet", "dedup.semantic": "first"}.get(section, "none"))
             if section == "dedup.semantic":  # it reads the embed stage's set
                 doc["embed"] = {}
         _set(doc, path, value)
@@ -199,7 +202,7 @@ def test_schema_lists_every_stage_section():
     sch = schema()
     assert set(sch) >= {"inputs", "output", "executor", "address", "read", "extract", "annotate", "dedup", "dsir",
                         "select"}
-    assert set(sch["dedup"]) == {"exact", "fuzzy", "lines", "semantic"}
+    assert set(sch["dedup"]) == {"exact", "fuzzy", "lines", "semantic", "simhash"}
     assert "thresholds" in sch["dedup"]["fuzzy"] and "recipe" in sch["select"] and "buckets" in sch["dsir"][0]
 
 

@@ -75,7 +75,9 @@ def test_recipes_listing_stays_aligned_with_the_longer_name(capsys: pytest.Captu
 
     assert main(["recipes"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert any(line.startswith("rpv2-card-gopher  RPv2 dataset-card") for line in lines)
+    longest = max(len(line.split(maxsplit=1)[0]) for line in lines)
+    assert any(line.startswith("rpv2-card-gopher ") and "  RPv2 dataset-card" in line for line in lines)
+    assert all(line[longest:longest + 2] == "  " for line in lines)  # two spaces after the longest name
     starts = {len(line) - len(line.split(maxsplit=1)[1]) for line in lines}
     assert len(starts) == 1  # every description starts in the same column
 

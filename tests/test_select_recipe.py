@@ -115,7 +115,8 @@ def test_recipe_yaml_forms_and_errors(tmp_path):
     with pytest.raises(RecipeError, match="rule 'a': condition must be a string"):
         Recipe.from_yaml("rules:\n  a: 5\n")
     with pytest.raises(RecipeError,
-                       match="no bundled recipe 'gopherr'; bundled: c4, fineweb-like, gopher, rpv2-card-gopher, "
+                       match="no bundled recipe 'gopherr'; bundled: c4, fineweb-like, gopher, rpv1-arxiv, rpv1-books, "
+                             "rpv1-c4, rpv1-cc, rpv1-github, rpv1-stackexchange, rpv1-wikipedia, rpv2-card-gopher, "
                              "rpv2-gopher"):
         load_recipe("gopherr")
     p = tmp_path / "m.yaml"

@@ -4,7 +4,9 @@ Row = the row index in the file. A row group that cannot be read (damaged pages:
 decompression or page checksum) is one bad record in skip mode: the rows of the other row groups
 are kept, and the skip names the row group and how many of its rows are left out.
 `Document.meta` stays empty: the other columns are not read at all, which is what makes Parquet
-input cheap; stages that need more columns read them directly.
+input cheap; stages that need more columns read them directly. With `ReadOptions.read_meta` (a
+signal reads the documents' meta) every column but the text's is read into it, as JSON Lines
+records give it.
 Dotted field names select a top-level column (a struct) and walk into it, unless a column with the
 literal dotted name exists.
 """
@@ -50,6 +52,8 @@ def read_parquet(ctx: ShardReader) -> Iterator[Document]:
             return
         wanted = wanted_columns(f, text_col, names)
         columns = sorted({col[0] for _, col in wanted.values()})
+        meta_cols = [n for n in names if n != text_col[0]] if ctx.options.read_meta else []
+        columns = sorted({*columns, *meta_cols})
         total = max(pf.metadata.num_rows, 1)
         row = 0  # first row of the current row group
         limit = ctx.options.max_doc_bytes
@@ -78,9 +82,12 @@ def read_parquet(ctx: ShardReader) -> Iterator[Document]:
                             f"({exc}); its {size - done} row(s) from there are left out")
                     break
                 values = {key: _values(batch, col) for key, (_, col) in wanted.items()}
+                metas = {n: _to_pylist(batch.column(n), n) for n in meta_cols}
                 for i in range(batch.num_rows):
                     doc = _document(ctx, wanted, values, i, row + done + i)
                     if doc is not None:
+                        if metas:
+                            doc.meta = {n: v[i] for n, v in metas.items()}
                         yield doc
                 done += batch.num_rows
                 ctx.bytes_read = shard.size * (row + done) // total

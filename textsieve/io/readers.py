@@ -53,6 +53,7 @@ class ReadOptions:
     url_field: str | None = "url"
     on_error: str = "fail"  # "fail": InputError at the first bad record; "skip": record a SkippedRecord, go on
     max_doc_bytes: int | None = None  # a larger record is a bad record (`io.limits`); None: no limit
+    read_meta: bool = False  # Parquet: every other column into `Document.meta` too (a signal reads it)
 
     def __post_init__(self) -> None:
         if self.on_error not in ON_ERROR:

@@ -5,7 +5,16 @@ in attribute shards. Signals from outside the package: `register_signal(...)` or
 `textsieve.signals` entry-point group (docs/architecture.md, "Add a signal").
 """
 
-from textsieve.signals import rpv2_content, rpv2_lines, rpv2_natural_language, rpv2_repetition
+from textsieve.signals import (
+    rpv1_arxiv,
+    rpv1_code,
+    rpv1_stackexchange,
+    rpv1_wikipedia,
+    rpv2_content,
+    rpv2_lines,
+    rpv2_natural_language,
+    rpv2_repetition,
+)
 from textsieve.signals.registry import (
     REGISTRY,
     DocScores,
@@ -18,7 +27,8 @@ from textsieve.signals.registry import (
 )
 
 #: the modules of the built-in signals, in registration order
-BUILTIN_MODULES = (rpv2_content, rpv2_lines, rpv2_natural_language, rpv2_repetition)
+BUILTIN_MODULES = (rpv2_content, rpv2_lines, rpv2_natural_language, rpv2_repetition, rpv1_arxiv,
+                   rpv1_stackexchange, rpv1_code, rpv1_wikipedia)
 
 __all__ = ["BUILTIN_MODULES", "REGISTRY", "DocScores", "LineScores", "Signal", "UnknownSignalError",
            "register_signal", "signal", "unregister_signal"]

@@ -62,8 +62,19 @@ class Signal:
     dtype: Literal["float", "int", "str"]  # "str": a plain string column (doc level only), not spans
     group: str  # selectable as a whole with `--signals GROUP`
     definition: str  # one line, printed by `textsieve signals`
-    needs: tuple[str, ...]  # "stop_words" and/or "bad_words"
+    needs: tuple[str, ...]  # "stop_words" and/or "bad_words" (word lists), "meta" (the documents' meta)
     fn: Callable[[BatchViews], Scores]
+
+    @property
+    def word_lists(self) -> tuple[str, ...]:
+        """The word lists among `needs` (a language without one gets a null score)."""
+        return tuple(n for n in self.needs if n in WORD_LISTS)
+
+    @property
+    def needs_meta(self) -> bool:
+        """Whether it reads `BatchViews.metas`: then annotate ships each document's meta to the
+        workers (only then: most runs need none of it)."""
+        return META in self.needs
 
     @property
     def builtin(self) -> bool:
@@ -111,7 +122,9 @@ class SignalRegistry(Mapping[str, Signal]):
 REGISTRY = SignalRegistry()
 LEVELS = ("doc", "line")
 DTYPES = ("float", "int", "str")
-NEEDS = ("stop_words", "bad_words")
+WORD_LISTS = ("stop_words", "bad_words")
+META = "meta"
+NEEDS = (*WORD_LISTS, META)
 _NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
 #: words `--signals` reads as something else (`textsieve.signals.selection`)
 _RESERVED = frozenset({"all", "none", "minhash", "minhash_fast", "rpv2", "id", "shard", "row"})
@@ -126,7 +139,8 @@ def register_signal(name: str, fn: Callable[[BatchViews], Scores], *, level: Lit
     document) or "line" (one per raw line); `dtype` the score's JSON type ("float", "int"; "str"
     makes a plain string column instead of spans); `group` a name `--signals` selects it by;
     `definition` the one line `textsieve signals` prints; `needs` the word lists it reads
-    ("stop_words", "bad_words"). Repeating an identical registration is a no-op (worker
+    ("stop_words", "bad_words") and "meta" when it reads the documents' meta (`BatchViews.metas`,
+    shipped to the workers only for such a signal). Repeating an identical registration is a no-op (worker
     processes repeat the parent's, `textsieve.extensions`); anything else under a taken name is
     a `ValueError`.
     """
@@ -168,9 +182,15 @@ def unregister_signal(name: str) -> None:
     extensions.forget(_label(name))
 
 
+#: built-in groups named `rpv1_<source>` measure RedPajama-1T's source dumps (`textsieve source`),
+#: not web text: computed only when `--signals` names them or their group, never by `all`
+SOURCE_GROUP_PREFIX = "rpv1_"
+
+
 def builtin_signals() -> list[str]:
-    """The names of textsieve's own signals, in registry order (what `--signals all` selects)."""
-    return [name for name, sig in REGISTRY.items() if sig.builtin]
+    """The names of textsieve's own signals, in registry order (what `--signals all` selects;
+    the source-dump groups, `SOURCE_GROUP_PREFIX`, are left out)."""
+    return [name for name, sig in REGISTRY.items() if sig.builtin and not sig.group.startswith(SOURCE_GROUP_PREFIX)]
 
 
 def _label(name: str) -> str:
@@ -192,7 +212,7 @@ def _check(sig: Signal) -> None:
     if sig.dtype not in DTYPES or (sig.dtype == "str" and sig.level != "doc"):
         raise ValueError(f"{where}: dtype must be one of {DTYPES} ('str' only at doc level), not {sig.dtype!r}")
     if not set(sig.needs) <= set(NEEDS):
-        raise ValueError(f"{where}: needs must name word lists among {NEEDS}, not {sig.needs!r}")
+        raise ValueError(f"{where}: needs must name word lists or the meta among {NEEDS}, not {sig.needs!r}")
     if not sig.definition.strip() or "\n" in sig.definition:
         raise ValueError(f"{where}: the definition is one non-empty line (`textsieve signals` prints it)")
     if not sig.group or not _NAME.match(sig.group) or sig.group in _RESERVED:

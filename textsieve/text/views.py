@@ -21,6 +21,7 @@ from textsieve.text.unicode_props import unicode_tables
 
 LANGS = ("en", "de", "fr", "es", "it")  # RPv2's languages; the order indexes word-list tables
 _LOREM = re.compile(r"lorem ipsum", re.IGNORECASE)
+_NO_META: dict = {}  # shared, never written: the meta of every document when none was shipped
 
 
 class WordListTables:
@@ -50,15 +51,18 @@ class BatchViews:
     Model signals (`textsieve.models`) also read `urls` (the document URLs, None where a record
     has none), `models` (the run's loaded models by user name: `v.models[name]`) and `cache`, a
     per-batch memo where signals that share one computation (a language id and its score) keep
-    it.
+    it. `metas` holds each document's meta (`Document.meta`: a JSON record's other fields) when a
+    selected signal declares `needs=("meta",)`, else empty dicts.
     """
 
     def __init__(self, texts: list[str], langs: list[str | None], word_lists: WordListTables = EMPTY_WORD_LISTS,
-                 urls: list[str | None] | None = None, models: dict[str, object] | None = None):
+                 urls: list[str | None] | None = None, models: dict[str, object] | None = None,
+                 metas: list[dict] | None = None):
         self.texts = texts
         self.langs = langs
         self.word_lists = word_lists
         self.urls: list[str | None] = urls if urls is not None else [None] * len(texts)
+        self.metas: list[dict] = metas if metas is not None else [_NO_META] * len(texts)
         self.models: dict[str, object] = models if models is not None else {}
         self.cache: dict = {}
         self.n_docs = len(texts)

@@ -89,6 +89,9 @@ class Tokenizer:
     fingerprint: str  # SHA-256 of the file's bytes, 16 hex digits
     path: str  # the file read (a folder's tokenizer.json)
     pattern: str | None = None  # tiktoken: the split regex used
+    #: False: a special token's string in a text is that one token, as HF's `tokenize()` and tiktoken's
+    #: `encode(allowed_special="all")` make it (RedPajama-1T's GitHub filter counted so); True: plain text
+    special_as_text: bool = True
     _impl: Any = field(default=None, repr=False)
 
     def _hf_batch(self, texts: Sequence[str]) -> list[Any]:
@@ -102,14 +105,19 @@ class Tokenizer:
         """The token ids of each text (no special tokens added; special strings encoded as text)."""
         if self.kind == "hf":
             return [e.ids for e in self._hf_batch(texts)]
-        return self._impl.encode_ordinary_batch(list(texts))
+        return self._tiktoken_batch(texts)
+
+    def _tiktoken_batch(self, texts: Sequence[str]) -> list[list[int]]:
+        if self.special_as_text:
+            return self._impl.encode_ordinary_batch(list(texts))
+        return self._impl.encode_batch(list(texts), allowed_special="all")
 
     def count_batch(self, texts: Sequence[str]) -> np.ndarray:
         """The number of tokens of each text, as int64 (the same tokens `encode_batch` gives)."""
         if self.kind == "hf":
             encs = self._hf_batch(texts)
             return np.fromiter((len(e) for e in encs), dtype=np.int64, count=len(encs))
-        ids = self._impl.encode_ordinary_batch(list(texts))
+        ids = self._tiktoken_batch(texts)
         return np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
 
     def info(self) -> dict[str, Any]:
@@ -165,11 +173,13 @@ def _name(path: str, folder: bool, name: str | None) -> str:
     return derived
 
 
-def load_tokenizer(path: str, name: str | None = None, *, pattern: str | None = None) -> Tokenizer:
+def load_tokenizer(path: str, name: str | None = None, *, pattern: str | None = None,
+                   special_as_text: bool = True) -> Tokenizer:
     """Load the tokenizer at `path`: a tokenizer.json (or a folder holding one) or a tiktoken BPE file.
 
     `name` (the column suffix) defaults to the file's stem, or its folder's name for a file called
-    tokenizer.json. `pattern` is for tiktoken files only (see the module doc).
+    tokenizer.json. `pattern` is for tiktoken files only (see the module doc). `special_as_text`
+    False counts a special token's string inside a text as that one token (`Tokenizer`).
     """
     file, data, folder = _read(path)
     fingerprint = hashlib.sha256(data).hexdigest()[:16]
@@ -179,8 +189,12 @@ def load_tokenizer(path: str, name: str | None = None, *, pattern: str | None = 
         if pattern is not None:
             raise TokenizerError(f"tokenizer: {path} is a tokenizer.json; a tiktoken pattern applies to "
                                  "tiktoken files only")
-        return _load_hf(path, file, data, folder, tok_name, fingerprint)
-    return _load_tiktoken(path, file, data, tok_name, fingerprint, pattern)
+        tok = _load_hf(path, file, data, folder, tok_name, fingerprint)
+        tok._impl.encode_special_tokens = special_as_text
+    else:
+        tok = _load_tiktoken(path, file, data, tok_name, fingerprint, pattern)
+    tok.special_as_text = special_as_text
+    return tok
 
 
 def _need(module: str) -> None:

@@ -220,7 +220,7 @@ def _word_lists(cfg: AnnotateConfig, signals: tuple[str, ...]) -> tuple[tuple[st
                                                    for g in langs)]
     lacking = {"stop_words": any(r.startswith("stopwords/") for r in missing),
                "bad_words": any(r.startswith("ldnoobw/") for r in missing)}
-    dropped = [name for name in signals if any(lacking[need] for need in REGISTRY[name].needs)]
+    dropped = [name for name in signals if any(lacking[need] for need in REGISTRY[name].word_lists)]
     if dropped:
         log.warning("%s\nSkipping signal(s): %s", missing_message(missing), ", ".join(dropped))
         signals = tuple(name for name in signals if name not in dropped)
@@ -328,8 +328,10 @@ def batch_chars(memory: str | int, workers: int) -> int:
 
 
 def _batches(shard: Shard, reader: ShardReader, cfg: AnnotateConfig,
-             resume: Resume | None = None, max_chars: int = MAX_BATCH_CHARS) -> Iterator[BatchTask]:
-    """Cut a shard's documents into tasks of at most batch_size docs / `max_chars` chars.
+             resume: Resume | None = None, max_chars: int = MAX_BATCH_CHARS,
+             with_meta: bool = False) -> Iterator[BatchTask]:
+    """Cut a shard's documents into tasks of at most batch_size docs / `max_chars` chars
+    (`with_meta`: each document's meta goes along, for a signal that needs it).
 
     A task never straddles a part boundary (every `part_size` documents), so each part is
     computed from the same batches whether or not the run was interrupted before it. The
@@ -354,6 +356,8 @@ def _batches(shard: Shard, reader: ShardReader, cfg: AnnotateConfig,
         task.texts.append(doc.text)
         task.langs.append(_lang_of(doc.lang, cfg.lang))
         task.urls.append(doc.url)
+        if with_meta:
+            task.metas.append(doc.meta)
         chars += len(doc.text)
         if len(task.ids) >= cfg.batch_size or chars >= max_chars or index % part_size == 0:
             task.bytes_mark = reader.bytes_read
@@ -439,8 +443,10 @@ def _run_annotate(cfg: AnnotateConfig) -> AnnotateResult:
     if todo:
         pub.claim()  # refuses to discard a killed run's work of other settings (unless --overwrite)
 
+    with_meta = any(REGISTRY[name].needs_meta for name in signals)  # documents' meta to the workers, if needed
     options = ReadOptions(text_field=cfg.text_field, id_field=cfg.id_field, lang_field=cfg.lang_field,
-                          on_error=cfg.on_error, max_doc_bytes=parse_max_doc_bytes(cfg.max_doc_bytes))
+                          on_error=cfg.on_error, max_doc_bytes=parse_max_doc_bytes(cfg.max_doc_bytes),
+                          read_meta=with_meta)
     setup = WorkerSetup(signals, with_minhash, dict(lists.stop_words), dict(lists.bad_words), plan.models,
                         plan.signals, plan.lang_model)
     schema = output_schema(signals, with_minhash, load_models(plan.models)[1], plan.signals)
@@ -456,14 +462,14 @@ def _run_annotate(cfg: AnnotateConfig) -> AnnotateResult:
         for shard in todo:
             reader = UniqueIdReader(shard, options, id_mode)
             readers[shard.rel] = reader
-            yield from _batches(shard, reader, cfg, resumes[shard.rel], max_chars)
+            yield from _batches(shard, reader, cfg, resumes[shard.rel], max_chars, with_meta)
 
     writer: ShardOutput | None = None
     current: str | None = None
     n_docs = 0
     done_bytes = 0
     shard_by_rel = {s.rel: s for s in todo}
-    list_signals = [name for name in signals if REGISTRY[name].needs]
+    list_signals = [name for name in signals if REGISTRY[name].word_lists]
     no_lists: Counter[str] = Counter()  # the current shard's documents without their word lists
     shard_langs, run_langs = LangTally(), LangTally()  # --lang auto: fallbacks and confidence
     try:

@@ -163,10 +163,10 @@ def lacking_lists(langs: list[str | None], needs: set[str], stop_words: dict[str
 
 def null_where_lacking(sig: Signal, scores: Scores, lacking: dict[str, np.ndarray]) -> Scores:
     """`scores` with a null score for every document whose language lacks a list `sig` needs."""
-    if not sig.needs or not isinstance(scores, DocScores):
+    if not sig.word_lists or not isinstance(scores, DocScores):
         return scores
     mask = np.zeros(len(scores.values), dtype=bool)
-    for need in sig.needs:
+    for need in sig.word_lists:
         mask |= lacking[need]
     if not mask.any():
         return scores
@@ -212,7 +212,7 @@ def no_lists_warning(counts: dict[str, int], signals: list[str], lists: WordList
     tables = {"stop_words": lists.stop_words, "bad_words": lists.bad_words}
 
     def label(lang: str, n: int) -> str:
-        nulled = [s for s in signals if any(lang not in tables[need] for need in REGISTRY[s].needs)]
+        nulled = [s for s in signals if any(lang not in tables[need] for need in REGISTRY[s].word_lists)]
         return f"{lang} {n}" + (f" (only {', '.join(nulled)})" if nulled != signals else "")
 
     total = sum(counts.values())

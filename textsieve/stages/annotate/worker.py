@@ -44,6 +44,7 @@ class BatchTask:
     texts: list[str]
     langs: list[str | None]  # AUTO_LANG: detect with the language-id model
     urls: list[str | None] = field(default_factory=list)  # empty: no URLs known
+    metas: list[dict] = field(default_factory=list)  # empty: not shipped (no selected signal needs it)
     bytes_mark: int = 0  # reader position after this batch, for progress
     last: bool = False  # the shard's final task: its output can be closed
 
@@ -134,7 +135,8 @@ def output_schema(signals: tuple[str, ...], with_minhash: tuple[str, ...],
 def annotate_batch(task: BatchTask) -> pa.RecordBatch:
     """Compute every selected signal for the documents of `task`."""
     setup: WorkerSetup = _STATE["setup"]
-    views = BatchViews(task.texts, task.langs, _STATE["tables"], task.urls or None, _STATE["models"])
+    views = BatchViews(task.texts, task.langs, _STATE["tables"], task.urls or None, _STATE["models"],
+                       task.metas or None)
     auto: tuple[Counter[str], dict[str, list[float]]] | None = None
     if setup.lang_model is not None and AUTO_LANG in task.langs:
         from textsieve.models.langid import batch_predictions
@@ -161,7 +163,7 @@ def annotate_batch(task: BatchTask) -> pa.RecordBatch:
     model_sigs: dict[str, Signal] = _STATE["model_sigs"]
     sigs = [REGISTRY[name] for name in setup.signals] + [model_sigs[name] for name in setup.model_signals]
     # A language without the list a signal needs gets null there, not RPv2's 0.0 (annotate_lang).
-    lacking = lacking_lists(views.langs, {need for sig in sigs for need in sig.needs}, setup.stop_words,
+    lacking = lacking_lists(views.langs, {need for sig in sigs for need in sig.word_lists}, setup.stop_words,
                             setup.bad_words)
     scalars: list[pa.Array] = []
     for sig in sigs:

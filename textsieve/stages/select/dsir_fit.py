@@ -55,6 +55,7 @@ from textsieve.io.publish import book, content_key, contents
 from textsieve.io.texts import input_texts, shard_texts
 from textsieve.options import option, progress_option
 from textsieve.recipes.language import Recipe
+from textsieve.recipes.survivors import as_recipe, count, recipe_rows, survivor_mask, survivors_fingerprint
 from textsieve.stages.descriptor import (
     PROGRESS_REASON,
     CliSpec,
@@ -152,11 +153,9 @@ def _model_matches(model: DsirModel, params: HashedNgramParams, smoothing: float
 def _fit_survivors(cfg: DsirFitConfig, recipe: Recipe) -> dict[str, np.ndarray]:
     """The documents of `cfg.raw` that `recipe` (`cfg.recipe`, loaded) keeps: the raw side of the
     model is fit on them only, as if they had been materialized and annotated on their own (`survivors`)."""
-    from textsieve.recipes.survivors import count, recipe_rows
-
     rows, used = recipe_rows(cfg.raw, recipe)
     if set_name(cfg.name) in used:
-        raise ValueError(f"recipe {recipe.name!r} uses the columns of _{set_name(cfg.name)}, the weights this "
+        raise ValueError(f"recipe {recipe.name!r} uses the columns of sets/{set_name(cfg.name)}, the weights this "
                          f"fit replaces; filter on other columns, or fit under another --name")
     within = {shard: d["rows"] for shard, d in rows.items()}
     if not count(within):
@@ -221,14 +220,10 @@ def run_fit(cfg: DsirFitConfig) -> DsirFitResult:
     raw_shards = [[shard_rel(root, p), pq.ParquetFile(fs.open(p, "rb")).metadata.num_rows,
                    hashlib.sha256(annotated[p[len(root) + 1:]].encode()).hexdigest()[:16]] for p in shards]
     total_rows = sum(n for _, n, _ in raw_shards)
-    from textsieve.recipes.survivors import as_recipe
-
     recipe = as_recipe(cfg.recipe)
     within = _fit_survivors(cfg, recipe) if recipe is not None else None  # set exactly when there is a recipe
     survivors_fp = None
     if within is not None:
-        from textsieve.recipes.survivors import count, survivor_mask, survivors_fingerprint
-
         survivors_fp = survivors_fingerprint(within)
 
     pub = open_set(fs, set_root, set_name(cfg.name), _run_key(cfg, params, raw_shards, survivors_fp),

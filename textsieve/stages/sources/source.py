@@ -156,7 +156,8 @@ def run_source(cfg: SourceConfig) -> SourceResult:
     clash = [r for r, n in Counter(rels).items() if n > 1]
     if clash:
         raise SourceStageError(f"source {cfg.family}: two inputs would both write {clash[0]!r}; give them other names")
-    identities = [shard_identity(u.path, (), cfg.verify_inputs) for u in units]
+    # a unit that is a folder (a repository) lists its files in info["members"]: they are its identity
+    identities = [shard_identity(u.path, tuple(u.info.get("members") or ()), cfg.verify_inputs) for u in units]
     whole = hashlib.sha256(json.dumps(identities, sort_keys=True, default=str).encode()).hexdigest()[:16]
     unit_fps = [f"{fingerprint}:{whole if family.global_decisions else ident}" for ident in identities]
     pub = Publication(fs, root, "source", hashlib.sha256(json.dumps(unit_fps).encode()).hexdigest()[:16],
