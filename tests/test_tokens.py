@@ -244,3 +244,23 @@ def test_funnel_and_report_show_real_tokens(env, tmp_path):
     assert data.funnel is not None and data.funnel.tokens["ts_tokens_tok"]["kept"] == want
     html = render(data)
     assert f"{res.tokens:,}" in html and "tokens kept by recipe" in html
+
+
+def test_a_tokenizer_file_the_library_panics_on_is_a_located_error(tmp_path, monkeypatch):
+    """Issue 25's fuzzer, tokenizer case 2847: a tokenizer.json with a run of its BPE vocabulary
+    deleted made the Rust library panic (`pyo3_runtime.PanicException: range end index 18 out of
+    range for slice of length 16`), which derives from BaseException, so it escaped as a raw
+    error. The panic itself is the library's; what textsieve owes is one located line."""
+    import tokenizers
+
+    class PanicException(BaseException):  # pyo3's, as tokenizers raises it
+        pass
+
+    def panics(_text: str):
+        raise PanicException("range end index 18 out of range for slice of length 16")
+
+    path = tmp_path / "tokenizer.json"
+    path.write_text('{"model": {"type": "BPE", "vocab": {}, "merges": []}}', "utf-8")
+    monkeypatch.setattr(tokenizers.Tokenizer, "from_str", staticmethod(panics))
+    with pytest.raises(TokenizerError, match=r"tokenizer\.json is not a Hugging Face tokenizer\.json \(range end"):
+        load_tokenizer(str(path))

@@ -1,11 +1,12 @@
 """The per-document size limit (`--max-doc-bytes`): one oversized record is a located bad
 record, not an out-of-memory kill.
 
-Why a limit rather than a bound: computing the signals of one document takes about 30x its
-text in memory (measured: a 30 MB single-line JSONL document took 1.08 GB in `annotate
---workers 1` and 2.2 GB over the process tree with `--workers 2`: the main process holds the
-line, the decoded text and its pickle, the worker the text's code-point views, line and word
-arrays and MinHash shingles). Bringing that to a small multiple would mean streaming every
+Why a limit rather than a bound: computing the signals of one document takes 13-24x its text
+in memory (measured for issue 25 on a 30 MB document of real web text: 13x when every
+character is Latin-1, 18x for other BMP text, 24x when a few emoji make CPython store the text
+4 bytes a character; `annotate --workers 1`), and 31-47x over the process tree with `--workers
+2`, where the main process also holds the line, the decoded text and its pickle (~16x) while the
+worker holds the text's code-point views, line and word arrays and MinHash shingles. Bringing that to a small multiple would mean streaming every
 signal over a document; instead a document whose stored size exceeds the limit is reported
 through the reader's error policy before it is decoded: `on_error="fail"` stops with
 `FILE:LINE: ...` and the size, `"skip"` leaves it out and counts it like any bad record
@@ -30,9 +31,10 @@ if TYPE_CHECKING:
 
 DEFAULT_MAX_DOC_BYTES = 32 * 2**20
 #: measured peak memory of annotating one document, per byte of its text (see the module doc)
-ANNOTATE_BYTES_PER_TEXT_BYTE = 30
+ANNOTATE_BYTES_PER_TEXT_BYTE = 24
 MAX_DOC_BYTES_HELP = ("skip (--on-error skip) or stop at (fail) any document larger than this, e.g. 32MiB, 64MB; 0: "
-                      "no limit. Annotating one document takes ~30x its size in memory (default: 32 MiB)")
+                      "no limit. Annotating one document takes 13-24x its size in memory, more with several "
+                      "workers (default: 32 MiB)")
 
 
 def too_large_reason(nbytes: int, limit: int) -> str:

@@ -211,9 +211,13 @@ def _load_hf(path: str, file: str, data: bytes, folder: bool, name: str, fingerp
 
     try:
         impl = HFTokenizer.from_str(data.decode("utf-8"))
-    except Exception as e:  # tokenizers raises plain Exception for a bad file
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as e:  # tokenizers raises plain Exception for a bad file, and a Rust panic
+        # (pyo3's PanicException, a BaseException) for some damaged ones, e.g. merges naming
+        # vocabulary entries the file lost (issue 25's fuzzer, tokenizer case 2847)
         first = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise TokenizerError(f"tokenizer: {path} is not a Hugging Face tokenizer.json ({first})") from e
+        raise TokenizerError(f"tokenizer: {path} is not a Hugging Face tokenizer.json ({first})") from None
     impl.encode_special_tokens = True
     impl.no_padding()
     impl.no_truncation()
