@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from pathlib import Path
 
 import _toy_family  # noqa: F401 - registers the family `toy`
@@ -93,3 +94,34 @@ def test_the_cli_runs_it_and_names_unknown_families(dump: Path, tmp_path: Path, 
     assert "no source family 'nosuch'; choose from" in capsys.readouterr().err
     with pytest.raises(SourceError):
         run_source(SourceConfig("toy", [str(tmp_path / "cli" / "a.parquet")], str(tmp_path / "y")))
+
+
+def test_a_pipeline_reads_its_documents_from_named_source_items(dump: Path, tmp_path: Path) -> None:
+    """No top-level `inputs`: annotate reads every `sources:` item's folder, OUT/sources/NAME,
+    and two items' same-named shards stay apart (NAME/shard)."""
+    _toy(tmp_path / "dump2" / "a.toy", ["zeta text here", "eta"])
+    pipe = tmp_path / "pipe.yaml"
+    pipe.write_text(json.dumps({
+        "output": "out", "workers": 1,
+        "sources": [{"family": "toy", "inputs": [str(dump)]},
+                    {"name": "more", "family": "toy", "inputs": [str(tmp_path / "dump2")]}],
+        "annotate": {"signals": ["rps_doc_word_count"]}}), "utf-8")
+    assert main(["run", str(pipe), "-q"]) == 0
+    out = tmp_path / "out"
+    assert sorted(p.name for p in (out / "sources").iterdir()) == ["more", "toy"]
+    assert [d["text"] for d in _read(out / "sources" / "more" / "a.jsonl.gz")] == ["zeta text here", "eta"]
+    docs = out / "attrs" / "docs"
+    assert sorted(str(p.relative_to(docs)) for p in docs.rglob("*.parquet")) == [
+        "more/a.parquet", "toy/a.parquet", "toy/b.parquet"]
+    assert main(["run", str(pipe), "-q"]) == 0  # a rerun finds every stage done
+
+
+@pytest.mark.parametrize("items, problem", [
+    ([{"family": "toy", "inputs": ["d"]}, {"family": "toy", "inputs": ["e"]}], "like sources[0]; give one of them"),
+    ([{"name": "../up", "family": "toy", "inputs": ["d"]}], "'../up' is not a folder name"),
+])
+def test_pipeline_source_items_need_distinct_plain_names(items: list, problem: str) -> None:
+    from textsieve.pipeline.config import PipelineConfigError, validate
+
+    with pytest.raises(PipelineConfigError, match=re.escape(problem)):
+        validate({"output": "out", "sources": items})

@@ -14,7 +14,9 @@ happens to be called ``summary.json`` is still read. A folder below an input fol
 a bookkeeping file is a textsieve output folder (attribute shards, a selection, a dedup set):
 none of its files are documents of that input, so `drop_bookkeeping` leaves the whole folder
 out, with a log line. The input folder itself may be a stage's output (a `select` output read
-as documents): there only the bookkeeping files are left out.
+as documents): there only the bookkeeping files are left out; so may a folder a glob input
+matches by name (`out/sources/[g]ithub`, how a pipeline reads its `sources:` items), whose
+files carry its name (`root`).
 """
 
 from __future__ import annotations
@@ -70,7 +72,8 @@ def drop_bookkeeping(fs: fsspec.AbstractFileSystem, found: list[F], where: str) 
     """`found` (the files of one input, rel names relative to it) without textsieve's
     bookkeeping files and without every file of an output folder nested below the input.
     `where` names the input in the log lines."""
-    outputs: dict[str, str] = _marked_folders(fs, found)  # rel folder -> stage, for folders below the input
+    named = {root for f in found if (root := getattr(f, "root", ""))}  # folders a glob matched
+    outputs: dict[str, str] = _marked_folders(fs, found, named)  # rel folder -> stage, below the input
     marked: set[str] = set()
     for f in found:
         stage = bookkeeping_stage(fs, f.path, f.size)
@@ -78,7 +81,7 @@ def drop_bookkeeping(fs: fsspec.AbstractFileSystem, found: list[F], where: str) 
             continue
         marked.add(f.path)
         folder = posixpath.dirname(f.rel)
-        if folder:
+        if folder and folder not in named:
             outputs.setdefault(folder, stage)
         else:
             log.info("%s: %s is textsieve's %s bookkeeping, not documents; not read", where, f.rel, stage)
@@ -89,17 +92,18 @@ def drop_bookkeeping(fs: fsspec.AbstractFileSystem, found: list[F], where: str) 
     return [f for f in found if f.path not in marked and not _inside_any(f.rel, outputs)]
 
 
-def _marked_folders(fs: fsspec.AbstractFileSystem, found: list[F]) -> dict[str, str]:
+def _marked_folders(fs: fsspec.AbstractFileSystem, found: list[F], named: set[str]) -> dict[str, str]:
     """The folders below the input (rel -> stage) that a textsieve stage published: they hold
-    `.textsieve/manifest.json` (`io.publish`), which input listings never show (hidden)."""
+    `.textsieve/manifest.json` (`io.publish`), which input listings never show (hidden). The
+    `named` folders (a glob's matches) are inputs themselves, so never in the result."""
     folders: set[str] = set()
     for f in found:
         parts = f.rel.split("/")[:-1]
         folders.update("/".join(parts[:i]) for i in range(1, len(parts) + 1))
     out: dict[str, str] = {}
     for folder in sorted(folders, key=lambda x: (x.count("/"), x)):
-        if _inside_any(folder + "/x", out):
-            continue  # inside an output folder found already
+        if _inside_any(folder + "/x", out) or folder in named:
+            continue  # inside an output folder found already, or named by the input
         sample = next(f for f in found if f.rel.startswith(folder + "/"))
         base = sample.path[: len(sample.path) - len(sample.rel)] + folder
         stage = bookkeeping_stage(fs, f"{base}/{MANIFEST}")

@@ -6,12 +6,13 @@ in memory (measured for issue 25 on a 30 MB document of real web text: 13x when 
 character is Latin-1, 18x for other BMP text, 24x when a few emoji make CPython store the text
 4 bytes a character; `annotate --workers 1`), and 31-47x over the process tree with `--workers
 2`, where the main process also holds the line, the decoded text and its pickle (~16x) while the
-worker holds the text's code-point views, line and word arrays and MinHash shingles. Bringing that to a small multiple would mean streaming every
-signal over a document; instead a document whose stored size exceeds the limit is reported
-through the reader's error policy before it is decoded: `on_error="fail"` stops with
-`FILE:LINE: ...` and the size, `"skip"` leaves it out and counts it like any bad record
-(annotate's `skipped_records`, the shard footer's `skipped`). Re-reading stages apply the
-limit recorded in the shard footer, so they skip exactly the same documents.
+worker holds the text's code-point views, line and word arrays and MinHash shingles. Bringing
+that to a small multiple would mean streaming every signal over a document; instead a document
+whose stored size exceeds the limit is reported through the reader's error policy before it is
+decoded: `on_error="fail"` stops with `FILE:LINE: ...` and the size, `"skip"` leaves it out and
+counts it like any bad record (annotate's `skipped_records`, the shard footer's `skipped`).
+Re-reading stages apply the limit recorded in the shard footer, so they skip exactly the same
+documents.
 
 The size checked is what the reader holds before decoding: the JSON line's bytes (text plus
 the other fields and escapes), a .txt file's bytes, the UTF-8 bytes of a Parquet text value.

@@ -115,6 +115,7 @@ class _Found:
     size: int
     format: str
     via_link: bool = False  # reached through a symbolic link: the file's real path, if found too, wins
+    root: str = ""  # the rel of the folder a glob matched, when the file lies in one (see io.bookkeeping)
 
 
 def expand_inputs(inputs: Sequence[str | os.PathLike[str]] | str | os.PathLike[str]) -> list[Shard]:
@@ -253,7 +254,10 @@ def _glob(fs: fsspec.AbstractFileSystem, pattern: str) -> list[_Found]:
             if info.get("type") not in ("file", "directory"):
                 continue
         if info.get("type") == "directory":
-            found.extend(_linked(_walk(fs, name, rel)) if info.get("islink") else _walk(fs, name, rel))
+            inside = _linked(_walk(fs, name, rel)) if info.get("islink") else _walk(fs, name, rel)
+            for f in inside:
+                f.root = rel
+            found.extend(inside)
             continue
         fmt = detect_format(name)
         if fmt is not None:

@@ -383,11 +383,17 @@ def parse_dsir_targets(value: Any, path: str) -> list[tuple[str, float]]:
         raise PipelineConfigError(str(exc)) from None
 
 
+def _fed(d: dict[str, Any]) -> bool:
+    """Does a section of `d` make the documents, standing in for `inputs`?"""
+    return any(d.get(s.section.removesuffix("[]")) for s in STAGES if s.feeds_inputs)
+
+
 def _cross_checks(d: dict[str, Any], errors: list[str]) -> None:
     if d["executor"] != "ray" and d["address"]:
         errors.append("address: only used with executor: ray")
-    if isinstance(d["inputs"], list) and not d["inputs"]:
-        errors.append("inputs: give at least one file, folder or glob")
+    if isinstance(d["inputs"], list) and not d["inputs"] and not _fed(d):
+        feeders = ", ".join(f"`{s.section.removesuffix('[]')}:`" for s in STAGES if s.feeds_inputs)
+        errors.append(f"inputs: give at least one file, folder or glob (or a {feeders} section, which makes them)")
     for stage in STAGES:
         if stage.check is not None:
             stage.check(d, errors)
@@ -398,6 +404,8 @@ def validate(doc: Any, source: str = "<string>", base: Path | None = None) -> Pi
     errors: list[str] = []
     if not isinstance(doc, dict):
         raise PipelineConfigError(f"{source}: expected a mapping of keys (inputs, output, ...), got {_show(doc)}")
+    if _fed(doc) and "inputs" not in doc:
+        doc = {**doc, "inputs": []}  # a section makes the documents (`Stage.feeds_inputs`)
     data = _walk(doc, schema(), "", errors)
     if not errors:
         _cross_checks(data, errors)

@@ -47,7 +47,9 @@ def _estimate_docs(cfg: PipelineConfig, shards) -> tuple[int, int, str]:
     from textsieve.io.readers import ReadOptions, ShardReader
 
     if not shards:
-        return 0, 0, "no input"
+        fed = [f"`{key}:`" for key in (s.section.removesuffix("[]") for s in STAGES if s.feeds_inputs)
+               if cfg.data.get(key)]
+        return 0, 0, f"made by the {', '.join(fed)} section; counted when it runs" if fed else "no input"
     read = read_settings(cfg.data, next(s for s in STAGES if s.always))  # as the always-running stage reads
     opts = ReadOptions(text_field=read["text_field"], id_field=read["id_field"], lang_field=read["lang_field"],
                        on_error="skip")

@@ -76,6 +76,14 @@ class Layout:
         items = self.data.get("sources") or []
         return [self.source(str(item.get("name") or item.get("family"))) for item in items if isinstance(item, dict)]
 
+    def source_inputs(self) -> list[str]:
+        """The `sources:` folders as annotate's inputs, each written as a one-name glob
+        (OUT/sources/[n]ame): a glob's relative names start below its fixed part, so each shard is
+        named NAME/shard (two items' `github_0.jsonl.gz` stay apart) while a folder left by a
+        removed item is not read. Item names are plain folder names (checked by the stage)."""
+        return [f"{self._under(SOURCES)}/[{name[0]}]{name[1:]}" for name in
+                (folder.rsplit("/", 1)[1] for folder in self.sources())]
+
     @property
     def train(self) -> str:
         """Where `mix` writes the training shards and their manifest.json."""
@@ -250,6 +258,8 @@ class Stage:
     command: str = ""  # its `textsieve` command, when not the name with spaces (`learn apply`)
     #: for a list section: the fields the layout fixes per item, given the item's label (`sources:`)
     placed_item: Callable[[Layout, str], dict[str, Any]] | None = None
+    #: the section, when given, makes the documents (annotate reads them): the file needs no `inputs`
+    feeds_inputs: bool = False
     api: str = ""  # its `textsieve.api` function, when not the name (`learn_apply`)
 
     @property

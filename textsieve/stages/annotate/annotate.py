@@ -692,7 +692,7 @@ STAGE = Stage(
     # after extract (or `sources:`), annotate reads their documents instead of the inputs
     placed=lambda layout: {"output": layout.attrs} | ({"inputs": [layout.docs]} if layout.data.get("extract")
                                                        is not None else {})
-    | ({"inputs": layout.sources()} if layout.data.get("sources") else {}),
+    | ({"inputs": layout.source_inputs()} if layout.data.get("sources") else {}),
     derived={"output": "always OUT/attrs", "progress": PROGRESS_REASON},
     output_key=lambda layout: key_of(layout.folder_key(layout.attrs)), resolve=_resolve, finish=_finish,
               record=_record, estimate=_estimate, output_sets=_output_sets)

@@ -19,8 +19,10 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 import time
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -85,6 +87,9 @@ class SourceConfig:
     overwrite: bool = option(False, help="replace shards made with other settings (without it the run refuses)")
     verify_inputs: bool = option(False, help="tell changed inputs by a SHA-256 of their bytes instead of size and "
                                              "modification time")
+    name: str | None = option(None, help="pipeline `sources:` item: its folder name under OUT/sources/ (default: "
+                                         "the family), so one family can appear twice", cli=False,
+                              cli_reason="the CLI names the output folder with -o")
 
 
 @result_display
@@ -285,9 +290,10 @@ CLI = CliSpec(
     description="Read a source dump in its native format into document shards {id, text, meta}, one per input "
                 "unit, with what was left out counted by reason in .textsieve/source.json. --reference rp_v1 "
                 "runs RedPajama-1T's whole per-source recipe and writes exactly its records.",
-    examples=("textsieve source github export/github_*.jsonl.gz -o code/",
-              "textsieve source wikipedia dumps/enwiki-pages-articles.xml.bz2 -o wiki/ --reference rp_v1",
-              "textsieve source arxiv tars/ -o arxiv/ --workers 2"),
+    examples=("textsieve sample --sources rpv1-src/",
+              "textsieve source github rpv1-src/github/github_*.jsonl.gz -o code/",
+              "textsieve source wikipedia rpv1-src/wikipedia/ -o wiki-ref/ --reference rp_v1",
+              "textsieve source arxiv rpv1-src/arxiv/ -o arxiv/ --workers 2"),
     report=_report, writes=("output", "inputs"))
 
 #: Peak RSS of one source worker (a parser, one unit's records staged) and gzipped output bytes
@@ -307,9 +313,30 @@ def _label(item: dict[str, Any]) -> str:
     return str(item.get("name") or item.get("family") or "source")
 
 
+#: A `sources:` item's folder name: one plain path component, so OUT/sources/NAME stays inside the
+#: output folder and can be named exactly in annotate's inputs (see `Layout.sources`).
+ITEM_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def _check_pipeline(data: Mapping[str, Any], errors: list[str]) -> None:
+    """Every `sources:` item gets its own well-formed folder: two items of one family need names."""
+    seen: dict[str, int] = {}
+    for i, item in enumerate(data.get("sources") or []):
+        if not isinstance(item, dict):
+            continue
+        label = _label(item)
+        if not ITEM_NAME.fullmatch(label):
+            errors.append(f"sources[{i}].name: {label!r} is not a folder name (letters, digits, '.', '_', '-'; "
+                          "not starting with '.' or '-')")
+        elif label in seen:
+            errors.append(f"sources[{i}]: writes to sources/{label} like sources[{seen[label]}]; give one of them "
+                          "a different `name:`")
+        seen.setdefault(label, i)
+
+
 STAGE = Stage(
     "source", SourceConfig, "sources[]", _pipeline_run, order=5, call=run_source, first="family", cli_spec=CLI,
-    label=_label, shared={"overwrite": "overwrite"},
+    label=_label, shared={"overwrite": "overwrite"}, check=_check_pipeline, feeds_inputs=True,
     placed=lambda layout: {},
     placed_item=lambda layout, label: {"output": layout.source(label)},
     derived={"output": "always OUT/sources/NAME (NAME: the item's name, else its family); annotate then reads "
