@@ -53,8 +53,13 @@ def _cli(*args: str) -> list[str]:
 
 
 def _work_dirs(*roots: Path) -> list[Path]:
-    """textsieve work folders (tagged or of older versions) anywhere under `roots`."""
-    return [p for root in roots if root.exists() for p in root.rglob("textsieve-*") if p.is_dir()]
+    """textsieve work folders (tagged or of older versions) anywhere under `roots`. The run being
+    watched creates and removes folders meanwhile: one that vanishes mid-walk means another look."""
+    while True:
+        try:
+            return [p for root in roots if root.exists() for p in root.rglob("textsieve-*") if p.is_dir()]
+        except FileNotFoundError:
+            continue
 
 
 @pytest.fixture

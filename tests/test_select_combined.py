@@ -139,7 +139,7 @@ def test_fit_recipe_errors_are_one_clear_line(routes, capsys):
     none.write_text('rules:\n  w: "rps_doc_word_count > 100000000"\n')
     fit = ["dsir", "fit", "--targets", str(tmp / "t.jsonl"), "--raw", str(tmp / "ann"), "--name", "wiki", "-q"]
     assert main(fit + ["--recipe", str(own)]) == 2
-    assert "uses the columns of _dsir_wiki, the weights this fit replaces" in capsys.readouterr().err
+    assert "uses the columns of sets/dsir_wiki, the weights this fit replaces" in capsys.readouterr().err
     assert main(fit + ["--recipe", str(none)]) == 2
     assert "keeps none of the documents" in capsys.readouterr().err
     typo = tmp / "typo.yaml"
