@@ -18,9 +18,6 @@ CLI_ONLY = {"verbose": "log level of one invocation (`textsieve run -v`)",
             "learn_action": "argparse: the learn subcommand name",
             "dry_run": "`select --dry-run` prints a funnel; the pipeline has `textsieve run --dry-run`",
             "json": "how a single command prints its summary; the pipeline writes pipeline.run.json"}
-#: Config fields that are YAML keys without a CLI option yet, and why (kept short on purpose).
-YAML_ONLY: dict[tuple[str, str], str] = {
-    ("source", "name"): "names a `sources:` item's folder OUT/sources/NAME; the command names its folder with -o"}
 
 
 def cli_field(stage: str, dest: str) -> str | None:
