@@ -125,3 +125,21 @@ def test_pipeline_source_items_need_distinct_plain_names(items: list, problem: s
 
     with pytest.raises(PipelineConfigError, match=re.escape(problem)):
         validate({"output": "out", "sources": items})
+
+
+@pytest.mark.slow  # runs the source stage twice as subprocesses: outside the quick suite
+def test_the_speed_benchmark_runs_and_checks_the_goldens(tmp_path: Path) -> None:
+    """`benchmarks/rpv1.py` without a reference checkout: textsieve's rows, equal to the goldens."""
+    import os
+    import subprocess
+    import sys
+
+    shared = Path(os.environ.get("TEXTSIEVE_SHARED", Path(__file__).resolve().parents[2] / "shared"))
+    if not (shared / "golden" / "rpv1").is_dir():
+        pytest.skip("needs the shared goldens (TEXTSIEVE_SHARED)")
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "rpv1.py"
+    done = subprocess.run([sys.executable, str(script), "--families", "arxiv", "--keep", str(tmp_path / "b")],
+                          capture_output=True, text=True, env={**os.environ, "TEXTSIEVE_SHARED": str(shared)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    row = next(x for x in done.stdout.splitlines() if x.startswith("arxiv"))
+    assert "equal" in row and "needs --reference-dir" in row
