@@ -60,3 +60,43 @@ def test_kernels_match_reference_on_random_text(seed: int) -> None:
             got = [[s["start"], s["end"], s["score"]] for s in columns[name][i]]
             assert [[a, b, (type(c), c)] for a, b, c in got] == [[a, b, (type(c), c)] for a, b, c in spans], (
                 f"{name} differs on {text!r}")
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_long_documents_scan_in_pieces_to_the_same_values(seed: int, monkeypatch) -> None:
+    """A document longer than RAW_PIECE is scanned piece by piece (so its UTF-32 copy never exists
+    whole); with the piece size made tiny, every raw count and line of random documents built to
+    cut often (`.`, `!`, `?` before newlines, `...` runs, sentences over lines) is the one-scan value,
+    in batches that mix long and short documents."""
+    import numpy as np
+
+    from textsieve.text import raw_kernel as rk
+
+    rng = random.Random(100 + seed)
+    ends = [".\n", "!\n", "?\n", "...\n", "\n", ". ", "?!\n\n", "….\n"]
+    texts = ["".join(random_doc(rng) + rng.choice(ends) for _ in range(rng.randint(0, 12))) for _ in range(60)]
+    langs = [rng.choice(["en", None]) for _ in texts]
+    tables = WordListTables({"en": STOP}, {"en": BAD})
+    whole = BatchViews(texts, langs, tables)._raw
+    monkeypatch.setattr(rk, "RAW_PIECE", 40)
+    assert sum(len(rk._cuts(t)) for t in texts) > 100
+    pieces = BatchViews(texts, langs, tables)._raw
+    for a, b in zip(whole, pieces):
+        assert np.array_equal(a, b)
+
+
+def test_the_compact_ngram_table_gives_the_same_ids() -> None:
+    """Documents of over a million words build their n-gram ids with a table of ids only
+    (`_pair_ids_compact`); on word-id sequences with heavy repetition it gives the keyed
+    table's ids exactly."""
+    import numpy as np
+
+    from textsieve.text.word_stats_numba import _pair_ids, _pair_ids_compact
+
+    rng = np.random.default_rng(7)
+    for vocab in (3, 50, 5000):
+        ids = rng.integers(0, vocab, 200_000).astype(np.int32)
+        m = ids.shape[0] - 1
+        keyed, n_keyed = _pair_ids(ids, ids[1:], m)
+        compact, n_compact = _pair_ids_compact(ids, ids[1:], m)
+        assert n_keyed == n_compact and np.array_equal(keyed, compact)

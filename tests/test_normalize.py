@@ -46,3 +46,41 @@ def test_bad_words_in_pieces_equal_the_whole(sample_text, monkeypatch, piece):
     assert whole > 3
     monkeypatch.setattr(views, "BAD_WORD_PIECE", piece)
     assert views.bad_word_hits(content, bad, firsts, sizes) == whole
+
+
+@pytest.mark.parametrize("piece", [64, 1 << 14])
+def test_normalized_utf8_in_pieces_equals_the_whole(sample_text, monkeypatch, piece):
+    """A long document's normalized content is made as UTF-8 piece by piece, never as a string."""
+    monkeypatch.setattr(norm, "CHUNK_CHARS", piece)
+    for text in [sample_text, *TRICKY, "\ud83d lone " * 50]:
+        assert norm.normalize_utf8(text) == norm._normalize_piece(text).encode("utf-8", "surrogatepass")
+
+
+def test_a_batch_with_a_long_document_gives_the_same_views(sample_text, monkeypatch):
+    """With a long document in the batch the views come from UTF-8 (lorem ipsum by a bytes
+    pattern, LDNOOBW by decoded pieces, lengths by lead bytes): the same values as from strings."""
+    planted = sample_text[:20000] + " Lorem ipsum, LOREM IPSUM lorem ıpsum lorem ipſum lorem\nipsum Σ. " * 3
+    texts = [planted, "lorem ipsum dolor", "", "ΟΔΟΣ ipsum lorem"]
+    langs = ["en", "en", "en", None]
+    tables = views.WordListTables({}, {"en": frozenset({"lorem", "lorem ipsum", "the", "ıpsum"})})
+    plain = views.BatchViews(texts, langs, tables)
+    want = (plain.normalized, plain.normalized_lengths, plain.lorem_ipsum_counts, plain.bad_word_counts)
+    assert not plain._long and want[2][0] == 15 and want[3][0] > 15
+    monkeypatch.setattr(norm, "CHUNK_CHARS", 500)
+    monkeypatch.setattr(views, "BAD_WORD_PIECE", 300)
+    long = views.BatchViews(texts, langs, tables)
+    assert long._long
+    got = (long.lorem_ipsum_counts, long.bad_word_counts, long.normalized_lengths, long.normalized)
+    assert list(got[0]) == list(want[2]) and list(got[1]) == list(want[3]) and list(got[2]) == list(want[1])
+    assert got[3] == want[0]
+
+
+@pytest.mark.slow  # sweeps every code point through both patterns
+def test_the_utf8_lorem_pattern_matches_what_the_string_pattern_matches():
+    """Each letter of "lorem ipsum" replaced by every code point: both patterns count the same."""
+    import sys
+
+    for k in range(len("lorem ipsum")):
+        text = "\n".join("lorem ipsum"[:k] + chr(x) + "lorem ipsum"[k + 1:] for x in range(sys.maxunicode + 1))
+        data = text.encode("utf-8", "surrogatepass")
+        assert len(views._LOREM.findall(text)) == len(views._LOREM_UTF8.findall(data)), k

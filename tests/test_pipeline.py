@@ -17,8 +17,8 @@ import yaml
 from _files import read_jsonl, read_text
 
 from textsieve.cli import build_parser, main
-from textsieve.pipeline.config import STAGES, PipelineConfigError, load, schema, validate
 from textsieve.options import option_of
+from textsieve.pipeline.config import STAGES, PipelineConfigError, load, schema, validate
 from textsieve.pipeline.twins import CLI_COMMANDS, cli_field, yaml_path
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "pipeline.yaml"

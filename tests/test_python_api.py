@@ -379,6 +379,37 @@ def test_crashing_worker_fails_fast_with_one_clear_error(tmp_path):
     assert lines[2] == "[1, 2, 3]"
 
 
+@pytest.mark.slow  # spawns a pool: outside the quick suite
+def test_ordered_map_runs_marked_tasks_here_in_order(tmp_path: Path):
+    """A task marked `inline` (annotate: a document over a batch's budget) is computed in the
+    calling process, after every earlier task and before any later one, with the initializer run
+    there once; the others go to the workers; results keep task order."""
+    import subprocess
+    import sys
+    import textwrap
+
+    (tmp_path / "helpers.py").write_text(textwrap.dedent("""\
+        import os
+        STATE = []
+        def setup(tag):
+            STATE.append(tag)
+        def where(x):
+            return x, os.getpid(), list(STATE)
+    """))
+    (tmp_path / "run.py").write_text(textwrap.dedent("""\
+        import os
+        from helpers import setup, where
+        from textsieve.exec.local import ordered_map
+        out = list(ordered_map(where, list(range(12)), workers=2, initializer=setup, initargs=("init",),
+                               inline=lambda x: x in (0, 5, 6, 11)))
+        print([t for t, _ in out] == list(range(12)), [r[0] for _, r in out] == list(range(12)))
+        print(sorted(t for t, r in out if r[1] == os.getpid()), {tuple(r[2]) for _, r in out})
+    """))
+    out = subprocess.run([sys.executable, "run.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.splitlines() == ["True True", "[0, 5, 6, 11] {('init',)}"]
+
+
 # ---------------------------------------------------------------- the walk-through runs as written
 
 def _doc_script(text: str, have_polars: bool) -> tuple[str, int]:

@@ -213,13 +213,17 @@ def test_huge_document_is_skipped_and_memory_stays_small(huge_doc, tmp_path: Pat
 
 
 @pytest.mark.slow  # > 2 s: outside the quick suite
-def test_a_big_document_under_the_limit_costs_under_14x_its_size(tmp_path: Path, resources_dir: Path):
+@pytest.mark.parametrize("astral, workers", [(False, 1), (True, 2)], ids=["bmp-1-worker", "emoji-2-workers"])
+def test_a_big_document_under_the_limit_costs_under_10x_its_size(tmp_path: Path, resources_dir: Path,
+                                                                  astral: bool, workers: int):
     """A 30 MB single-line document (the bundled sample corpus's real text, repeated; under
-    --max-doc-bytes) is annotated alone in its batch. Before: 16.6x its size on top of the same
-    run without it (793 against 276 MB); the raw scan's token scratch sized by tokens (int32)
-    instead of 25 bytes per character, int32 word tables, and normalization and bad-word matching
-    in pieces bring it to 12.4x (651 MB). Its values are the same as with small batches
-    (`--memory 64MB`)."""
+    --max-doc-bytes) is annotated alone, in the main process. The issue's figures: 30x its size
+    with one worker, 31-47x with two (the document and its attribute row copied to a worker and
+    back); 12.4x after an earlier round; now under 10x with either, emoji included (Python holds
+    such a text at 4 bytes a character): the raw scan and the normalized view go piece by piece,
+    the word tables hold no per-word bounds, span offsets are not dictionary-encoded, and a
+    document over a batch's budget stays in the main process. Its values are the same as with
+    small batches (`--memory 64MB`)."""
     import os
     import sys
 
@@ -232,6 +236,8 @@ def test_a_big_document_under_the_limit_costs_under_14x_its_size(tmp_path: Path,
     with gzip.open(tmp_path / "sample.jsonl.gz", "rt", encoding="utf-8") as fh:
         docs = [json.loads(x) for x in fh]
     text = "\n".join(d["text"] for d in docs)
+    if astral:
+        text = text.replace("\u2019", "\U0001F600")
     big = json.dumps({"id": "big", "text": (text * (30_000_000 // len(text) + 1))[:30_000_000]})
     small = "".join(json.dumps(d) + "\n" for d in docs[:20])
     (tmp_path / "big.jsonl").write_text(big + "\n" + small, encoding="utf-8")
@@ -239,16 +245,22 @@ def test_a_big_document_under_the_limit_costs_under_14x_its_size(tmp_path: Path,
     nbytes = len(big.encode())
     env = {**os.environ, "TEXTSIEVE_RESOURCES": str(resources_dir)}
     peaks = {}
-    for name, src, extra in (("with", "big.jsonl", []), ("without", "small.jsonl", []),
-                             ("tight", "big.jsonl", ["--memory", "64MB"])):
+    runs = [("with", "big.jsonl", []), ("without", "small.jsonl", [])]
+    runs += [("tight", "big.jsonl", ["--memory", "64MB"])] if workers == 1 else []
+    for name, src, extra in runs:
         peaks[name] = run_measured([sys.executable, "-m", "textsieve.cli", "annotate", str(tmp_path / src), "-o",
-                                    str(tmp_path / name), "--workers", "1", "-q", *extra], env=env)
+                                    str(tmp_path / name), "--workers", str(workers), "-q", *extra], env=env)
         assert peaks[name].returncode == 0, peaks[name].stderr[-2000:]
-    added = peaks["with"].total - peaks["without"].total
-    assert added <= 14 * nbytes, (added / nbytes, peaks["with"].peaks, peaks["without"].peaks)
-    full = pq.read_table(next((tmp_path / "with" / "docs").glob("*.parquet")))
-    tight = pq.read_table(next((tmp_path / "tight" / "docs").glob("*.parquet")))
-    assert full.num_rows == tight.num_rows == 21 and full.equals(tight)
+    # the tree's growth: the main process's, plus the most any worker grew (a pool may start
+    # another idle worker in one run and not the other, so whole sums differ by one worker)
+    main_with, *workers_with = peaks["with"].peaks.values()
+    main_without, *workers_without = peaks["without"].peaks.values()
+    added = main_with - main_without + max(0, max(workers_with, default=0) - max(workers_without, default=0))
+    assert added <= 10 * nbytes, (added / nbytes, peaks["with"].peaks, peaks["without"].peaks)
+    if workers == 1:
+        full = pq.read_table(next((tmp_path / "with" / "docs").glob("*.parquet")))
+        tight = pq.read_table(next((tmp_path / "tight" / "docs").glob("*.parquet")))
+        assert full.num_rows == tight.num_rows == 21 and full.equals(tight)
 
 
 @pytest.mark.slow  # > 2 s: outside the quick suite

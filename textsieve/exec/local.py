@@ -14,7 +14,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from textsieve import extensions
 from textsieve.errors import TextsieveError
@@ -34,14 +34,18 @@ def default_workers() -> int:
 
 def ordered_map(fn: Callable[[T], R], tasks: Iterable[T], *, workers: int,
                 initializer: Callable[..., Any] | None = None, initargs: tuple = (),
-                max_pending: int | None = None) -> Iterator[tuple[T, R]]:
-    """Yield (task, fn(task)) in task order, computing up to `workers` tasks at once."""
+                max_pending: int | None = None, inline: Callable[[T], bool] | None = None) -> Iterator[tuple[T, R]]:
+    """Yield (task, fn(task)) in task order, computing up to `workers` tasks at once.
+
+    A task for which `inline(task)` is true is computed in this process once every earlier task
+    is done (`InlineRunner`): a task too big to copy to a worker and its result back."""
     if workers <= 1:
         if initializer is not None:
             initializer(*initargs)
         for task in tasks:
             yield task, fn(task)
         return
+    here: InlineRunner[T, R] = InlineRunner(fn, inline, initializer, initargs)
     limit = max_pending or 2 * workers
     # workers first repeat the run-time registrations of extension signals/kinds/readers
     initializer, initargs = extensions.worker_initializer(initializer, initargs)
@@ -56,6 +60,12 @@ def ordered_map(fn: Callable[[T], R], tasks: Iterable[T], *, workers: int,
     try:
         pending: deque = deque()
         for task in tasks:
+            if here.wants(task):
+                while pending:
+                    done_task, future = pending.popleft()
+                    yield done_task, _result(future)
+                yield task, here.run(task)
+                continue
             pending.append((task, pool.submit(fn, task)))
             while len(pending) >= limit:
                 done_task, future = pending.popleft()
@@ -67,6 +77,29 @@ def ordered_map(fn: Callable[[T], R], tasks: Iterable[T], *, workers: int,
     finally:
         # on an error or an abandoned iterator, drop queued work instead of computing it
         pool.shutdown(wait=finished, cancel_futures=not finished)
+
+
+class InlineRunner(Generic[T, R]):
+    """The tasks a mapper computes in its own process instead of a worker's: one that holds a
+    huge document would exist three times over (here, pickled, in the worker) and its result
+    twice (there and here), so the caller marks it (`inline`) and it runs here, after the tasks
+    before it, with the workers idle. The worker initializer runs here first, once."""
+
+    def __init__(self, fn: Callable[[T], R], inline: Callable[[T], bool] | None,
+                 initializer: Callable[..., Any] | None, initargs: tuple):
+        self.fn, self.inline = fn, inline
+        self.initializer, self.initargs = initializer, initargs
+        self.ready = initializer is None
+
+    def wants(self, task: T) -> bool:
+        return self.inline is not None and self.inline(task)
+
+    def run(self, task: T) -> R:
+        if not self.ready:
+            assert self.initializer is not None
+            self.initializer(*self.initargs)
+            self.ready = True
+        return self.fn(task)
 
 
 class WorkerCrashError(TextsieveError, RuntimeError):

@@ -86,11 +86,16 @@ class _Worker:
 
 def ray_ordered_map(fn: Callable[[T], R], tasks: Iterable[T], *, workers: int,
                     initializer: Callable[..., Any] | None = None, initargs: tuple = (),
-                    address: str | None = None, max_pending: int | None = None) -> Iterator[tuple[T, R]]:
+                    address: str | None = None, max_pending: int | None = None,
+                    inline: Callable[[T], bool] | None = None) -> Iterator[tuple[T, R]]:
     """Yield (task, fn(task)) in task order, computing up to `workers` tasks at once on Ray actors.
 
     `fn`, `initializer`, tasks and results must be picklable (module-level functions and plain
-    data), exactly as for the local process pool."""
+    data), exactly as for the local process pool. A task for which `inline(task)` is true runs
+    in the driver after every earlier task (`exec.local.InlineRunner`)."""
+    from textsieve.exec.local import InlineRunner
+
+    here: InlineRunner[T, R] = InlineRunner(fn, inline, initializer, initargs)
     ray = ensure_ray(address, num_cpus=workers if not address else None)
     from ray.exceptions import RayActorError
 
@@ -151,6 +156,11 @@ def ray_ordered_map(fn: Callable[[T], R], tasks: Iterable[T], *, workers: int,
 
     try:
         for task in tasks:
+            if here.wants(task):
+                while pending:
+                    yield take_head()
+                yield task, here.run(task)
+                continue
             entry = [task, -1, None, 0]
             pending.append(entry)
             submit(entry)

@@ -77,8 +77,12 @@ def read_jsonl(ctx: ShardReader) -> Iterator[Document]:
                         over = len(tail)
                     else:
                         pieces, held = [tail], len(tail)
-                for line in lines:
+                for i in range(len(lines)):
+                    # the line's bytes are let go before its document is yielded: a 30 MB line
+                    # stayed held while its document was annotated
+                    line, lines[i] = lines[i], b""
                     doc = parse(line, row)
+                    del line
                     row += 1
                     if doc is not None:
                         yield doc

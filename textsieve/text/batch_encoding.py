@@ -31,6 +31,14 @@ def encode_batch(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     return np.frombuffer(b"".join(parts), dtype=np.uint8), offsets
 
 
+def join_batch(parts: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray]:
+    """`encode_batch` for texts already encoded (one part: no copy)."""
+    offsets = np.zeros(len(parts) + 1, dtype=np.int64)
+    if parts:
+        offsets[1:] = np.cumsum([len(p) for p in parts])
+    return np.frombuffer(parts[0] if len(parts) == 1 else b"".join(parts), dtype=np.uint8), offsets
+
+
 #: the most code points one batch may hold: the kernels' token bounds are int32 (`wordpunct_numba.doc_scratch`)
 MAX_BATCH_CODE_POINTS = 2**31 - 1
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import string
 import unicodedata
+from collections.abc import Iterator
 
 _PUNCT = string.punctuation.encode("ascii")
 
@@ -35,9 +36,10 @@ def _normalize_piece(text: str) -> str:
     return unicodedata.normalize("NFD", " ".join(strip_punct_lower(text).split()))
 
 
-def _pieces(text: str) -> list[str]:
-    """`text` cut into pieces of about CHUNK_CHARS, each cut just after a space or newline."""
-    out, start = [], 0
+def _pieces(text: str) -> Iterator[str]:
+    """`text` cut into pieces of about CHUNK_CHARS, each cut just after a space or newline (made
+    one at a time: all of them at once would copy the whole text)."""
+    start = 0
     while len(text) - start > CHUNK_CHARS:
         cut = max(text.rfind(" ", start, start + CHUNK_CHARS), text.rfind("\n", start, start + CHUNK_CHARS))
         if cut < 0:  # no space or newline in the window: the next one, wherever it is
@@ -45,10 +47,9 @@ def _pieces(text: str) -> list[str]:
             if not ahead:
                 break
             cut = min(ahead)
-        out.append(text[start:cut + 1])
+        yield text[start:cut + 1]
         start = cut + 1
-    out.append(text[start:])
-    return out
+    yield text[start:]
 
 
 def normalize(text: str) -> str:
@@ -56,3 +57,11 @@ def normalize(text: str) -> str:
     if len(text) <= CHUNK_CHARS:
         return _normalize_piece(text)
     return " ".join(n for n in (_normalize_piece(p) for p in _pieces(text)) if n)
+
+
+def normalize_utf8(text: str) -> bytes:
+    """`normalize(text)` as UTF-8 (surrogatepass): a long text piece by piece, so its normalized
+    string (2-4 bytes per character) and the pieces it is joined from are never held."""
+    if len(text) <= CHUNK_CHARS:
+        return normalize(text).encode("utf-8", "surrogatepass")
+    return b" ".join(b for b in (_normalize_piece(p).encode("utf-8", "surrogatepass") for p in _pieces(text)) if b)

@@ -93,3 +93,79 @@ def scan_raw(cps, doc_off, doc_lang, flags, norm_len, norm_numeric, norm_ascii,
                          "to skip such documents)")
     return kernel(cps, doc_off, doc_lang, flags, norm_len, norm_numeric, norm_ascii,
                   sw_hash, sw_lang_off, sw_word_off, sw_chars)
+
+
+#: documents longer than this many code points are scanned piece by piece (`scan_texts`)
+RAW_PIECE = 1 << 20
+_SENTENCE_ENDS = (".\n", "!\n", "?\n")
+
+
+def _cuts(text: str) -> list[int]:
+    """Where `text` may be cut so that each piece scans to the same counts as the whole: just
+    after a newline that follows `.`, `!` or `?`. Lines end at the newline; tokens and `...`
+    runs never cross it; and a sentence match (`\\b[^.!?]+[.!?]*`) ends before it, while no
+    match can start at it (no word boundary between the mark and the newline), so the scan
+    after the cut starts in the state a piece starts in. About RAW_PIECE code points apart; a
+    text without such a place stays whole."""
+    cuts, start = [], 0
+    while len(text) - start > RAW_PIECE:
+        at = max(text.rfind(e, start, start + RAW_PIECE) for e in _SENTENCE_ENDS)
+        if at < 0:
+            ahead = [i for i in (text.find(e, start + RAW_PIECE) for e in _SENTENCE_ENDS) if i >= 0]
+            if not ahead:
+                break
+            at = min(ahead)
+        cuts.append(at + 2)
+        start = at + 2
+    return cuts
+
+
+def scan_texts(texts, doc_lang, flags, norm_len, norm_numeric, norm_ascii, sw_hash, sw_lang_off, sw_word_off,
+               sw_chars):
+    """`scan_raw` over a batch of Python strings. A document longer than RAW_PIECE is scanned in
+    pieces (`_cuts`) whose counts are added and whose lines are shifted to document offsets, so
+    its UTF-32 copy (4 bytes per character) never exists whole: for a 30 MB document that copy
+    was the largest allocation of the batch. Same values as one scan (tests/test_kernels_vs_reference.py)."""
+    tables = (flags, norm_len, norm_numeric, norm_ascii, sw_hash, sw_lang_off, sw_word_off, sw_chars)
+    if all(len(t) <= RAW_PIECE for t in texts):
+        cps, doc_off = codepoints_batch(texts)
+        return scan_raw(cps, doc_off, doc_lang, *tables)
+    # the lines go straight into one table sized by the newlines (+1 per document): gathering
+    # the pieces' tables and concatenating them held every line twice. int32 halves it (a batch
+    # holds under 2**31 code points, so every offset and count fits); `BatchViews.line` widens
+    # one column at a time
+    lines = np.zeros((sum(t.count("\n") + 1 for t in texts), N_LINE_STATS), dtype=np.int32)
+    docs = np.zeros((len(texts), N_DOC_STATS), dtype=np.int64)
+    line_off = np.zeros(len(texts) + 1, dtype=np.int64)
+    nl = 0
+    run: list[int] = []  # consecutive short documents, scanned together
+
+    def flush(nl: int) -> int:
+        if run:
+            cps, doc_off = codepoints_batch([texts[i] for i in run])
+            d, ls, lo = scan_raw(cps, doc_off, doc_lang[run], *tables)
+            docs[run] = d
+            lines[nl:nl + ls.shape[0]] = ls
+            line_off[run[0]:run[-1] + 2] = lo + nl
+            nl += ls.shape[0]
+            run.clear()
+        return nl
+    for i, text in enumerate(texts):
+        if len(text) <= RAW_PIECE:
+            run.append(i)
+            continue
+        nl = flush(nl)
+        line_off[i] = nl
+        bounds = [0, *_cuts(text), len(text)]
+        for a, b in zip(bounds, bounds[1:]):
+            cps, doc_off = codepoints_batch([text[a:b]])
+            d, ls, _ = scan_raw(cps, doc_off, doc_lang[i:i + 1], *tables)
+            del cps
+            docs[i] += d[0]
+            ls[:, L_START] += a
+            ls[:, L_END] += a
+            lines[nl:nl + ls.shape[0]] = ls
+            nl += ls.shape[0]
+        line_off[i + 1] = nl
+    nl = flush(nl)
+    return docs, lines[:nl], line_off

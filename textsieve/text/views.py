@@ -9,18 +9,23 @@ flat over the batch with `line_off` (n_docs + 1) marking each document's lines.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from functools import cached_property
 
 import numpy as np
 
+from textsieve.text import normalize as nz
 from textsieve.text import raw_kernel as rk
 from textsieve.text import word_kernel as wk
-from textsieve.text.batch_encoding import codepoints_batch, encode_batch
-from textsieve.text.normalize import normalize
+from textsieve.text.batch_encoding import encode_batch, join_batch
+from textsieve.text.normalize import normalize, normalize_utf8
 from textsieve.text.unicode_props import unicode_tables
 
 LANGS = ("en", "de", "fr", "es", "it")  # RPv2's languages; the order indexes word-list tables
 _LOREM = re.compile(r"lorem ipsum", re.IGNORECASE)
+#: `_LOREM` over UTF-8: the same matches, spelled out, as `re.IGNORECASE` also matches İ and ı
+#: for "i" and ſ for "s" (U+0130, U+0131, U+017F; checked over every code point in the tests)
+_LOREM_UTF8 = re.compile(rb"[lL][oO][rR][eE][mM] (?:[iI]|\xc4\xb0|\xc4\xb1)[pP](?:[sS]|\xc5\xbf)[uU][mM]")
 _NO_META: dict = {}  # shared, never written: the meta of every document when none was shipped
 
 
@@ -68,38 +73,65 @@ class BatchViews:
         self.n_docs = len(texts)
         self.lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
 
+    def release(self, *names: str) -> None:
+        """Drop cached views that no later signal of the batch needs (a later read computes
+        them again, so this only ever costs time)."""
+        for name in names:
+            self.__dict__.pop(name, None)
+
     # --- normalized content (§3.2) ---
     @cached_property
+    def _long(self) -> bool:
+        """Does the batch hold a long document? Then the normalized contents are made as UTF-8
+        (`normalized_utf8`) and the built-in signals read that, never a `str` of each content:
+        a 30 MB document's normalized string and its pieces cost ~4x its size."""
+        return any(len(t) > nz.CHUNK_CHARS for t in self.texts)
+
+    @cached_property
     def normalized(self) -> list[str]:
+        if self._long:  # decoded from the UTF-8 view, for the model signals that read strings
+            buf, off = self.normalized_utf8
+            return [buf[off[d]:off[d + 1]].tobytes().decode("utf-8", "surrogatepass") for d in range(self.n_docs)]
         return [normalize(t) for t in self.texts]
 
     @cached_property
     def normalized_lengths(self) -> np.ndarray:
+        if self._long:  # code points = UTF-8 bytes that are not continuation bytes
+            buf, off = self.normalized_utf8
+            step = 1 << 20  # counted a megabyte at a time: no temporary arrays the size of the text
+            return np.array([sum(int(np.count_nonzero((buf[a:min(a + step, off[d + 1])] & 0xC0) != 0x80))
+                                 for a in range(off[d], off[d + 1], step)) for d in range(self.n_docs)], dtype=np.int64)
         return np.fromiter((len(c) for c in self.normalized), dtype=np.int64, count=self.n_docs)
 
     @cached_property
     def normalized_utf8(self) -> tuple[np.ndarray, np.ndarray]:
         """(bytes, n_docs+1 offsets) of the normalized contents, for the word and MinHash kernels."""
+        if self._long:
+            return join_batch([normalize_utf8(t) for t in self.texts])
         return encode_batch(self.normalized)
+
+    def _normalized_bytes(self, d: int) -> bytes:
+        buf, off = self.normalized_utf8
+        return buf[off[d]:off[d + 1]].tobytes()
 
     # --- raw text scan (§3.3, §3.4) ---
     @cached_property
     def _raw(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         t = unicode_tables()
-        cps, doc_off = codepoints_batch(self.texts)
         slot = self.word_lists.slot
         lang_idx = np.array([slot.get(g, -1) if g else -1 for g in self.langs], dtype=np.int64)
         st = self.word_lists.stop_table
-        return rk.scan_raw(cps, doc_off, lang_idx, t.flags, t.norm_len, t.norm_numeric, t.norm_ascii,
-                           st.hashes, st.lang_off, st.word_off, st.chars)
+        return rk.scan_texts(self.texts, lang_idx, t.flags, t.norm_len, t.norm_numeric, t.norm_ascii,
+                             st.hashes, st.lang_off, st.word_off, st.chars)
 
     def raw(self, column: int) -> np.ndarray:
         """A per-document raw statistic (`raw_kernel.D_*`)."""
         return self._raw[0][:, column]
 
     def line(self, column: int) -> np.ndarray:
-        """A per-line statistic (`raw_kernel.L_*`), flat over the batch."""
-        return self._raw[1][:, column]
+        """A per-line statistic (`raw_kernel.L_*`), flat over the batch (int64, whatever the
+        table's own width: see `raw_kernel.scan_texts`)."""
+        return self._raw[1][:, column].astype(np.int64, copy=False)
 
     @property
     def line_off(self) -> np.ndarray:
@@ -122,6 +154,11 @@ class BatchViews:
     # --- per-document lookups that stay in Python because they are rare or cheap ---
     @cached_property
     def lorem_ipsum_counts(self) -> np.ndarray:
+        if self._long:
+            buf, off = self.normalized_utf8
+            data = buf.data
+            return np.fromiter((len(_LOREM_UTF8.findall(data, off[d], off[d + 1])) for d in range(self.n_docs)),
+                               dtype=np.int64, count=self.n_docs)
         return np.fromiter((len(_LOREM.findall(c)) for c in self.normalized), dtype=np.int64,
                            count=self.n_docs)
 
@@ -130,7 +167,9 @@ class BatchViews:
         """LDNOOBW matches per document (§4.4): n-grams of normalized words found in the list."""
         out = np.zeros(self.n_docs, dtype=np.int64)
         wl = self.word_lists
-        for d, (content, lang) in enumerate(zip(self.normalized, self.langs)):
+        contents: Iterable[str | bytes] = ((self._normalized_bytes(d) for d in range(self.n_docs)) if self._long
+                                           else self.normalized)
+        for d, (content, lang) in enumerate(zip(contents, self.langs)):
             if not lang or not content:
                 continue
             bad = wl.bad_words.get(lang)
@@ -158,22 +197,26 @@ def _hits(words: list[str], stop: int, bad: frozenset[str], firsts: frozenset[st
     return hits
 
 
-def bad_word_hits(content: str, bad: frozenset[str], firsts: frozenset[str], sizes: list[int]) -> int:
-    """LDNOOBW n-grams in one normalized content (words joined by single spaces). A long content
-    is split piece by piece, carrying the last `max(sizes) - 1` words into the next piece, so
-    every start is counted once with all of its n-grams and no list of every word of a 30 MB
-    document is ever held (~15x the text)."""
+def bad_word_hits(content: str | bytes, bad: frozenset[str], firsts: frozenset[str], sizes: list[int]) -> int:
+    """LDNOOBW n-grams in one normalized content (words joined by single spaces; as a string or
+    its UTF-8, whose space bytes are never inside a character). A long content is split piece by
+    piece, carrying the last `max(sizes) - 1` words into the next piece, so every start is
+    counted once with all of its n-grams and no list of every word of a 30 MB document is ever
+    held (~15x the text)."""
+    def words_of(piece: str | bytes) -> list[str]:
+        return (piece.decode("utf-8", "surrogatepass") if isinstance(piece, bytes) else piece).split(" ")
     if len(content) <= BAD_WORD_PIECE:
-        words = content.split(" ")
+        words = words_of(content)
         return _hits(words, len(words), bad, firsts, sizes)
     keep = max(sizes) - 1
     hits, start = 0, 0
     carry: list[str] = []
+    space = b" " if isinstance(content, bytes) else " "
     while start < len(content):
-        cut = content.find(" ", start + BAD_WORD_PIECE)
+        cut = content.find(space, start + BAD_WORD_PIECE)  # type: ignore[arg-type]
         last = cut < 0
         piece = content[start:] if last else content[start:cut]
-        words = carry + piece.split(" ")
+        words = carry + words_of(piece)
         if last:
             hits += _hits(words, len(words), bad, firsts, sizes)
             break

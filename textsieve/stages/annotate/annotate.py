@@ -26,6 +26,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -327,6 +328,14 @@ def batch_chars(memory: str | int, workers: int) -> int:
     return max(1, min(MAX_BATCH_CHARS, usable // (per_char * max(1, workers))))
 
 
+def holds_huge_document(task: BatchTask, max_chars: int) -> bool:
+    """Does `task` hold a document over a whole batch's budget of characters? Such a task is
+    annotated in the main process (`exec.local.InlineRunner`): shipped to a worker, the document
+    and its ~3x larger attribute row were copied both ways, and with 2 workers a 30 MB document
+    cost 37x its size across the process tree."""
+    return any(len(t) > max_chars for t in task.texts)
+
+
 def _batches(shard: Shard, reader: ShardReader, cfg: AnnotateConfig,
              resume: Resume | None = None, max_chars: int = MAX_BATCH_CHARS,
              with_meta: bool = False) -> Iterator[BatchTask]:
@@ -473,8 +482,9 @@ def _run_annotate(cfg: AnnotateConfig) -> AnnotateResult:
     no_lists: Counter[str] = Counter()  # the current shard's documents without their word lists
     shard_langs, run_langs = LangTally(), LangTally()  # --lang auto: fallbacks and confidence
     try:
+        # a document over a batch's budget is annotated here, not shipped to a worker (InlineRunner)
         for task, batch in mapper(annotate_batch, tasks(), workers=workers, initializer=init_worker,
-                                       initargs=(setup,)):
+                                  initargs=(setup,), inline=partial(holds_huge_document, max_chars=max_chars)):
             batch, lacking = pop_counts(batch)
             batch, auto = pop_lang_auto(batch)
             rel = task.shard
@@ -562,8 +572,6 @@ def _executor(cfg: AnnotateConfig):
         if cfg.address:
             raise AnnotateError("--address is for --executor ray")
         return ordered_map, cfg.workers or default_workers()
-    from functools import partial
-
     from textsieve.exec.ray_exec import cluster_cpus, ray_ordered_map
 
     workers = cfg.workers or cluster_cpus(cfg.address)

@@ -161,33 +161,51 @@ def annotate_batch(task: BatchTask) -> pa.RecordBatch:
         pa.array(views.lengths, pa.int64()),
     ]
     model_sigs: dict[str, Signal] = _STATE["model_sigs"]
+    minhash_cols: list[pa.Array] | None = None
     sigs = [REGISTRY[name] for name in setup.signals] + [model_sigs[name] for name in setup.model_signals]
     # A language without the list a signal needs gets null there, not RPv2's 0.0 (annotate_lang).
     lacking = lacking_lists(views.langs, {need for sig in sigs for need in sig.word_lists}, setup.stop_words,
                             setup.bad_words)
+    # document-level signals and MinHash first, then the normalized views are dropped before
+    # the line-level signals, which read only the raw scan: their span columns are the batch's
+    # largest (a 30 MB document: 100 MB), and they need not sit beside the normalized copies
+    outputs: list[pa.Array | None] = [None] * len(sigs)
     scalars: list[pa.Array] = []
-    for sig in sigs:
+    for i in sorted(range(len(sigs)), key=lambda i: sigs[i].level == "line"):
+        sig = sigs[i]
+        if sig.level == "line" and setup.minhash and minhash_cols is None:
+            minhash_cols = _minhash(views, setup.minhash)
+        if sig.level == "line":
+            views.release("normalized_utf8", "normalized", "_words")
         scores = null_where_lacking(sig, sig.fn(views), lacking)
         if sig.dtype == "str":
-            columns.append(pa.array(list(scores.values), pa.string(),
-                                    mask=None if scores.valid is None else ~np.asarray(scores.valid)))
+            outputs[i] = pa.array(list(scores.values), pa.string(),
+                                  mask=None if scores.valid is None else ~np.asarray(scores.valid))
             continue
-        columns.append(to_arrow(sig, scores, views))
+        outputs[i] = to_arrow(sig, scores, views)
         if sig.level == "doc":
             scalars.append(pa.array(np.asarray(scores.values, dtype=np.int64 if sig.dtype == "int" else np.float64),
                                     mask=None if scores.valid is None else ~np.asarray(scores.valid)))
+    columns += [c for c in outputs if c is not None]
     if setup.minhash:
-        buf, off = views.normalized_utf8
-        if "rpv2" in setup.minhash:
-            signature, valid = minhash.signatures(buf, off)
-            columns += [minhash.bands_arrow(signature, valid, t) for t in minhash.THRESHOLDS]
-        if "fast" in setup.minhash:
-            from textsieve.dedup import fast_minhash
-
-            columns += list(fast_minhash.fast_minhash_columns(buf, off).values())
+        columns += minhash_cols if minhash_cols is not None else _minhash(views, setup.minhash)
     batch = attach_counts(pa.RecordBatch.from_arrays(columns + scalars, schema=_schema(setup)),
                           count_lacking(views.langs, lacking))
     return batch if auto is None else attach_lang_auto(batch, *auto)
+
+
+def _minhash(views: BatchViews, modes: tuple[str, ...]) -> list[pa.Array]:
+    """The MinHash band columns of `modes` (over the normalized UTF-8 view)."""
+    buf, off = views.normalized_utf8
+    columns: list[pa.Array] = []
+    if "rpv2" in modes:
+        signature, valid = minhash.signatures(buf, off)
+        columns += [minhash.bands_arrow(signature, valid, t) for t in minhash.THRESHOLDS]
+    if "fast" in modes:
+        from textsieve.dedup import fast_minhash
+
+        columns += list(fast_minhash.fast_minhash_columns(buf, off).values())
+    return columns
 
 
 def _schema(setup: WorkerSetup) -> pa.Schema:
