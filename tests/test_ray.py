@@ -126,6 +126,15 @@ def test_ray_ordered_map_contract(tmp_path):
     assert markers[0].exists(), "the worker running task 7 should have died"
     with pytest.raises(ZeroDivisionError):
         list(ray_ordered_map(_inverse, [1, 2, 0, 3], workers=2))
+    # a task marked inline (annotate: a document over a batch's budget) runs in the driver, in order
+    _INIT.clear()
+    out = list(dying(_with_pid, range(10), workers=2, initializer=_init, initargs=(7,), inline=lambda x: x in (3, 9)))
+    assert [t for t, _ in out] == list(range(10)) and all(r[1] == x + 7 for x, r in out)
+    assert sorted(x for x, r in out if r[0] == os.getpid()) == [3, 9]
+
+
+def _with_pid(x: int) -> tuple[int, int]:
+    return os.getpid(), x + _INIT["value"]
 
 
 def _inverse(x: int) -> float:

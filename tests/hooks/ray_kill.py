@@ -53,6 +53,9 @@ def dying_ordered_map(real: Callable[..., Iterator[tuple[Any, Any]]], n: int,
     def ordered_map(fn: Callable[[Any], Any], tasks: Iterable[Any], **kw: Any) -> Iterator[tuple[Any, Any]]:
         marker = marker_dir / f"died-{len(markers)}"
         markers.append(marker)
+        inline = kw.pop("inline", None)  # the caller's test sees a task, not its (number, task)
+        if inline is not None:
+            kw["inline"] = lambda item: inline(item[1])
         for (_, task), result in real(partial(_numbered, fn, n, str(marker)), enumerate(tasks), **kw):
             yield task, result
 
