@@ -1,13 +1,13 @@
 """The per-document size limit (`--max-doc-bytes`): one oversized record is a located bad
 record, not an out-of-memory kill.
 
-Why a limit rather than a bound: computing the signals of one document takes 13-24x its text
-in memory (measured for issue 25 on a 30 MB document of real web text: 13x when every
-character is Latin-1, 18x for other BMP text, 24x when a few emoji make CPython store the text
-4 bytes a character; `annotate --workers 1`), and 31-47x over the process tree with `--workers
-2`, where the main process also holds the line, the decoded text and its pickle (~16x) while the
-worker holds the text's code-point views, line and word arrays and MinHash shingles. Bringing
-that to a small multiple would mean streaming every signal over a document; instead a document
+Why a limit rather than a bound: computing the signals of one document takes up to 10x its text
+in memory (measured for issue 25 on a 30 MB document of real web text, with one worker or two:
+7-8x when every character is Latin-1, ~9x for other BMP text, 9.5-9.7x when a few emoji make
+CPython store the text 4 bytes a character; before the long-document paths, 13-24x, and 31-47x
+with two workers). The text, its raw-scan lines, its normalized UTF-8 and the word tables are
+held at once, and its attribute row (line spans: ~3x the text) is written in one piece, so a
+document cannot be annotated in less than a few times its size; instead a document
 whose stored size exceeds the limit is reported through the reader's error policy before it is
 decoded: `on_error="fail"` stops with `FILE:LINE: ...` and the size, `"skip"` leaves it out and
 counts it like any bad record (annotate's `skipped_records`, the shard footer's `skipped`).
@@ -32,9 +32,9 @@ if TYPE_CHECKING:
 
 DEFAULT_MAX_DOC_BYTES = 32 * 2**20
 #: measured peak memory of annotating one document, per byte of its text (see the module doc)
-ANNOTATE_BYTES_PER_TEXT_BYTE = 24
+ANNOTATE_BYTES_PER_TEXT_BYTE = 10
 MAX_DOC_BYTES_HELP = ("skip (--on-error skip) or stop at (fail) any document larger than this, e.g. 32MiB, 64MB; 0: "
-                      "no limit. Annotating one document takes 13-24x its size in memory, more with several "
+                      "no limit. Annotating one document takes up to 10x its size in memory, with any number of "
                       "workers (default: 32 MiB)")
 
 

@@ -58,7 +58,7 @@ def _read_archive(ctx: ShardReader, wanted: str) -> Iterator[Document]:
     rel = ctx.shard.rel
     for row, record, body, _ in archive_records(ctx, wanted):
         # io.limits: --max-doc-bytes, checked on the record's block before it becomes a document
-        # (the block was read once; annotating it would take 13-24x its size)
+        # (the block was read once; annotating it would take up to 10x its size)
         if doc_size_ok(ctx, f"{ctx.shard.path}:record {row}", len(body)):
             yield _document(rel, row, record, body)
 

@@ -162,7 +162,7 @@ class AnnotateConfig:
     verify_inputs: bool = option(False, help="tell changed inputs by a SHA-256 of their bytes instead of size and "
                                              "modification time (for copies that keep times); a changed input "
                                              "re-runs its shard either way")
-    # one document's memory is 13-24x its size (io.limits): larger records are bad records (`io.limits`); 0 = no limit
+    # one document's memory is up to 10x its size (io.limits): larger records are bad records; 0 = no limit
     max_doc_bytes: int | str = option(DEFAULT_MAX_DOC_BYTES, help=MAX_DOC_BYTES_HELP, metavar="SIZE")
     # `--signals embed`: after the signals, the `embed` stage writes sets/embed_MODEL with this model
     embed_model: str | None = option(None, help="with --signals embed: the embedding model (default: `textsieve "
