@@ -53,6 +53,8 @@ class Funnel:
     seconds: float = 0.0
     # real tokens, when the folder has `sets/tokens_*` sets: {ts_tokens_<name>: {total, kept, estimated}}
     tokens: dict[str, dict] = field(default_factory=dict)
+    # records written with the recipe's `repeat:` (each kept document up to `cap` times); None without it
+    written: int | None = None
 
     def to_dict(self) -> dict:
         out = {"recipe": self.recipe, "rules": [asdict(r) for r in self.rules], "total": self.total,
@@ -60,6 +62,8 @@ class Funnel:
                "seconds": round(self.seconds, 3)}
         if self.tokens:
             out["tokens"] = self.tokens
+        if self.written is not None:
+            out["written"] = self.written
         return out
 
     def to_json(self) -> str:
@@ -81,6 +85,9 @@ class Funnel:
                          f"{r.chars_removed_cumulative:>12,} {pct(r.chars_removed_cumulative, self.total_chars)}")
         lines.append(f"{'kept':<{w}}        {self.kept:>11,} {pct(self.kept, self.total)}  "
                      f"{self.kept_chars:>12,} {pct(self.kept_chars, self.total_chars)}")
+        if self.written is not None:
+            lines.append(f"written with repeat: {self.written:,} records ({self.written - self.kept:,} repeats of kept "
+                         "documents)")
         lines += self._token_lines()
         return "\n".join(lines)
 
@@ -137,6 +144,12 @@ def compute_funnel(directory: str, recipe: Recipe, threads: int | None = None) -
     compiled = compile_recipe(recipe, read_schema(directory))
     funnel = funnel_of(compiled, threads)
     funnel.tokens = kept_tokens(directory, compiled, threads)  # {} without a `sets/tokens_*` set
+    if compiled.repeat_sql is not None:  # the records `select` writes: the kept documents' copies
+        from textsieve.recipes.survivors import selection_sql
+
+        sql = f"SELECT coalesce(sum(_rep), 0) FROM ({selection_sql(compiled)})"
+        row = connect(threads, schema_files(compiled.schema)).execute(sql).fetchone()
+        funnel.written = int(row[0]) if row else 0
     funnel.seconds = time.perf_counter() - t0
     return funnel
 

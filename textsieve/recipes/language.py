@@ -42,6 +42,10 @@ rule of the same name replaces the base's, new ones come after them.
 `redact: [pii]` (beside `rules:`) makes `select` replace spans when it writes the documents, as
 `select --redact pii` does: `pii` puts placeholders over the `sets/pii` set's spans (`textsieve
 pii`), a span column's name (e.g. `ts_contam_spans`) removes its spans.
+
+`repeat: {by: dup_fuzzy_t80_size, cap: 5}` (beside `rules:`) writes each kept document
+min(by, cap) times (once where `by` is null or below 1): rehydration, the kept copy of a
+duplicate cluster standing for the cluster.
 """
 
 from __future__ import annotations
@@ -78,10 +82,40 @@ from textsieve.recipes.rule_parser import (
 )
 
 __all__ = ["KEYWORDS", "LINE_PREFIX", "OPERATORS", "REDUCTIONS", "SCALAR_FUNCS", "Between", "Binary", "Call", "Col",
-           "In", "IsNull", "Lit", "Node", "Recipe", "RecipeError", "Rule", "Unary", "bundled_recipes", "bundled_text",
-           "columns_of", "load_recipe", "parse_rule", "resolve_model_path", "rule_errors"]
+           "In", "IsNull", "Lit", "Node", "Recipe", "RecipeError", "Repeat", "Rule", "Unary", "bundled_recipes",
+           "bundled_text", "columns_of", "load_recipe", "parse_rule", "resolve_model_path", "rule_errors"]
 
 # ---------------------------------------------------------------- recipes
+
+@dataclass(frozen=True)
+class Repeat:
+    """`repeat: {by: dup_fuzzy_t80_size, cap: 5}`: each kept document is written
+    min(max(1, floor(by)), cap) times (1 where `by` is null). With `by` a duplicate cluster's size
+    and a rule keeping one member per cluster, this is FineWeb-2's rehydration: the kept copy
+    stands for its removed duplicates, up to `cap` times, without a second pass over the data.
+    `by` is an expression of the rule language (a column, or arithmetic over columns)."""
+
+    by: str
+    cap: int
+
+    @classmethod
+    def from_value(cls, value: Any, recipe: str) -> Repeat:
+        where = f"recipe {recipe!r}: repeat"
+        if not isinstance(value, dict) or set(value) - {"by", "cap"} or "by" not in value:
+            raise RecipeError(f"{where}: expected a mapping like {{by: dup_fuzzy_t80_size, cap: 5}} (keys: by, cap), "
+                              f"not {value!r}")
+        by, cap = value["by"], value.get("cap")
+        if not isinstance(by, str) or not by.strip():
+            raise RecipeError(f"{where}.by: expected a column or expression, e.g. dup_fuzzy_t80_size, not {by!r}")
+        if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
+            raise RecipeError(f"{where}.cap: expected a whole number of copies >= 1 (the most a document is "
+                              f"written), not {cap!r}")
+        parse_rule(by, "repeat")  # a syntax error is reported now, with the recipe's name
+        return cls(by.strip(), cap)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"by": self.by, "cap": self.cap}
+
 
 @dataclass(frozen=True)
 class Rule:
@@ -111,6 +145,8 @@ class Recipe:
     model_search: dict[str, list[str]] = field(default_factory=dict, compare=False, repr=False)
     # span columns `select` replaces when writing (`redact: [pii]`; see `textsieve.personal_data.redact_plan`)
     redact: list[str] = field(default_factory=list)
+    # rehydration: each kept document written min(max(1, floor(BY)), CAP) times (`repeat: {by:, cap:}`)
+    repeat: Repeat | None = None
     # rule name -> its line in the YAML the recipe was read from, and that file: where an error points
     lines: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
     origin: str | None = field(default=None, compare=False, repr=False)
@@ -122,6 +158,8 @@ class Recipe:
             raise RecipeError(f"recipe {self.name!r}: 'redact' must be a list of names, e.g. [pii] or "
                               f"[pii, ts_contam_spans], not {self.redact!r}")
         _checked_rules(self.name, [(r.name, r) for r in self.rules], self.lines)  # parsed now (and kept)
+        if self.repeat is not None and not isinstance(self.repeat, Repeat):
+            self.repeat = Repeat.from_value(self.repeat, self.name)
 
     @classmethod
     def from_rules(cls, rules: dict[str, str] | list[tuple[str, str]], **kw: Any) -> Recipe:
@@ -134,10 +172,10 @@ class Recipe:
                   lines: Mapping[str, int] | None = None, origin: str | None = None) -> Recipe:
         if not isinstance(doc, dict):
             raise RecipeError(f"recipe {name!r}: expected a mapping with a 'rules' key")
-        unknown = set(doc) - {"name", "description", "rules", "models", "redact", "extends"}
+        unknown = set(doc) - {"name", "description", "rules", "models", "redact", "extends", "repeat"}
         if unknown:
             raise RecipeError(f"recipe {name!r}: unknown keys {sorted(unknown)}; "
-                              "valid: name, description, extends, rules, models, redact")
+                              "valid: name, description, extends, rules, models, redact, repeat")
         if "rules" not in doc and "extends" not in doc:
             raise RecipeError(f"recipe {name!r}: expected a mapping with a 'rules' key")
         raw = doc.get("rules") or {}
@@ -151,8 +189,10 @@ class Recipe:
             items = list(raw.items())
         else:
             raise RecipeError(f"recipe {name!r}: 'rules' must be a mapping of name: condition")
+        inherited: Repeat | None = None
         if "extends" in doc:  # the base recipe's rules first; a rule of the same name replaces its own
             parent = load_recipe(str(doc["extends"]))
+            inherited = parent.repeat
             own = dict(items)
             items = [(r.name, own.pop(r.name, r.source())) for r in parent.rules] + list(own.items())
         models, search = {}, {}
@@ -165,7 +205,8 @@ class Recipe:
         where = dict(lines or {})
         return cls(rules=_checked_rules(title, [(str(n), t) for n, t in items], where), name=title,
                    description=str(doc.get("description", "")), models=models, model_search=search,
-                   redact=[redact] if isinstance(redact, str) else redact, lines=where, origin=origin)
+                   redact=[redact] if isinstance(redact, str) else redact, lines=where, origin=origin,
+                   repeat=Repeat.from_value(doc["repeat"], title) if doc.get("repeat") is not None else inherited)
 
     @classmethod
     def from_yaml(cls, text: str, name: str = "recipe", base: Path | None = None,
@@ -183,11 +224,16 @@ class Recipe:
     def to_dict(self) -> dict[str, Any]:
         out = {"name": self.name, "description": self.description,
                "rules": {r.name: r.source() for r in self.rules}, "models": dict(self.models)}
+        out |= {"repeat": self.repeat.to_dict()} if self.repeat is not None else {}
         return out | ({"redact": list(self.redact)} if self.redact else {})
 
     def fingerprint(self) -> str:
-        """Hash of the rules and model files (contents), so changed thresholds redo a selection."""
-        h = hashlib.sha256(json.dumps(self.to_dict()["rules"], sort_keys=False).encode())
+        """Hash of the rules, the repeat rule and model files (contents), so changed thresholds
+        redo a selection (a recipe without `repeat:` hashes as before it existed)."""
+        what: Any = self.to_dict()["rules"]
+        if self.repeat is not None:
+            what = {"rules": what, "repeat": self.repeat.to_dict()}
+        h = hashlib.sha256(json.dumps(what, sort_keys=False).encode())
         for alias, path in sorted(self.models.items()):
             h.update(alias.encode())
             try:

@@ -310,6 +310,7 @@ class Compiled:
     line_env: dict[str, str] = field(default_factory=dict)  # line column -> its element in line_source, in order
     recipe: Recipe | None = None
     models: dict[str, SqlModel] = field(default_factory=dict)
+    repeat_sql: str | None = None  # copies of each kept document (`repeat:`), a BIGINT in 1..cap
 
     @property
     def line_columns(self) -> list[str]:
@@ -377,6 +378,7 @@ def compile_recipe(recipe: Recipe, schema: Schema, models: dict[str, SqlModel] |
     compiled = _render(recipe, schema, models, _line_columns(recipe, schema, models, bad), reduce, bad)
     if bad:
         problems = [(r.name, bad[r.name]) for r in recipe.rules if r.name in bad]
+        problems += [("repeat", bad["repeat"])] if "repeat" in bad else []
         raise rule_errors(recipe.name, problems, recipe.lines, recipe.origin)
     return compiled
 
@@ -431,8 +433,21 @@ def _render(recipe: Recipe, schema: Schema, models: dict[str, SqlModel], line_co
         relations |= c.used
         reads[rule.name] = frozenset(c.reads)
     anchor = env.get(line_cols[0]) if line_cols else None
+    repeat_sql = None
+    if recipe.repeat is not None:  # checked like a rule, under the name `repeat`
+        rule = Rule("repeat", recipe.repeat.by)
+        c = _Compiler(schema, rule, models, reduce)
+        try:
+            sql, t = c.expr(rule.node, None)
+            if t not in ("num", "null"):
+                raise c.fail("repeat.by must be a number (a cluster size, a count), not a condition or text")
+            relations |= c.used
+            repeat_sql = (f"CAST(least(greatest(coalesce(floor(CAST({sql} AS DOUBLE)), 1), 1), "
+                          f"{int(recipe.repeat.cap)}) AS BIGINT)")
+        except RecipeError as exc:
+            bad["repeat"] = str(exc)
     return Compiled(schema, doc, line, [r.name for r in recipe.rules], source, anchor, relations, reads, env,
-                    recipe, models)
+                    recipe, models, repeat_sql)
 
 
 def load_models(recipe: Recipe) -> dict[str, SqlModel]:

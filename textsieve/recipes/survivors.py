@@ -37,7 +37,8 @@ def as_recipe(value: Recipe | str | None) -> Recipe | None:
 
 def recipe_rows(directory: str, recipe: Recipe,
                 threads: int | None = None) -> tuple[dict[str, dict[str, Any]], list[str]]:
-    """The recipe's selection, per source shard: `rows`, `ids`, `lengths`, `counts` (all 1) and,
+    """The recipe's selection, per source shard: `rows`, `ids`, `lengths`, `counts` (the copies
+    written: 1, or the recipe's `repeat:`) and,
     with line rules, the kept line spans `starts`/`ends`; and the attribute sets the rules used.
     One DuckDB query over the attribute Parquet (no text is read)."""
     from textsieve.recipes.funnel import connect, schema_files
@@ -60,7 +61,8 @@ def recipe_rows(directory: str, recipe: Recipe,
         d: dict[str, Any] = {"rows": part.column("row").to_numpy().astype(np.int64),
                              "ids": part.column("id").to_pylist(),
                              "lengths": part.column("_len").to_numpy().astype(np.int64),
-                             "counts": np.ones(hi - lo, np.int64)}
+                             "counts": (part.column("_rep").to_numpy().astype(np.int64) if "_rep" in table.column_names
+                                        else np.ones(hi - lo, np.int64))}
         if has_lines:
             d["starts"] = [np.asarray(x, np.int64) for x in part.column("starts").to_pylist()]
             d["ends"] = [np.asarray(x, np.int64) for x in part.column("ends").to_pylist()]
@@ -111,6 +113,8 @@ def selection_sql(c: Compiled) -> str:
     """Selected documents in (shard, row) order, with the kept line spans when there are line rules."""
     conds = [f"coalesce({s}, FALSE)" for s in c.doc_rules.values()] or ["TRUE"]
     cols = ["a.shard AS shard", 'a."row" AS "row"', "a.id AS id", f"{c.schema.length_sql} AS _len"]
+    cols += [f"{c.repeat_sql} AS _rep"] if c.repeat_sql is not None else []
+    rep = ", _rep" if c.repeat_sql is not None else ""
     if not c.line_rules:
         return f"SELECT {', '.join(cols)} FROM {c.from_sql()} WHERE {' AND '.join(conds)} ORDER BY 1, 2"
     anchor = c.line_anchor
@@ -120,5 +124,5 @@ def selection_sql(c: Compiled) -> str:
              f"[{element_field(anchor, END)} for _x in {c.line_source}] AS _en",
              f"{c.line_mask_sql(list(c.line_rules))} AS _keep"]
     inner = f"SELECT {', '.join(cols)} FROM {c.from_sql()} WHERE {' AND '.join(conds)}"
-    return (f"SELECT shard, \"row\", id, _len, list_where(_st, _keep) AS starts, list_where(_en, _keep) AS ends "
+    return (f"SELECT shard, \"row\", id, _len{rep}, list_where(_st, _keep) AS starts, list_where(_en, _keep) AS ends "
             f"FROM ({inner}) WHERE list_contains(_keep, TRUE) ORDER BY 1, 2")

@@ -259,6 +259,9 @@ def selected_rows(cfg: SelectConfig) -> tuple[dict[str, dict], dict | None, list
         if kept is None:
             raise SelectError(NOTHING_TO_SELECT)
         return kept, None, used
+    if recipe is not None and recipe.repeat is not None:
+        raise SelectError(f"recipe {recipe.name!r}: repeat: writes kept documents several times and DSIR draws "
+                          "with its own multiplicities; use one of them (drop repeat:, or the DSIR targets)")
     from textsieve.dsir.resample import resample
 
     within = {s: d["rows"] for s, d in kept.items()} if kept is not None else None
