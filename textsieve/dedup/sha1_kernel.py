@@ -27,26 +27,11 @@ modules that inline it (``textsieve/dedup/__pycache__/minhash.*.nb[ic]``), or th
 from __future__ import annotations
 
 import numpy as np
-from llvmlite import ir
 from numba import njit
-from numba.core import config, types
+from numba.core import types
 from numba.extending import intrinsic
 
-
-def _default_lanes() -> int:
-    # numba.core.config sets its options at import time, so they are invisible to type checkers
-    if getattr(config, "CPU_NAME", None) or getattr(config, "CPU_FEATURES", None):  # portable/AOT builds: conservative
-        return 8
-    try:
-        import llvmlite.binding as llvm
-
-        return 16 if llvm.get_host_cpu_features().get("avx512f", False) else 8
-    except Exception:  # pragma: no cover - exotic llvmlite builds
-        return 8
-
-
-#: Messages hashed per vector compression (one 512-bit or 256-bit register of uint32).
-LANES = _default_lanes()
+from textsieve.text.vector_lanes import LANES, LaneIR, lane_tables
 
 _M32 = np.uint64(0xFFFFFFFF)
 _INIT = (0x67452301, 0xEFCDAB89, 0x98BADCFE, 0x10325476, 0xC3D2E1F0)  # H0..H4
@@ -225,32 +210,16 @@ def _compress_lanes(typingctx, w, st):
     ``w``: C-contiguous uint32 (16, LANES), the block's message words, transposed;
     ``st``: C-contiguous uint32 (5, LANES), the state, updated in place.
     """
-    for arr in (w, st):
-        if not isinstance(arr, types.Array) or (arr.dtype, arr.ndim, arr.layout) != (
-            types.uint32, 2, "C"
-        ):
-            return None
+    if not lane_tables(w, st):
+        return None
     sig = types.void(w, st)
 
     def codegen(context, builder, signature, args):
-        i32 = ir.IntType(32)
-        vec = ir.VectorType(i32, LANES)
-        w_arr = context.make_array(signature.args[0])(context, builder, args[0])
-        st_arr = context.make_array(signature.args[1])(context, builder, args[1])
-        w_ptr = builder.bitcast(w_arr.data, vec.as_pointer())
-        st_ptr = builder.bitcast(st_arr.data, vec.as_pointer())
+        lanes = LaneIR(context, builder, signature, args)
+        splat, rotl = lanes.splat, lanes.rotl
 
-        def row(ptr, i):
-            return builder.gep(ptr, [ir.Constant(ir.IntType(64), i)])
-
-        def splat(x):
-            return ir.Constant(vec, [ir.Constant(i32, x)] * LANES)
-
-        def rotl(x, n):
-            return builder.or_(builder.shl(x, splat(n)), builder.lshr(x, splat(32 - n)))
-
-        W = [builder.load(row(w_ptr, t), align=4) for t in range(16)]
-        S = [builder.load(row(st_ptr, j), align=4) for j in range(5)]
+        W = lanes.load(0, 16)
+        S = lanes.load(1, 5)
         a, b, c, d, e = S
         for t in range(80):
             if t >= 16:  # message schedule in a rolling window of 16 words
@@ -270,8 +239,7 @@ def _compress_lanes(typingctx, w, st):
                 builder.add(builder.add(e, splat(_K[t // 20])), W[t % 16]),
             )
             e, d, c, b, a = d, c, rotl(b, 30), a, tmp
-        for j, v in enumerate((a, b, c, d, e)):
-            builder.store(builder.add(S[j], v), row(st_ptr, j), align=4)
+        lanes.store(1, [builder.add(S[j], v) for j, v in enumerate((a, b, c, d, e))])
         return context.get_dummy_value()
 
     return sig, codegen

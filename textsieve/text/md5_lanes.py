@@ -20,26 +20,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from llvmlite import ir
 from numba import njit
-from numba.core import config, types
+from numba.core import types
 from numba.extending import intrinsic
 
+from textsieve.text.vector_lanes import LANES, LaneIR, lane_tables
 
-def _default_lanes() -> int:
-    # numba.core.config sets its options at import time, so they are invisible to type checkers
-    if getattr(config, "CPU_NAME", None) or getattr(config, "CPU_FEATURES", None):  # portable/AOT builds
-        return 8
-    try:
-        import llvmlite.binding as llvm
-
-        return 16 if llvm.get_host_cpu_features().get("avx512f", False) else 8
-    except Exception:  # pragma: no cover - exotic llvmlite builds
-        return 8
-
-
-#: messages hashed per vector compression (one 512-bit or 256-bit register of uint32)
-LANES = _default_lanes()
 #: the initial state A, B, C, D
 INIT = (0x67452301, 0xEFCDAB89, 0x98BADCFE, 0x10325476)
 #: additive constants floor(abs(sin(i + 1)) * 2**32), rotations and message word of each step
@@ -57,28 +43,16 @@ def _compress_lanes(typingctx, w, st):
     ``w``: C-contiguous uint32 (16, LANES), the block's message words, transposed;
     ``st``: C-contiguous uint32 (4, LANES), the state A, B, C, D, updated in place.
     """
-    for arr in (w, st):
-        if not isinstance(arr, types.Array) or (arr.dtype, arr.ndim, arr.layout) != (types.uint32, 2, "C"):
-            return None
+    if not lane_tables(w, st):
+        return None
     sig = types.void(w, st)
 
     def codegen(context, builder, signature, args):
-        i32 = ir.IntType(32)
-        vec = ir.VectorType(i32, LANES)
-        w_arr = context.make_array(signature.args[0])(context, builder, args[0])
-        st_arr = context.make_array(signature.args[1])(context, builder, args[1])
-        w_ptr = builder.bitcast(w_arr.data, vec.as_pointer())
-        st_ptr = builder.bitcast(st_arr.data, vec.as_pointer())
-
-        def row(ptr, i):
-            return builder.gep(ptr, [ir.Constant(ir.IntType(64), i)])
-
-        def splat(x):
-            return ir.Constant(vec, [ir.Constant(i32, x)] * LANES)
-
+        lanes = LaneIR(context, builder, signature, args)
+        splat = lanes.splat
         ones = splat(0xFFFFFFFF)
-        words = [builder.load(row(w_ptr, t), align=4) for t in range(16)]
-        state = [builder.load(row(st_ptr, j), align=4) for j in range(4)]
+        words = lanes.load(0, 16)
+        state = lanes.load(1, 4)
         a, b, c, d = state
         for i in range(64):
             if i < 16:
@@ -90,10 +64,8 @@ def _compress_lanes(typingctx, w, st):
             else:
                 f = builder.xor(c, builder.or_(b, builder.xor(d, ones)))
             f = builder.add(builder.add(f, a), builder.add(splat(K[i]), words[G[i]]))
-            rot = builder.or_(builder.shl(f, splat(S[i])), builder.lshr(f, splat(32 - S[i])))
-            a, d, c, b = d, c, b, builder.add(b, rot)
-        for j, v in enumerate((a, b, c, d)):
-            builder.store(builder.add(state[j], v), row(st_ptr, j), align=4)
+            a, d, c, b = d, c, b, builder.add(b, lanes.rotl(f, S[i]))
+        lanes.store(1, [builder.add(state[j], v) for j, v in enumerate((a, b, c, d))])
         return context.get_dummy_value()
 
     return sig, codegen
