@@ -112,6 +112,21 @@ class Tokenizer:
             return self._impl.encode_ordinary_batch(list(texts))
         return self._impl.encode_batch(list(texts), allowed_special="all")
 
+    def encode_offsets_batch(self, texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per text: its token ids (uint32) and each token's code-point (start, end) as uint32
+        pairs, for stages that mark text by token (`dedup substring`). tiktoken gives each
+        token's start (`decode_with_offsets`); its end is the next token's start."""
+        out = []
+        if self.kind == "hf":
+            for e in self._hf_batch(texts):
+                out.append((np.asarray(e.ids, dtype=np.uint32), np.asarray(e.offsets, dtype=np.uint32).reshape(-1, 2)))
+            return out
+        for text, ids in zip(texts, self._tiktoken_batch(texts)):
+            decoded, starts = self._impl.decode_with_offsets(ids)
+            bounds = np.asarray([*starts, len(decoded)], dtype=np.uint32)
+            out.append((np.asarray(ids, dtype=np.uint32), np.stack([bounds[:-1], bounds[1:]], axis=1)))
+        return out
+
     def count_batch(self, texts: Sequence[str]) -> np.ndarray:
         """The number of tokens of each text, as int64 (the same tokens `encode_batch` gives)."""
         if self.kind == "hf":
