@@ -20,7 +20,8 @@ from textsieve.pipeline.config import STAGES, schema
 from textsieve.pipeline.twins import CLI_COMMANDS, yaml_path
 
 #: the fewest arguments each stage command parses with (its required ones)
-REQUIRED_ARGS = {"extract": ["crawl.warc.gz", "-o", "out"], "dedup_lines": ["attrs"],
+REQUIRED_ARGS = {"extract": ["crawl.warc.gz", "-o", "out"], "dedup_lines": ["attrs"], "dedup_paragraphs": ["attrs"],
+                 "dedup_substring": ["attrs"],
                  "annotate": ["in.jsonl", "-o", "out"], "dedup_exact": ["attrs"], "dedup_fuzzy": ["attrs"],
                  "dedup_simhash": ["attrs"],
                  "dsir": ["--targets", "t.jsonl", "--raw", "attrs", "--name", "wiki"], "select": ["attrs"],

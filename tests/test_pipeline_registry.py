@@ -22,7 +22,8 @@ from textsieve.stages.registry import stages
 def test_the_registry_finds_every_stage_module_in_run_order():
     assert stages() == STAGES
     assert [s.name for s in STAGES] == ["source", "extract", "annotate", "embed", "dedup_exact", "dedup_fuzzy",
-                                        "dedup_simhash", "dedup_lines", "dedup_semantic", "decontaminate", "pii",
+                                        "dedup_simhash", "dedup_lines", "dedup_paragraphs", "dedup_substring",
+                                        "dedup_semantic", "decontaminate", "pii",
                                         "tokens", "learn", "dsir", "select", "mix"]
     # source, extract and annotate resume shard by shard by themselves (each shard's fingerprint
     # covers its input's identity); every other stage is tracked by a state file

@@ -26,6 +26,8 @@ Normalisations (`--normalize`):
   digit (`\\d`) -> ``0``, delete CCNet's 36 Unicode punctuation characters (``，。、„”“«»...►``)
   and the control characters U+0000-U+001F and U+007F-U+009F. Note that CCNet keeps ASCII
   punctuation: ``Foo!`` and ``foo`` differ, ``Foo！`` (full width) and ``foo`` match.
+* ``none`` (`dedup paragraphs`' default, as dolma): the line as written, without its newline (a
+  line of only whitespace is blank).
 * ``punct``: ``ccnet``, then also delete every Unicode punctuation character (categories P*)
   and ASCII `string.punctuation`, and collapse whitespace runs to one space:
   ``Copyright 2019 Foo!`` and ``copyright 2020  foo`` match.
@@ -50,7 +52,7 @@ from collections.abc import Iterable
 import numpy as np
 import xxhash
 
-NORMALIZATIONS = ("ccnet", "punct")
+NORMALIZATIONS = ("ccnet", "punct", "none")
 
 #: `cc_net.text_normalizer.UNICODE_PUNCT`'s keys: what `normalize_for_dedup` deletes, with the controls
 CCNET_PUNCT = "，。、„”“«»１」「《》´∶：？！（）；–—．～’…━〈〉【】％►"
@@ -85,6 +87,8 @@ def _punct_delete() -> dict[int, None]:
 
 def normalize_line(line: str, mode: str = "ccnet") -> str:
     """The text a line is keyed by under `mode` (see the module doc)."""
+    if mode == "none":  # dolma's paragraphs: the text as written, without its newline; blank is blank
+        return line[:-1] if line.endswith("\n") and line.strip() else line if line.strip() else ""
     line = line.strip()
     if not line:
         return line
@@ -197,3 +201,18 @@ def flagged_lines(rows: np.ndarray, stats: np.ndarray | None = None) -> np.ndarr
         return np.zeros(0, dtype=np.uint64)
     dup = multi_doc(rows, key_stats(rows) if stats is None else stats) | rows["rep"].astype(bool)
     return rows["line"][dup]
+
+
+def later_lines(rows: np.ndarray, stats: np.ndarray | None = None) -> np.ndarray:
+    """Line ordinals of `rows` whose key occurred at an earlier line of the group: dolma's
+    paragraph rule, the first occurrence in corpus order kept. The rows carry their line ordinal
+    as `doc` (`stages.dedup.lines`, keep-first), so `key_stats`' `dmin` is each key's first line."""
+    if rows.shape[0] == 0:
+        return np.zeros(0, dtype=np.uint64)
+    stats = key_stats(rows) if stats is None else stats
+    idx = np.searchsorted(stats["h1"], rows["h1"], side="left")
+    wrong = stats["h2"][np.minimum(idx, stats.shape[0] - 1)] != rows["h2"]
+    while wrong.any():
+        idx[wrong] += 1
+        wrong = stats["h2"][np.minimum(idx, stats.shape[0] - 1)] != rows["h2"]
+    return rows["line"][stats["dmin"][idx] != rows["doc"]]

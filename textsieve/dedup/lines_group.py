@@ -10,6 +10,10 @@ into memory, so the flags of a group of any size cost disk, not the process's wo
   larger than the budget is scattered again on the next key bits; one that does not shrink that
   way (a single line repeated more often than a sort pass holds) is summarised chunk by chunk
   (`lines.key_stats` merges by min/max), then flagged chunk by chunk.
+* `ExactGroup(rule=later_lines)` and `BloomFirst`: `dedup paragraphs`' keep-first rule (the first
+  occurrence in corpus order kept, every later one flagged; `lines.later_lines`); the Bloom one is
+  a single filter tested and filled in corpus order, a first occurrence wrongly flagged with
+  probability at most the rate.
 * `BloomGroup`: two Bloom filters instead of any spill: "seen in a document" and "seen in a
   second document". A line is flagged when its key is (probably) in the second filter or it
   repeats a line of its own document. Every true duplicate is flagged (Bloom filters have no
@@ -20,7 +24,7 @@ into memory, so the flags of a group of any size cost disk, not the process's wo
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
@@ -61,8 +65,9 @@ def _chunks(path: str, n: int, rows: int) -> Iterator[np.ndarray]:
 class ExactGroup:
     """Exact flags through key partitions on disk, `max_rows` rows per in-memory pass."""
 
-    def __init__(self, work: str, n_rows: int, max_rows: int, flags: GroupFlags):
-        self.work, self.max_rows, self.flags = work, max(1024, int(max_rows)), flags
+    def __init__(self, work: str, n_rows: int, max_rows: int, flags: GroupFlags,
+                 rule: Callable[..., np.ndarray] = flagged_lines):
+        self.work, self.max_rows, self.flags, self.rule = work, max(1024, int(max_rows)), flags, rule
         self.writer = PartitionWriter(f"{work}/parts", partition_bits(n_rows, self.max_rows), self.max_rows // 4)
         self.passes = 0
 
@@ -76,7 +81,7 @@ class ExactGroup:
     def _partition(self, path: str, n: int, level: int) -> None:
         if n <= self.max_rows:
             self.passes += 1
-            self.flags.set(flagged_lines(np.fromfile(path, dtype=LINE_ROW)))
+            self.flags.set(self.rule(np.fromfile(path, dtype=LINE_ROW)))
             os.remove(path)
             return
         if level < MAX_LEVEL:
@@ -106,7 +111,7 @@ class ExactGroup:
                 held = stats[0].shape[0]
         summary = merge_stats(stats)
         for chunk in _chunks(path, n, step):
-            self.flags.set(flagged_lines(chunk, summary))
+            self.flags.set(self.rule(chunk, summary))
         os.remove(path)
 
 
@@ -137,3 +142,22 @@ class BloomGroup:
         """Second pass: flag the rows whose key is (probably) in two documents, and repeats."""
         dup = self.twice.contains(rows["h1"], rows["h2"]) | rows["rep"].astype(bool)
         self.flags.set(rows["line"][dup])
+
+
+class BloomFirst:
+    """Keep-first Bloom flags: one filter, each row tested then added in corpus order (module doc)."""
+
+    def __init__(self, capacity: int, rate: float, flags: GroupFlags):
+        from textsieve.dedup.bloom import BloomFilter
+
+        self.seen = BloomFilter(max(1, capacity), rate)
+        self.flags = flags
+
+    @staticmethod
+    def size_bytes(capacity: int, rate: float) -> int:
+        from textsieve.dedup.bloom import BloomFilter
+
+        return BloomFilter.size_bytes(max(1, capacity), rate)
+
+    def add(self, rows: np.ndarray) -> None:
+        self.flags.set(rows["line"][self.seen.test_add(rows["h1"], rows["h2"])])

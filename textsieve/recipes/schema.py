@@ -58,6 +58,8 @@ def _span_kind(name: str, typ: pa.DataType, metadata: dict | None = None) -> str
         return None
     if metadata and metadata.get(b"textsieve.level") == b"spans":
         return "other"
+    if metadata and metadata.get(b"textsieve.level") == b"lines":  # `signals.spans.line_spans`
+        return "line"
     try:
         from textsieve.signals.registry import REGISTRY
         if name in REGISTRY:

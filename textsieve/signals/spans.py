@@ -23,6 +23,7 @@ def span_type(dtype: str) -> pa.DataType:
 #: Field metadata key naming a span column's level where the name cannot tell it (see `free_spans`).
 LEVEL_KEY = b"textsieve.level"
 FREE = b"spans"
+LINES = b"lines"
 
 
 def free_spans(name: str, dtype: str = "int") -> pa.Field:
@@ -31,6 +32,12 @@ def free_spans(name: str, dtype: str = "int") -> pa.Field:
     read its first span as the document's value. The level travels in the field's metadata
     (kept by Parquet), which `recipes.schema` reads."""
     return pa.field(name, span_type(dtype), metadata={LEVEL_KEY: FREE})
+
+
+def line_spans(name: str, dtype: str = "int") -> pa.Field:
+    """A span column with one span per line (as the `rps_lines_*` signals) whose name does not say
+    `_lines_` (`dup_paragraphs_seen`): `line:` rules read it per line."""
+    return pa.field(name, span_type(dtype), metadata={LEVEL_KEY: LINES})
 
 
 def _struct(starts: np.ndarray, ends: np.ndarray, values: np.ndarray, valid: np.ndarray | None,

@@ -94,12 +94,13 @@ class Tokenizer:
     special_as_text: bool = True
     _impl: Any = field(default=None, repr=False)
 
-    def _hf_batch(self, texts: Sequence[str]) -> list[Any]:
+    def _hf_batch(self, texts: Sequence[str], offsets: bool = False) -> list[Any]:
+        encode = self._impl.encode_batch if offsets else self._impl.encode_batch_fast  # _fast leaves offsets 0
         try:
-            return self._impl.encode_batch_fast(list(texts), add_special_tokens=False)
+            return encode(list(texts), add_special_tokens=False)
         except TypeError:  # a lone surrogate (not UTF-8): replaced by U+FFFD, as tiktoken does
             clean = [t.encode("utf-16", "surrogatepass").decode("utf-16", "replace") for t in texts]
-            return self._impl.encode_batch_fast(clean, add_special_tokens=False)
+            return encode(clean, add_special_tokens=False)
 
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
         """The token ids of each text (no special tokens added; special strings encoded as text)."""
@@ -118,10 +119,10 @@ class Tokenizer:
         token's start (`decode_with_offsets`); its end is the next token's start."""
         out = []
         if self.kind == "hf":
-            for e in self._hf_batch(texts):
+            for e in self._hf_batch(texts, offsets=True):
                 out.append((np.asarray(e.ids, dtype=np.uint32), np.asarray(e.offsets, dtype=np.uint32).reshape(-1, 2)))
             return out
-        for text, ids in zip(texts, self._tiktoken_batch(texts)):
+        for ids in self._tiktoken_batch(texts):
             decoded, starts = self._impl.decode_with_offsets(ids)
             bounds = np.asarray([*starts, len(decoded)], dtype=np.uint32)
             out.append((np.asarray(ids, dtype=np.uint32), np.stack([bounds[:-1], bounds[1:]], axis=1)))

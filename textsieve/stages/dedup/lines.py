@@ -51,8 +51,16 @@ import numpy as np
 import pyarrow as pa
 
 from textsieve._version import __version__
-from textsieve.dedup.lines import LINE_ROW, check_normalize, doc_rows, line_ends, split_lines
-from textsieve.dedup.lines_group import BloomGroup, ExactGroup, GroupFlags
+from textsieve.dedup.lines import (
+    LINE_ROW,
+    check_normalize,
+    doc_rows,
+    flagged_lines,
+    later_lines,
+    line_ends,
+    split_lines,
+)
+from textsieve.dedup.lines_group import BloomFirst, BloomGroup, ExactGroup, GroupFlags
 from textsieve.dedup.partitions import as_bytes, rows_per_pass
 from textsieve.display import result_display
 from textsieve.errors import TextsieveError
@@ -65,16 +73,38 @@ from textsieve.io.locations import pool_workers, source_locations
 from textsieve.io.parquet_read import read_table
 from textsieve.io.publish import Publication, content_key, settings_diff
 from textsieve.options import check_choices, memory_option, option, progress_option
-from textsieve.signals.spans import span_type
+from textsieve.signals.spans import line_spans, span_type
 from textsieve.stages.dedup.exact import DocSource
 from textsieve.stages.dedup.exact_out import write_tables
 from textsieve.stages.descriptor import PROGRESS_REASON, CliSpec, Outcome, Stage, set_named
 from textsieve.stages.doc_set import annotate_sources
 from textsieve.stages.planning import SET_BYTES_PER_DOC, Corpus, PlannedSet, StagePlan
 
-LINES_SET = "dedup_lines"
-SEEN = "dup_lines_seen"
-COLUMNS = [SEEN, "dup_lines_count", "dup_lines_chars", "dup_lines_frac"]
+
+@dataclass(frozen=True)
+class LineSet:
+    """Which line-level set a run writes: `dedup lines` (CCNet's rule, every occurrence of a line
+    in two documents) or `dedup paragraphs` (`keep_first`: dolma's rule, every occurrence after the
+    first in corpus order). The passes are the same; the rule and the names differ."""
+
+    name: str  # the attribute set
+    prefix: str  # its columns' prefix
+    stage: str  # as messages name it
+    keep_first: bool = False
+
+    @property
+    def seen(self) -> str:
+        return f"{self.prefix}_seen"
+
+    @property
+    def columns(self) -> list[str]:
+        return [self.seen, f"{self.prefix}_count", f"{self.prefix}_chars", f"{self.prefix}_frac"]
+
+
+LINES = LineSet("dedup_lines", "dup_lines", "dedup lines")
+LINES_SET = LINES.name
+SEEN = LINES.seen
+COLUMNS = LINES.columns
 RESULT_KEYS = ("normalize", "group_shards", "mode", "bloom_fp")
 BATCH = 2048
 #: working bytes per character of a read batch: the text, its lines, their normalised copies
@@ -84,11 +114,12 @@ BASE_SCHEMA = pa.schema([("id", pa.string()), ("shard", pa.string()), ("row", pa
                          ("ends", pa.list_(pa.int64()))])
 
 
-def output_schema() -> pa.Schema:
+def output_schema(kind: LineSet = LINES) -> pa.Schema:
     """The schema of a `sets/dedup_lines` shard (`textsieve run --dry-run` checks recipes against it)."""
-    return pa.schema([("id", pa.string()), ("shard", pa.string()), ("row", pa.int64()), (SEEN, span_type("int")),
-                      ("dup_lines_count", pa.int64()), ("dup_lines_chars", pa.int64()),
-                      ("dup_lines_frac", pa.float64())])
+    seen, count, chars, frac = kind.columns
+    spans = pa.field(seen, span_type("int")) if "_lines_" in seen else line_spans(seen)  # a line-level column
+    return pa.schema([("id", pa.string()), ("shard", pa.string()), ("row", pa.int64()), spans,
+                      (count, pa.int64()), (chars, pa.int64()), (frac, pa.float64())])
 
 
 class DedupLinesError(TextsieveError, ValueError):
@@ -136,18 +167,23 @@ class LinesResult:
     summary: dict = field(default_factory=dict)
 
 
-def _check(cfg: LinesConfig) -> None:
+def _check(cfg: Any, kind: LineSet) -> None:
     check_choices(cfg)
     check_normalize(cfg.normalize)
-    if cfg.group_shards is not None and (isinstance(cfg.group_shards, bool) or not isinstance(cfg.group_shards, int)
-                                         or cfg.group_shards < 1):
-        raise DedupLinesError(f"dedup lines: --group-shards must be a whole number >= 1, not {cfg.group_shards!r}")
+    group = _group_shards(cfg)
+    if group is not None and (isinstance(group, bool) or not isinstance(group, int) or group < 1):
+        raise DedupLinesError(f"{kind.stage}: --group-shards must be a whole number >= 1, not {group!r}")
     if cfg.bloom_fp is not None and not 0.0 < float(cfg.bloom_fp) < 1.0:
-        raise DedupLinesError(f"dedup lines: --bloom-fp {cfg.bloom_fp}: must be between 0 and 1 (e.g. 0.001)")
+        raise DedupLinesError(f"{kind.stage}: --bloom-fp {cfg.bloom_fp}: must be between 0 and 1 (e.g. 0.001)")
 
 
-def _sources(directory: str) -> list[DocSource]:
-    return annotate_sources(directory, "dedup lines", "the line spans are annotate's", DedupLinesError)
+def _group_shards(cfg: Any) -> int | None:
+    """`--group-shards` (a `dedup paragraphs` run compares the whole corpus)."""
+    return getattr(cfg, "group_shards", None)
+
+
+def _sources(directory: str, kind: LineSet) -> list[DocSource]:
+    return annotate_sources(directory, kind.stage, "the line spans are annotate's", DedupLinesError)
 
 
 # ---------------------------------------------------------------- pass 1: one shard (a worker)
@@ -217,7 +253,7 @@ def _rows(h: Hashed, line_at: int, doc_at: int, chunk: int) -> Iterator[np.ndarr
 
 # ---------------------------------------------------------------- pass 2: the output of one shard
 
-def _tables(h: Hashed, flags: GroupFlags, line_at: int) -> Iterator[pa.Table]:
+def _tables(h: Hashed, flags: GroupFlags, line_at: int, kind: LineSet) -> Iterator[pa.Table]:
     """The output tables of one shard, one base batch at a time."""
     with pa.memory_map(h.base_path, "r") as src:
         reader = pa.ipc.open_file(src)
@@ -247,8 +283,8 @@ def _tables(h: Hashed, flags: GroupFlags, line_at: int) -> Iterator[pa.Table]:
             nl = np.diff(offsets)
             with np.errstate(invalid="ignore", divide="ignore"):
                 frac = pa.array(count / np.maximum(nl, 1), pa.float64(), mask=nl == 0)
-            yield pa.table([b.column("id"), b.column("shard"), b.column("row"), spans, pa.array(count),
-                            pa.array(chars), frac], names=["id", "shard", "row", *COLUMNS])
+            yield pa.Table.from_arrays([b.column("id"), b.column("shard"), b.column("row"), spans, pa.array(count),
+                                        pa.array(chars), frac], schema=output_schema(kind))
 
 
 def _seg_sum(x: np.ndarray, offsets: np.ndarray) -> np.ndarray:
@@ -259,17 +295,18 @@ def _seg_sum(x: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     return out
 
 
-def _shard_counts(fs: fsspec.AbstractFileSystem, path: str) -> dict[str, int]:
+def _shard_counts(fs: fsspec.AbstractFileSystem, path: str, kind: LineSet) -> dict[str, int]:
     """Documents, lines, duplicate lines, characters and duplicate characters of an output shard
     (read back, so adopted shards of a killed run count the same as fresh ones)."""
     import pyarrow.compute as pc
 
     with fs.open(path, "rb") as fh:
-        t = read_table(fh, columns=[SEEN, "dup_lines_count", "dup_lines_chars"])
-    flat = pc.list_flatten(t.column(SEEN))
+        t = read_table(fh, columns=kind.columns[:3])
+    seen, count, dchars = kind.columns[:3]
+    flat = pc.list_flatten(t.column(seen))
     chars = pc.sum(pc.subtract(pc.struct_field(flat, "end"), pc.struct_field(flat, "start"))).as_py()
-    dup_lines = pc.sum(t.column("dup_lines_count")).as_py()
-    dup_chars = pc.sum(t.column("dup_lines_chars")).as_py()
+    dup_lines = pc.sum(t.column(count)).as_py()
+    dup_chars = pc.sum(t.column(dchars)).as_py()
     return {"n_docs": t.num_rows, "n_lines": len(flat), "n_dup_lines": int(dup_lines or 0), "n_chars": int(chars or 0),
             "n_dup_chars": int(dup_chars or 0)}
 
@@ -282,21 +319,21 @@ def _groups(n: int, size: int | None) -> list[list[int]]:
     return [list(range(i, min(i + step, n))) for i in range(0, n, step)]
 
 
-def _plan(cfg: LinesConfig, n_tasks: int) -> tuple[LinesConfig, MemoryPlan, int]:
+def _plan(cfg: Any, n_tasks: int, stage: str) -> tuple[Any, MemoryPlan, int]:
     """Workers and the split of `--memory` over the process tree (`exec.budget`), as `dedup
     exact` does: with no worker count asked for, only as many workers as the budget affords;
     one process when the work touches memory:// (which worker processes cannot see)."""
     from textsieve.exec.local import default_workers
 
     planned = min(cfg.workers or default_workers(), max(1, n_tasks))
-    planned = pool_workers("dedup lines", cfg.workers, planned, [cfg.directory, *source_locations(cfg.directory)])
-    plan = memory_plan("dedup lines", cfg.memory, planned if planned > 1 else 0, asked=cfg.workers is not None)
+    planned = pool_workers(stage, cfg.workers, planned, [cfg.directory, *source_locations(cfg.directory)])
+    plan = memory_plan(stage, cfg.memory, planned if planned > 1 else 0, asked=cfg.workers is not None)
     if plan.workers <= 1 < planned:  # the budget affords no pool: hash in the main process, with all of it
-        plan = memory_plan("dedup lines", cfg.memory, 0)
+        plan = memory_plan(stage, cfg.memory, 0)
     return cfg, plan, max(1, plan.workers)
 
 
-def _run_key(cfg: LinesConfig, info: dict, sources: list[DocSource]) -> str:
+def _run_key(cfg: Any, info: dict, sources: list[DocSource]) -> str:
     """The result-changing settings and the annotate shards' published contents."""
     fs, root = fsspec.core.url_to_fs(cfg.directory)
     parts = [{k: info.get(k) for k in ("version", *RESULT_KEYS)},
@@ -304,17 +341,17 @@ def _run_key(cfg: LinesConfig, info: dict, sources: list[DocSource]) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def _check_existing(fs: fsspec.AbstractFileSystem, set_root: str, info: dict, cfg: LinesConfig) -> None:
+def _check_existing(fs: fsspec.AbstractFileSystem, set_root: str, info: dict, cfg: Any, kind: LineSet) -> None:
     """Refuse to replace a set made with other result-changing settings unless `overwrite`."""
     diff = [] if cfg.overwrite else settings_diff(fs, set_root, info, list(RESULT_KEYS))
     if diff:
         raise DedupLinesError(
-            f"dedup lines: {set_root} holds a result made with other settings: {', '.join(diff)}; re-run with those "
+            f"{kind.stage}: {set_root} holds a result made with other settings: {', '.join(diff)}; re-run with those "
             f"settings to keep it, or pass --overwrite (overwrite=True) to replace it")
 
 
-def _finish_group(cfg: LinesConfig, group: list[int], hashed: list[Hashed], sources: list[DocSource], pub: Publication,
-                  work: str, plan: MemoryPlan, info: dict, progress: Progress) -> None:
+def _finish_group(cfg: Any, kind: LineSet, group: list[int], hashed: list[Hashed], sources: list[DocSource],
+                  pub: Publication, work: str, plan: MemoryPlan, info: dict, progress: Progress) -> None:
     """Flag one group's lines (exact or Bloom) and stage its output shards."""
     line_at = np.concatenate([[0], np.cumsum([h.n_lines for h in hashed])]).astype(np.int64)
     doc_at = np.concatenate([[0], np.cumsum([h.n_docs for h in hashed])]).astype(np.int64)
@@ -325,29 +362,35 @@ def _finish_group(cfg: LinesConfig, group: list[int], hashed: list[Hashed], sour
 
     def all_rows() -> Iterator[np.ndarray]:
         for k, h in enumerate(hashed):
-            yield from _rows(h, int(line_at[k]), int(doc_at[k]), chunk)
+            for rows in _rows(h, int(line_at[k]), int(doc_at[k]), chunk):
+                if kind.keep_first:  # a row's `doc` is its group line ordinal (`dedup.lines.later_lines`)
+                    rows["doc"], rows["rep"] = rows["line"], 0
+                yield rows
 
     try:
         if cfg.bloom_fp is not None:
-            need = BloomGroup.size_bytes(n_rows, cfg.bloom_fp)
+            bloom_kind: type[BloomFirst] | type[BloomGroup] = BloomFirst if kind.keep_first else BloomGroup
+            need = bloom_kind.size_bytes(n_rows, cfg.bloom_fp)
             if need > plan.usable:
                 raise DedupLinesError(
-                    f"dedup lines: the Bloom filters for {n_rows:,} lines at --bloom-fp {cfg.bloom_fp} need "
+                    f"{kind.stage}: the Bloom filters for {n_rows:,} lines at --bloom-fp {cfg.bloom_fp} need "
                     f"{need / 1e6:,.0f} MB, more than --memory allows ({plan.usable / 1e6:,.0f} MB); raise --memory "
                     f"or --bloom-fp, use smaller --group-shards, or leave out --bloom-fp (exact, spilled to disk)")
-            bloom = BloomGroup(n_rows, cfg.bloom_fp, flags)
+            bloom = bloom_kind(n_rows, cfg.bloom_fp, flags)
             for rows in all_rows():
                 bloom.add(rows)
-            for rows in all_rows():
-                bloom.flag(rows)
+            if isinstance(bloom, BloomGroup):  # keep-first flags as it adds, in one pass
+                for rows in all_rows():
+                    bloom.flag(rows)
         else:
-            exact = ExactGroup(f"{work}/g{group[0]}", n_rows, max_rows, flags)
+            exact = ExactGroup(f"{work}/g{group[0]}", n_rows, max_rows, flags,
+                               rule=later_lines if kind.keep_first else flagged_lines)
             for rows in all_rows():
                 exact.add(rows)
             exact.finish()
         fs = pub.fs
         for k, (i, h) in enumerate(zip(group, hashed)):
-            write_tables(pub.staging, fs, sources[i].rel, _tables(h, flags, int(line_at[k])), info)
+            write_tables(pub.staging, fs, sources[i].rel, _tables(h, flags, int(line_at[k]), kind), info)
             progress.advance(0, 1)
             for p in (h.rows_path, h.base_path):
                 _remove(p)
@@ -366,45 +409,54 @@ def _remove(path: str) -> None:
 
 def run_lines(cfg: LinesConfig) -> LinesResult:
     """Flag duplicate lines group by group; publish the `sets/dedup_lines` set and its summary."""
+    return run_line_set(cfg, LINES)
+
+
+def run_line_set(cfg: Any, kind: LineSet) -> LinesResult:
+    """Flag `kind`'s duplicate lines group by group; publish its set and summary (`cfg` is a
+    `LinesConfig` or `dedup paragraphs`' config, which has no `group_shards`)."""
     start = time.perf_counter()
-    _check(cfg)
-    sources = _sources(cfg.directory)
-    groups = _groups(len(sources), cfg.group_shards)
-    set_dir, fs, set_root = set_place(cfg.directory, LINES_SET)  # stale temps of killed writers removed
-    info: dict[str, Any] = {"stage": LINES_SET, "version": __version__, "normalize": cfg.normalize,
-                            "group_shards": cfg.group_shards, "mode": "bloom" if cfg.bloom_fp is not None else "exact",
-                            "bloom_fp": cfg.bloom_fp, "set": LINES_SET, "columns": COLUMNS}
-    _check_existing(fs, set_root, info, cfg)
+    _check(cfg, kind)
+    sources = _sources(cfg.directory, kind)
+    groups = _groups(len(sources), _group_shards(cfg))
+    set_dir, fs, set_root = set_place(cfg.directory, kind.name)  # stale temps of killed writers removed
+    info: dict[str, Any] = {"stage": kind.name, "version": __version__, "normalize": cfg.normalize,
+                            "group_shards": _group_shards(cfg),
+                            "mode": "bloom" if cfg.bloom_fp is not None else "exact",
+                            "bloom_fp": cfg.bloom_fp, "set": kind.name, "columns": kind.columns}
+    if kind.keep_first:
+        info["rule"] = "keep-first"
+    _check_existing(fs, set_root, info, cfg, kind)
     key = _run_key(cfg, info, sources)
-    pub = open_set(fs, set_root, LINES_SET, key, cfg.directory)
+    pub = open_set(fs, set_root, kind.name, key, cfg.directory)
     rels = [s.rel for s in sources]
     result = LinesResult(output=set_dir, groups=len(groups))
     done = None if cfg.overwrite else pub.unchanged_summary(rels)  # these settings, these inputs: nothing to do
     if done is not None:
         result.summary, result.skipped = done, True
     else:
-        _compute(cfg, sources, groups, pub, info, result)
+        _compute(cfg, kind, sources, groups, pub, info, result)
     s = result.summary
     result.documents, result.lines, result.duplicate_lines = s["n_docs"], s["n_lines"], s["n_dup_lines"]
     result.seconds = time.perf_counter() - start
     return result
 
 
-def _compute(cfg: LinesConfig, sources: list[DocSource], groups: list[list[int]], pub: Publication, info: dict,
-             result: LinesResult) -> None:
+def _compute(cfg: Any, kind: LineSet, sources: list[DocSource], groups: list[list[int]], pub: Publication,
+             info: dict, result: LinesResult) -> None:
     from textsieve.exec.local import ordered_map
 
     todo = [g for g in groups if cfg.overwrite or not all(pub.adoptable(sources[i].rel) for i in g)]
     tasks_n = sum(len(g) for g in todo)
-    cfg, plan, workers = _plan(cfg, tasks_n)
+    cfg, plan, workers = _plan(cfg, tasks_n, kind.stage)
     n_docs = sum(s.size for g in todo for s in (sources[i] for i in g))
     if cfg.progress:
         mode = f"Bloom filters at {cfg.bloom_fp}" if cfg.bloom_fp is not None else "exact, keys spilled to disk"
-        print(f"dedup lines: {sum(s.size for s in sources):,} docs in {len(sources)} shard(s), {len(groups)} group(s) "
+        print(f"{kind.stage}: {sum(s.size for s in sources):,} docs in {len(sources)} shard(s), {len(groups)} group(s) "
               f"({len(groups) - len(todo)} finished by an earlier run), normalize={cfg.normalize}; {mode}; "
               f"{plan.describe()}", file=sys.stderr)
-    progress = Progress("dedup lines", n_docs + tasks_n, enabled=cfg.progress)
-    work = start_work("dedup-lines", cfg.directory, cfg.tmp_dir)
+    progress = Progress(kind.stage, n_docs + tasks_n, enabled=cfg.progress)
+    work = start_work(kind.stage.replace(" ", "-"), cfg.directory, cfg.tmp_dir)
     try:
         tasks = [(sources[i], cfg.normalize, f"{work}/s{i}", plan.usable) for g in todo for i in g]
         done = ordered_map(_hash_shard, tasks, workers=min(workers, max(1, len(tasks))))
@@ -414,7 +466,7 @@ def _compute(cfg: LinesConfig, sources: list[DocSource], groups: list[list[int]]
                 _, h = next(done)
                 progress.advance(h.n_docs, h.n_docs)
                 hashed.append(h)
-            _finish_group(cfg, g, hashed, sources, pub, work, plan, info, progress)
+            _finish_group(cfg, kind, g, hashed, sources, pub, work, plan, info, progress)
     finally:
         progress.close()
         finish_work(work)
@@ -424,7 +476,7 @@ def _compute(cfg: LinesConfig, sources: list[DocSource], groups: list[list[int]]
         gsum = dict.fromkeys(totals, 0)
         for i in g:
             pub.add(sources[i].rel, pub.key)
-            for k, v in _shard_counts(pub.fs, pub.staged(sources[i].rel)).items():
+            for k, v in _shard_counts(pub.fs, pub.staged(sources[i].rel), kind).items():
                 gsum[k] += v
         per_group.append({"first_shard": sources[g[0]].rel, "last_shard": sources[g[-1]].rel, "n_shards": len(g),
                           **{k: gsum[k] for k in ("n_docs", "n_lines", "n_dup_lines")}})

@@ -60,7 +60,7 @@ from textsieve.options import memory_option, option, progress_option
 from textsieve.signals.spans import free_spans
 from textsieve.stages.dedup.exact import DocSource
 from textsieve.stages.dedup.exact_out import write_tables
-from textsieve.stages.dedup.substring_spill import Spilled, spill_shard
+from textsieve.stages.dedup.substring_spill import BASE_SCHEMA, Spilled, spill_shard
 from textsieve.stages.descriptor import PROGRESS_REASON, CliSpec, Outcome, Stage, set_named
 from textsieve.stages.doc_set import annotate_sources
 from textsieve.stages.planning import SET_BYTES_PER_DOC, Corpus, PlannedSet, StagePlan
@@ -246,8 +246,6 @@ def _tables(s: Spilled, marks: Marks, tok_at: int) -> Iterator[pa.Table]:
     at = 0
     batches = list(s.base_batches())
     if not batches:
-        from textsieve.stages.dedup.substring_spill import BASE_SCHEMA
-
         batches = [pa.RecordBatch.from_pylist([], schema=BASE_SCHEMA)]
     for b in batches:
         lens = b.column("tokens").to_numpy().astype(np.int64)
@@ -301,7 +299,8 @@ def _plan(cfg: SubstringConfig, n_tasks: int) -> tuple[MemoryPlan, int]:
 
 def _run_key(cfg: SubstringConfig, info: dict, sources: list[DocSource]) -> str:
     fs, root = fsspec.core.url_to_fs(cfg.directory)
-    parts = [{k: info.get(k) for k in ("version", *RESULT_KEYS)}, content_key(fs, root, [s.annotate_rel for s in sources])]
+    parts = [{k: info.get(k) for k in ("version", *RESULT_KEYS)},
+             content_key(fs, root, [s.annotate_rel for s in sources])]
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -364,8 +363,8 @@ def _compute(cfg: SubstringConfig, sources: list[DocSource], pub: Publication, i
     for src in sources:
         pub.add(src.rel, pub.key)
         c = _shard_counts(pub.fs, pub.staged(src.rel))
-        for k, v in zip(totals, (c["n_docs"], c["n_count"], c["n_tokens"], c["n_chars"])):
-            totals[k] += v
+        for name, v in zip(totals, (c["n_docs"], c["n_count"], c["n_tokens"], c["n_chars"])):
+            totals[name] += v
     n_tokens = int(corpus.tok_at[-1])
     summary = {**info, "n_shards": len(sources), **totals, "n_tokens": n_tokens,
                "dup_token_fraction": totals["n_dup_tokens"] / max(1, n_tokens), "partitions": n_parts,
