@@ -97,6 +97,8 @@ def test_every_config_field_is_a_yaml_key(spec):
         elif section.startswith("dedup."):
             if section == "dedup.simhash":  # no keep/normalize choice: its width is the one to give
                 _set(doc, section + ".width", 6)
+            elif section == "dedup.substring":  # nor here: its repeat length
+                _set(doc, section + ".min_len", 50)
             else:
                 _set(doc, section + ".keep" if section.endswith(("fuzzy", "semantic")) else section + ".normalize",
                      {"dedup.fuzzy": "first", "dedup.lines": "ccnet", "dedup.semantic": "first"}.get(section, "none"))
@@ -204,7 +206,7 @@ def test_schema_lists_every_stage_section():
     sch = schema()
     assert set(sch) >= {"inputs", "output", "executor", "address", "read", "extract", "annotate", "dedup", "dsir",
                         "select"}
-    assert set(sch["dedup"]) == {"exact", "fuzzy", "lines", "semantic", "simhash"}
+    assert set(sch["dedup"]) == {"exact", "fuzzy", "lines", "paragraphs", "semantic", "simhash", "substring"}
     assert "thresholds" in sch["dedup"]["fuzzy"] and "recipe" in sch["select"] and "buckets" in sch["dsir"][0]
 
 

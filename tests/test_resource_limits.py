@@ -523,8 +523,8 @@ def test_every_stage_defaults_memory_alike_and_reads_it_through_memory_plan():
     from textsieve.stages.registry import stages
 
     defaults = {s.name: default_of(f) for s in stages() for f in dataclasses.fields(s.config) if f.name == "memory"}
-    assert set(defaults) == {"annotate", "dedup_exact", "dedup_fuzzy", "dedup_lines", "dedup_semantic",
-                             "decontaminate", "mix", "select"}
+    assert set(defaults) == {"annotate", "dedup_exact", "dedup_fuzzy", "dedup_lines", "dedup_paragraphs",
+                             "dedup_substring", "dedup_semantic", "decontaminate", "mix", "select"}
     assert defaults.pop("select") is None
     assert set(defaults.values()) == {DEFAULT_MEMORY}
     for path in sorted(Path(textsieve.stages.__file__).parent.rglob("*.py")):

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -115,21 +116,25 @@ class ExactGroup:
         os.remove(path)
 
 
+def _bloom_filter() -> Any:
+    """The Bloom filter class, imported on first use: numba is loaded only in Bloom mode."""
+    from textsieve.dedup.bloom import BloomFilter
+
+    return BloomFilter
+
+
 class BloomGroup:
     """Bloom-filter flags: `capacity` first occurrences at false-positive rate `rate` (module doc)."""
 
     def __init__(self, capacity: int, rate: float, flags: GroupFlags):
-        from textsieve.dedup.bloom import BloomFilter  # numba: loaded only in Bloom mode
-
-        self.seen = BloomFilter(max(1, capacity), rate / 2)
-        self.twice = BloomFilter(max(1, capacity), rate / 2)
+        bloom = _bloom_filter()
+        self.seen = bloom(max(1, capacity), rate / 2)
+        self.twice = bloom(max(1, capacity), rate / 2)
         self.flags = flags
 
     @staticmethod
     def size_bytes(capacity: int, rate: float) -> int:
-        from textsieve.dedup.bloom import BloomFilter
-
-        return 2 * BloomFilter.size_bytes(max(1, capacity), rate / 2)
+        return 2 * _bloom_filter().size_bytes(max(1, capacity), rate / 2)
 
     def add(self, rows: np.ndarray) -> None:
         """First pass, in corpus order: each document's distinct keys (rep == 0)."""
@@ -148,16 +153,12 @@ class BloomFirst:
     """Keep-first Bloom flags: one filter, each row tested then added in corpus order (module doc)."""
 
     def __init__(self, capacity: int, rate: float, flags: GroupFlags):
-        from textsieve.dedup.bloom import BloomFilter
-
-        self.seen = BloomFilter(max(1, capacity), rate)
+        self.seen = _bloom_filter()(max(1, capacity), rate)
         self.flags = flags
 
     @staticmethod
     def size_bytes(capacity: int, rate: float) -> int:
-        from textsieve.dedup.bloom import BloomFilter
-
-        return BloomFilter.size_bytes(max(1, capacity), rate)
+        return _bloom_filter().size_bytes(max(1, capacity), rate)
 
     def add(self, rows: np.ndarray) -> None:
         self.flags.set(rows["line"][self.seen.test_add(rows["h1"], rows["h2"])])

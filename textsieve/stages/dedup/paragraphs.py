@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from textsieve.exec.budget import memory_plan
 from textsieve.options import memory_option, option, progress_option
 from textsieve.stages.dedup.lines import LINE_CHARS, LINE_KEY_BYTES, LineSet, LinesResult, output_schema, run_line_set
 from textsieve.stages.descriptor import PROGRESS_REASON, CliSpec, Outcome, Stage, set_named
@@ -64,8 +65,6 @@ def _pipeline_run(c: ParagraphsConfig) -> Outcome:
 
 
 def _estimate(c: ParagraphsConfig, e: Corpus) -> StagePlan:
-    from textsieve.exec.budget import memory_plan
-
     lines = e.docs * max(e.mean_chars // LINE_CHARS, 1)
     return StagePlan("dedup paragraphs", f"paragraph hashes ({c.normalize}), first occurrence kept",
                      min(memory_plan("dedup paragraphs", c.memory, 0).total, lines * LINE_KEY_BYTES) + 100_000_000,

@@ -50,6 +50,7 @@ from textsieve.dedup.substring import BYTES_PER_TOKEN, DEFAULT_MIN_LEN, repeated
 from textsieve.display import result_display
 from textsieve.errors import TextsieveError
 from textsieve.exec.budget import MemoryPlan, memory_plan
+from textsieve.exec.local import default_workers, ordered_map
 from textsieve.exec.progress import Progress
 from textsieve.io.attributes import open_set, set_place
 from textsieve.io.leftovers import finish_work, start_work
@@ -64,6 +65,7 @@ from textsieve.stages.dedup.substring_spill import BASE_SCHEMA, Spilled, spill_s
 from textsieve.stages.descriptor import PROGRESS_REASON, CliSpec, Outcome, Stage, set_named
 from textsieve.stages.doc_set import annotate_sources
 from textsieve.stages.planning import SET_BYTES_PER_DOC, Corpus, PlannedSet, StagePlan
+from textsieve.tokenization.tokenizer import load_tokenizer
 
 SUBSTRING_SET = "dedup_substring"
 SPANS = "dup_substring_spans"
@@ -130,8 +132,6 @@ def _tokens_info(cfg: SubstringConfig) -> dict[str, Any]:
     """What the tokens are (loaded once here, so a bad tokenizer path fails before any work)."""
     if cfg.tokenizer is None:
         return {"unit": "words", "tokenizer": None, "tokenizer_fingerprint": None}
-    from textsieve.tokenization.tokenizer import load_tokenizer
-
     tok = load_tokenizer(cfg.tokenizer)
     return {"unit": "tokens", "tokenizer": os.path.abspath(tok.path) if "://" not in tok.path else tok.path,
             "tokenizer_fingerprint": tok.fingerprint}
@@ -287,8 +287,6 @@ def _shard_counts(fs: fsspec.AbstractFileSystem, path: str) -> dict[str, int]:
 
 def _plan(cfg: SubstringConfig, n_tasks: int) -> tuple[MemoryPlan, int]:
     """Workers and the split of `--memory` (`exec.budget`), as `dedup lines` does."""
-    from textsieve.exec.local import default_workers
-
     planned = min(cfg.workers or default_workers(), max(1, n_tasks))
     planned = pool_workers("dedup substring", cfg.workers, planned, [cfg.directory, *source_locations(cfg.directory)])
     plan = memory_plan("dedup substring", cfg.memory, planned if planned > 1 else 0, asked=cfg.workers is not None)
@@ -333,8 +331,6 @@ def run_substring(cfg: SubstringConfig) -> SubstringResult:
 
 def _compute(cfg: SubstringConfig, sources: list[DocSource], pub: Publication, info: dict,
              result: SubstringResult) -> None:
-    from textsieve.exec.local import ordered_map
-
     plan, workers = _plan(cfg, len(sources))
     n_docs = sum(s.size for s in sources)
     if cfg.progress:

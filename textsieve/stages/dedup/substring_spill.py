@@ -24,6 +24,7 @@ import pyarrow as pa
 from textsieve.dedup.partitions import as_bytes
 from textsieve.dedup.substring import OFFSET, Vocabulary, word_tokens
 from textsieve.io.diskfull import disk_full_as_error
+from textsieve.tokenization.tokenizer import load_tokenizer
 
 BASE_SCHEMA = pa.schema([("id", pa.string()), ("shard", pa.string()), ("row", pa.int64()),
                          ("tokens", pa.int64()), ("chars", pa.int64())])
@@ -68,8 +69,6 @@ class Spilled:
 
 def _tokenizer(path: str) -> Any:
     if path not in _TOKENIZERS:
-        from textsieve.tokenization.tokenizer import load_tokenizer
-
         _TOKENIZERS.clear()
         _TOKENIZERS[path] = load_tokenizer(path)
     return _TOKENIZERS[path]
