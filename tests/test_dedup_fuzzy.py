@@ -128,6 +128,30 @@ def test_tiny_memory_forces_passes_same_output(annotated, monkeypatch):
         k: v for k, v in reference.items() if k not in run_specific}
 
 
+def test_components_in_chunks_give_the_same_clusters(annotated, golden, monkeypatch):
+    """Issue 29 item 1: edges beyond the budget's share go through the chunked components (one
+    chunk of edges at a time, 16 bytes per candidate held); the published set is the same bytes."""
+    _fuzzy(annotated)
+    reference = _set_bytes(annotated)
+    from textsieve.dedup import components as cc
+    from textsieve.stages.dedup import fuzzy
+
+    calls = []
+    original = cc.components_chunked
+
+    def chunked(chunks, spill=None, rows=1 << 20):
+        calls.append(1)
+        return original(chunks, spill, rows)
+
+    monkeypatch.setattr(fuzzy, "edge_rows", lambda budget: 5)  # 5 edges a chunk
+    monkeypatch.setattr(cc, "components_chunked", chunked)
+    _fuzzy(annotated)
+    assert len(calls) == len(THRESHOLDS)
+    assert _set_bytes(annotated) == reference
+    for t in THRESHOLDS:
+        assert _clusters(annotated, t) == _golden_set(golden, t), t
+
+
 def test_grouper_recursive_passes_on_skewed_keys(tmp_path):
     """Keys shared by thousands of rows overflow a partition; the chunk-reduce-rescatter passes
     must link exactly the rows that share a key."""

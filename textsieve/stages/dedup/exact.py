@@ -41,12 +41,12 @@ import numpy as np
 import pyarrow as pa
 
 from textsieve._version import __version__
-from textsieve.dedup.components import components
+from textsieve.dedup.components import components, edge_rows
 from textsieve.dedup.corpus import ShardTable, first_lines, id_ints
 from textsieve.dedup.exact import check_normalize, content_keys
 from textsieve.dedup.hashed import HashedShard, HashedWriter, hashed_batch
 from textsieve.dedup.id_table import SourceIds, check_unique_ids
-from textsieve.dedup.partitions import ROW, Grouper, PartitionWriter, rows_per_pass
+from textsieve.dedup.partitions import ROW, WORK_BYTES_PER_ROW, Grouper, PartitionWriter, rows_per_pass
 from textsieve.display import result_display
 from textsieve.exec.budget import MemoryPlan, memory_plan
 from textsieve.exec.progress import Progress
@@ -474,7 +474,7 @@ def _finish_exact(cfg, sources, work, writer, max_rows, set_root, fs, info, n_do
         grouper.group_partitions([part])
         progress.advance(part[1], part[1])
     progress.close()
-    nodes, label = components(grouper.all_edges())
+    nodes, label = components(grouper.all_edges(), max_rows=edge_rows(max_rows * WORK_BYTES_PER_ROW))
     nodes = nodes.astype(np.int64)
     rep = nodes[label]  # union by smaller index: the label is the group's first (smallest) ordinal
     size = np.bincount(label, minlength=nodes.shape[0])[label].astype(np.int64)
@@ -542,8 +542,6 @@ def _complete(layout: Layout, name: str, c: ExactConfig) -> bool:
 
 
 def _estimate(c: ExactConfig, e: Corpus) -> StagePlan:
-    from textsieve.dedup.partitions import ROW, WORK_BYTES_PER_ROW
-
     if c.bloom_fp:
         cap = c.bloom_capacity or e.docs
         bits = int(-cap * math.log(c.bloom_fp) / (math.log(2) ** 2))

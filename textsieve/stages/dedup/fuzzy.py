@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from textsieve._version import __version__
-from textsieve.dedup.components import cluster_ids, components
+from textsieve.dedup.components import cluster_ids, components, edge_rows
 from textsieve.dedup.corpus import ShardTable, first_lines, gather_texts, id_ints, write_set
 from textsieve.dedup.id_table import check_unique_ids
 from textsieve.dedup.lsh import BAND_PREFIXES, band_column, band_rows, band_values, signature_column
@@ -209,7 +209,7 @@ def _verify(cfg: FuzzyConfig, table: ShardTable, prefix: str, edges: dict[float,
 
 def _nodes(cfg: FuzzyConfig, table: ShardTable, edges: dict[float, np.ndarray],
            budget: int) -> dict[float, _Nodes]:
-    comps = {t: components(e) for t, e in edges.items()}
+    comps = {t: components(e, max_rows=edge_rows(budget)) for t, e in edges.items()}
     lengths: tuple[np.ndarray, np.ndarray] | None = None  # (sorted id_ints, their lengths) for keep=longest
     if cfg.keep == "longest":
         allnodes = np.unique(np.concatenate([n for n, _ in comps.values()] or [np.zeros(0, np.uint64)]))

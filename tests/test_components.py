@@ -1,0 +1,42 @@
+"""Connected components (`dedup.components`): the chunked form (issue 29 item 1) against the
+one-shot form, on random graphs cut into tiny chunks, in memory and spilled to files."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from textsieve.dedup.components import cluster_ids, components, components_chunked
+
+
+def _graphs(seed: int, n: int):
+    rng = np.random.default_rng(seed)
+    for _ in range(n):
+        nodes = int(rng.integers(2, 80))
+        ids = rng.choice(np.arange(1, 10_000, dtype=np.uint64), nodes, replace=False)
+        edges = ids[rng.integers(0, nodes, (int(rng.integers(1, 150)), 2))]
+        yield rng, edges
+
+
+def test_chunked_equals_one_shot_on_random_graphs():
+    for rng, edges in _graphs(11, 400):
+        want = components(edges)
+        got = components(edges, max_rows=int(rng.integers(1, 9)))
+        assert np.array_equal(want[0], got[0]) and np.array_equal(want[1], got[1])
+        assert all(np.array_equal(x, y) for x, y in zip(cluster_ids(want[1], want[0]), cluster_ids(got[1], got[0])))
+
+
+def test_spilled_rounds_equal_one_shot_and_leave_no_files(tmp_path):
+    for rng, edges in _graphs(12, 100):
+        step = int(rng.integers(1, 6))
+        got = components_chunked(lambda: (edges[i:i + step] for i in range(0, len(edges), step)),
+                                 spill=str(tmp_path), rows=3)
+        want = components(edges)
+        assert np.array_equal(want[0], got[0]) and np.array_equal(want[1], got[1])
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_long_chain_and_the_smallest_id_labels():
+    ids = np.arange(1000, 0, -1, dtype=np.uint64)  # a path whose ids fall along it
+    edges = np.stack([ids[:-1], ids[1:]], axis=1)
+    nodes, label = components(edges, max_rows=7)
+    assert (label == 0).all() and nodes[0] == 1
