@@ -28,8 +28,11 @@ def test_chunked_equals_one_shot_on_random_graphs():
 def test_spilled_rounds_equal_one_shot_and_leave_no_files(tmp_path):
     for rng, edges in _graphs(12, 100):
         step = int(rng.integers(1, 6))
-        got = components_chunked(lambda: (edges[i:i + step] for i in range(0, len(edges), step)),
-                                 spill=str(tmp_path), rows=3)
+
+        def chunks(edges=edges, step=step):
+            return (edges[i:i + step] for i in range(0, len(edges), step))
+
+        got = components_chunked(chunks, spill=str(tmp_path), rows=3)
         want = components(edges)
         assert np.array_equal(want[0], got[0]) and np.array_equal(want[1], got[1])
     assert list(tmp_path.iterdir()) == []
