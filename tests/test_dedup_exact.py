@@ -162,3 +162,27 @@ def test_other_settings_get_their_own_set(corpus, tmp_path, capsys):
     s.write_text(json.dumps(dict(json.loads(s.read_text()), normalize="rpv2")))
     assert main(["dedup", "exact", str(ann), "-q"]) == 2
     assert "normalize='rpv2' (now 'none')" in capsys.readouterr().err
+
+
+def test_group_edges_spilled_to_disk_same_bytes(corpus, tmp_path, monkeypatch):
+    """Issue 29 item 1: a duplicate group's edges beyond their share of the budget go to files
+    and the components read them a chunk at a time: the same published set."""
+    ref = tmp_path / "ref"
+    assert main(["dedup", "exact", str(corpus), "-o", str(ref), "-q"]) == 0
+    from textsieve.dedup import partitions
+    from textsieve.stages.dedup import exact
+
+    spills = []
+    original = partitions.EdgeStore._start_spill
+    monkeypatch.setattr(partitions.EdgeStore, "_start_spill", lambda self: (spills.append(1), original(self)))
+    monkeypatch.setattr(partitions.EdgeStore, "min_edges", 4)
+    monkeypatch.setattr(partitions, "COMPACT_EDGES", 8)
+    monkeypatch.setattr(exact, "EDGE_SHARE", 10**9)
+    out = tmp_path / "spilled"
+    assert main(["dedup", "exact", str(corpus), "-o", str(out), "-q"]) == 0
+    assert spills
+    for p in sorted((ref / "sets" / "dedup_exact").rglob("*")):
+        if p.is_file():
+            q = out / "sets" / "dedup_exact" / p.relative_to(ref / "sets" / "dedup_exact")
+            if p.name.endswith(".parquet") or p.name == "summary.json":
+                assert q.read_bytes() == p.read_bytes(), p.name

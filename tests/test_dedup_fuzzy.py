@@ -152,6 +152,53 @@ def test_components_in_chunks_give_the_same_clusters(annotated, golden, monkeypa
         assert _clusters(annotated, t) == _golden_set(golden, t), t
 
 
+@pytest.mark.parametrize("verify", ["none", "exact", "estimated"])
+def test_edges_spilled_to_disk_give_the_same_bytes(annotated, monkeypatch, verify):
+    """Issue 29 item 1: candidate edges beyond their share of the budget go to partition files,
+    are verified and put into components a chunk at a time; the published set, summary and
+    manifest included, is byte-identical to the in-memory run's at the same --memory."""
+    before = _fuzzy(annotated, "--verify", verify, "--memory", "32MB")
+    reference = _set_bytes(annotated)
+    from textsieve.dedup import partitions
+    from textsieve.stages.dedup import fuzzy
+
+    spills = []
+    original = partitions.EdgeStore._start_spill
+
+    def counted(self):
+        spills.append(self.work)
+        return original(self)
+
+    monkeypatch.setattr(partitions.EdgeStore, "_start_spill", counted)
+    monkeypatch.setattr(partitions.EdgeStore, "min_edges", 8)
+    monkeypatch.setattr(fuzzy, "EDGE_SHARE", 10**9)  # every threshold's edges spill past 8
+    monkeypatch.setattr(partitions, "COMPACT_EDGES", 64)  # compact (and so check the share) every 64 edges
+    after = _fuzzy(annotated, "--verify", verify, "--memory", "32MB")
+    assert len(spills) >= len(THRESHOLDS) * (2 if verify != "none" else 1)
+    assert _set_bytes(annotated) == reference
+    assert before == after
+    assert not list((annotated / ".textsieve-work").glob("**/edges-*")) if (annotated / ".textsieve-work").exists() \
+        else True
+
+
+def test_edge_store_spill_equals_memory(tmp_path):
+    rng = np.random.default_rng(5)
+    from textsieve.dedup.partitions import EdgeStore
+
+    edges = rng.integers(1, 400, (30000, 2)).astype(np.uint64)  # many repeats of each pair
+    mem = EdgeStore.of(edges)
+    disk = EdgeStore(str(tmp_path / "e"), 1024, max_edges=100)
+    for s in range(0, edges.shape[0], 777):
+        disk.add(edges[s:s + 777])
+    disk.close()
+    assert disk.spilled and not mem.spilled and disk.n == mem.n
+    got = np.concatenate(list(disk.chunks()))
+    assert all(c.shape[0] <= 1024 for c in disk.chunks())
+    assert np.array_equal(np.unique(got, axis=0), mem.array()) and got.shape[0] == mem.n
+    disk.remove()
+    assert not list((tmp_path / "e").iterdir())
+
+
 def test_grouper_recursive_passes_on_skewed_keys(tmp_path):
     """Keys shared by thousands of rows overflow a partition; the chunk-reduce-rescatter passes
     must link exactly the rows that share a key."""

@@ -94,7 +94,7 @@ def _index_of(nodes: np.ndarray, q: np.ndarray) -> np.ndarray:
     return out
 
 
-def _distinct_nodes(chunks: Iterable[np.ndarray]) -> np.ndarray:
+def distinct_nodes(chunks: Iterable[np.ndarray]) -> np.ndarray:
     """The sorted distinct endpoints of every chunk, merged as they come (amortised: the held
     uniques are folded into the result when they outgrow it)."""
     acc = np.zeros(0, dtype=np.uint64)
@@ -158,7 +158,7 @@ def components_chunked(chunks: Callable[[], Iterable[np.ndarray]], spill: str | 
     array's slices, a spill file read a piece at a time) and is called twice. Each round keeps
     only its cross edges, as root pairs, for the next (in memory, or in files under `spill` read
     `rows` at a time), so later rounds read less, as the one-shot form's do."""
-    nodes = _distinct_nodes(chunks())
+    nodes = distinct_nodes(chunks())
 
     def first() -> Iterable[np.ndarray]:
         for chunk in chunks():

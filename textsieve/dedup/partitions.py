@@ -13,11 +13,19 @@ emits its edges and is reduced to one row per distinct key (key, first document)
 rows are scattered again on the next key bits and grouped recursively. Every pass either
 shrinks the rows (duplicates collapse) or splits them (distinct keys spread over the next
 bits), so it terminates, and the edge set links exactly the documents that share a key.
+
+The edges themselves go to an `EdgeStore` (issue 29 item 1): distinct pairs held in memory up to
+`max_edges`, then scattered to 16 files by a hash of the pair (the copies of a pair, one per band
+it collides in, meet in one file), each made distinct on its own when the store is closed (a file
+larger than a sort pass split again on the next hash bits). Readers take them a chunk at a time;
+the edge set, and everything computed from it, is the same either way, only the order differs
+(sorted in memory, by file on disk).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -163,9 +171,157 @@ def unique_pairs(edges: np.ndarray) -> np.ndarray:
     return edges[keep]
 
 
-#: Buffered edges before the Grouper deduplicates them (and at least twice the last distinct count);
+#: bytes per held edge (two uint64)
+EDGE_BYTES = 16
+#: Buffered edges before an `EdgeStore` deduplicates them (and at least twice the last distinct count);
 #: at most a quarter of a sort pass's rows, so the buffer stays within the budget.
 COMPACT_EDGES = 1 << 20
+_MIX_A, _MIX_B = np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F)
+_FANOUT = 1 << FANOUT_BITS
+
+
+def _bucket(edges: np.ndarray, level: int) -> np.ndarray:
+    """The partition of each pair at split `level`: FANOUT_BITS bits of a hash of (a, b)."""
+    h = edges[:, 0] * _MIX_A ^ edges[:, 1] * _MIX_B
+    h ^= h >> np.uint64(29)
+    shift = np.uint64(64 - FANOUT_BITS * (level + 1))
+    return ((h >> shift) & np.uint64(_FANOUT - 1)).astype(np.int64)
+
+
+class EdgeStore:
+    """Distinct (a, b) uint64 edges: in memory up to `max_edges`, else partition files under
+    `work` of at most `max_rows` distinct edges each once `close`d (module doc)."""
+
+    #: the fewest distinct edges a store holds in memory whatever its share
+    min_edges = 1024
+
+    def __init__(self, work: str, max_rows: int, max_edges: int | None = None):
+        self.work, self.max_rows = work, max(1024, int(max_rows))
+        self.max_edges = None if max_edges is None else max(EdgeStore.min_edges, int(max_edges))
+        self.held: list[np.ndarray] = []
+        self.pending = self.compacted = 0
+        self.parts: list[tuple[str, int]] | None = None  # spilled: (file, rows) of each partition
+        self.n = 0  # distinct edges, once closed
+        self.closed = False
+
+    @classmethod
+    def of(cls, edges: np.ndarray) -> EdgeStore:
+        """A closed in-memory store of an edge array (made distinct)."""
+        store = cls("", 1024)
+        store.add(edges)
+        store.close()
+        return store
+
+    @property
+    def spilled(self) -> bool:
+        return self.parts is not None
+
+    def add(self, edges: np.ndarray) -> None:
+        edges = np.asarray(edges, dtype=np.uint64).reshape(-1, 2)
+        if not edges.shape[0]:
+            return
+        if self.parts is not None:
+            self._scatter(edges)
+            return
+        self.held.append(edges)
+        self.pending += edges.shape[0]
+        if self.pending >= max(min(COMPACT_EDGES, self.max_rows // 4), 2 * self.compacted):
+            self._compact()
+            if self.max_edges is not None and self.compacted > self.max_edges:
+                self._start_spill()
+
+    def _compact(self) -> None:
+        merged = unique_pairs(np.concatenate(self.held)) if self.held else np.zeros((0, 2), np.uint64)
+        self.held = [merged]
+        self.compacted = self.pending = merged.shape[0]
+
+    def _start_spill(self) -> None:
+        os.makedirs(self.work, exist_ok=True)
+        self.parts = [(os.path.join(self.work, f"edges-{k:02x}.u64"), 0) for k in range(_FANOUT)]
+        for path, _ in self.parts:
+            open(path, "wb").close()
+        held, self.held = self.held, []
+        for e in held:
+            self._scatter(e)
+
+    def _scatter(self, edges: np.ndarray, level: int = 0, parts: list[tuple[str, int]] | None = None) -> None:
+        parts = self.parts if parts is None else parts
+        assert parts is not None
+        bucket = _bucket(edges, level)
+        order = np.argsort(bucket, kind="stable")
+        bounds = np.searchsorted(bucket[order], np.arange(_FANOUT + 1))
+        for k in range(_FANOUT):
+            if bounds[k + 1] > bounds[k]:
+                path, n = parts[k]
+                with open(path, "ab") as fh:
+                    fh.write(as_bytes(np.ascontiguousarray(edges[order[bounds[k]:bounds[k + 1]]])))
+                parts[k] = (path, n + int(bounds[k + 1] - bounds[k]))
+
+    def close(self) -> EdgeStore:
+        """No more edges: make the pairs distinct (every spilled file on its own)."""
+        if self.closed:
+            return self
+        self.closed = True
+        if self.parts is None:
+            self._compact()
+            if self.max_edges is None or self.compacted <= self.max_edges:
+                self.n = self.compacted
+                return self
+            self._start_spill()  # more distinct edges than the share: the readers take files
+        assert self.parts is not None
+        done: list[tuple[str, int]] = []
+        for path, n in self.parts:
+            done.extend(self._distinct(path, n, 0))
+        self.parts = done
+        self.n = sum(n for _, n in done)
+        return self
+
+    def _distinct(self, path: str, n: int, level: int) -> list[tuple[str, int]]:
+        """`path`'s distinct pairs in files of at most `max_rows` (split on the next hash bits)."""
+        if n == 0:
+            os.remove(path)
+            return []
+        if n <= self.max_rows or FANOUT_BITS * (level + 2) > 64:
+            edges = unique_pairs(np.fromfile(path, dtype=np.uint64).reshape(-1, 2))
+            edges.tofile(path)
+            return [(path, int(edges.shape[0]))]
+        subs = [(f"{path}.{k:x}", 0) for k in range(_FANOUT)]
+        for p, _ in subs:
+            open(p, "wb").close()
+        for start in range(0, n, self.max_rows):
+            chunk = np.fromfile(path, dtype=np.uint64, count=2 * self.max_rows, offset=16 * start).reshape(-1, 2)
+            self._scatter(chunk, level + 1, subs)
+        os.remove(path)
+        out: list[tuple[str, int]] = []
+        for p, m in subs:
+            out.extend(self._distinct(p, m, level + 1))
+        return out
+
+    def chunks(self) -> Iterator[np.ndarray]:
+        """The distinct edges, at most `max_rows` at a time (sorted in memory; by file on disk)."""
+        self.close()
+        if self.parts is None:
+            edges = self.held[0] if self.held else np.zeros((0, 2), np.uint64)
+            for s in range(0, edges.shape[0], self.max_rows):
+                yield edges[s:s + self.max_rows]
+            return
+        for path, n in self.parts:
+            if n:
+                yield np.fromfile(path, dtype=np.uint64).reshape(-1, 2)
+
+    def array(self) -> np.ndarray:
+        """Every distinct edge in one array (in-memory stores; a spilled one is read whole)."""
+        self.close()
+        if self.parts is None:
+            return self.held[0] if self.held else np.zeros((0, 2), np.uint64)
+        return np.concatenate(list(self.chunks()) or [np.zeros((0, 2), np.uint64)])
+
+    def remove(self) -> None:
+        """Delete the spilled files (the store is empty afterwards)."""
+        for path, _ in self.parts or []:
+            if os.path.exists(path):
+                os.remove(path)
+        self.parts, self.held, self.n = None, [], 0
 
 
 @dataclass
@@ -174,10 +330,12 @@ class Grouper:
 
     work_dir: str
     max_rows: int
-    edges: list[np.ndarray] = field(default_factory=list)
+    max_edges: int | None = None  # distinct edges held before they spill (`EdgeStore`); None: never
     stats: GroupStats = field(default_factory=GroupStats)
-    _pending: int = 0  # edges buffered since the last compaction (the distinct ones included)
-    _compacted: int = 0  # distinct edges after the last compaction
+    store: EdgeStore = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.store = EdgeStore(f"{self.work_dir}/edges", self.max_rows, self.max_edges)
 
     def group_partitions(self, parts: list[tuple[str, int]], level: int = 0) -> None:
         for path, n in parts:
@@ -185,17 +343,8 @@ class Grouper:
 
     def _emit(self, e: np.ndarray) -> None:
         if e.shape[0]:
-            self.edges.append(e)
+            self.store.add(e)  # distinct pairs kept: memory follows them, not the band collisions
             self.stats.edges += e.shape[0]
-            self._pending += e.shape[0]
-            if self._pending >= max(min(COMPACT_EDGES, self.max_rows // 4), 2 * self._compacted):
-                self._compact()
-
-    def _compact(self) -> None:
-        """Keep only distinct edges: memory follows the distinct pairs, not the band collisions."""
-        merged = unique_pairs(np.concatenate(self.edges))
-        self.edges = [merged]
-        self._compacted = self._pending = merged.shape[0]
 
     def _group_file(self, path: str, n: int, level: int) -> None:
         self.stats.partitions += 1
@@ -225,11 +374,12 @@ class Grouper:
         self.group_partitions(subparts, level + 1)
 
     def all_edges(self) -> np.ndarray:
-        """Every distinct edge, sorted (`unique_pairs`)."""
-        if not self.edges:
-            return np.zeros((0, 2), dtype=np.uint64)
-        self._compact()
-        return self.edges[0]
+        """Every distinct edge in one array (sorted when they stayed in memory)."""
+        return self.store.array()
+
+    def edge_store(self) -> EdgeStore:
+        """The distinct edges, closed: read them a chunk at a time (`EdgeStore.chunks`)."""
+        return self.store.close()
 
 
 def partition_bits(total_rows: int, max_rows: int) -> int:

@@ -35,6 +35,7 @@ from textsieve.text.normalize import normalize
 
 if TYPE_CHECKING:  # dedup.corpus imports this module's store lazily, and so does this module
     from textsieve.dedup.corpus import ShardTable
+    from textsieve.dedup.partitions import EdgeStore
 
 NGRAM = 13  # = textsieve.dedup.minhash.NGRAM (§7.1)
 
@@ -106,9 +107,10 @@ class ShingleStore:
         raw = os.pread(fds[int(self.file_of[k])], 8 * n, 8 * int(self.start[k]))
         return np.frombuffer(raw, dtype="<u8")
 
-    def jaccard(self, a: np.ndarray, b: np.ndarray, progress=None) -> np.ndarray:
+    def jaccard(self, a: np.ndarray, b: np.ndarray, progress=None, base: int = 0) -> np.ndarray:
         """Exact Jaccard of documents a[i] and b[i] (indexes into this store). `progress` (a
-        `stages.progress.Progress` counting pairs) advances every 16,384 pairs."""
+        `stages.progress.Progress` counting pairs, `base` of them done before) advances every
+        16,384 pairs."""
         out = np.zeros(a.shape[0], dtype=np.float64)
         fds = [os.open(f, os.O_RDONLY) for f in self.files]
         try:
@@ -118,7 +120,7 @@ class ShingleStore:
                     last, arr_a = int(a[i]), self._read(fds, int(a[i]))
                 out[i] = jaccard_sorted(arr_a, self._read(fds, int(b[i])))
                 if progress is not None and (n % 16384 == 0 or n == a.shape[0]):
-                    progress.update(n - progress.docs, n)
+                    progress.update(base + n - progress.docs, base + n)
         finally:
             for fd in fds:
                 os.close(fd)
@@ -185,11 +187,11 @@ def locate(table: ShardTable, want: np.ndarray, budget: int, extra: str | None =
     return want[found], ords[found], (values[found] if values is not None else None)
 
 
-def estimated_edges(table: ShardTable, sig_col: str, edges: dict[float, np.ndarray], ends: np.ndarray,
-                    budget: int) -> dict[float, np.ndarray]:
+def estimated_edges(table: ShardTable, sig_col: str, edges: dict[float, EdgeStore], ends: np.ndarray,
+                    budget: int, out: Callable[[float], EdgeStore]) -> dict[float, EdgeStore]:
     """`--verify estimated`: per threshold, the edges whose MinHash estimate (`sig_col`, the
-    128-value signature) is >= T. `ends`: the sorted distinct documents of all edges. Memory:
-    the candidates' signatures (512 B each) and one chunk of pairs."""
+    128-value signature) is >= T, into `out(T)`. `ends`: the sorted distinct documents of all
+    edges. Memory: the candidates' signatures (512 B each) and one chunk of pairs."""
     from textsieve.dedup.lsh import band_values, estimated_jaccard
 
     def decode(arr: pa.Array) -> np.ndarray:
@@ -200,22 +202,26 @@ def estimated_edges(table: ShardTable, sig_col: str, edges: dict[float, np.ndarr
 
     ii, _, sig = locate(table, ends, budget, sig_col, decode, ID_ROW_BYTES + SIG_ROW_BYTES)
     assert sig is not None
-    # pairs a chunk at a time: gathering both ends of every edge at once costs 2 x edges x 512 B
+    # pairs a piece at a time: gathering both ends of every edge at once costs 2 x edges x 512 B
     step = max(1024, budget // (16 * max(1, sig.shape[1] * sig.itemsize)))
-    out = {}
-    for t, e in edges.items():
-        a, b = np.searchsorted(ii, e[:, 0]), np.searchsorted(ii, e[:, 1])
-        keep = np.zeros(e.shape[0], dtype=bool)
-        for s in range(0, e.shape[0], step):
-            keep[s:s + step] = estimated_jaccard(sig[a[s:s + step]], sig[b[s:s + step]]) >= t
-        out[t] = e[keep]
-    return out
+    result = {}
+    for t, store in edges.items():
+        kept = out(t)
+        for e in store.chunks():
+            a, b = np.searchsorted(ii, e[:, 0]), np.searchsorted(ii, e[:, 1])
+            keep = np.zeros(e.shape[0], dtype=bool)
+            for s in range(0, e.shape[0], step):
+                keep[s:s + step] = estimated_jaccard(sig[a[s:s + step]], sig[b[s:s + step]]) >= t
+            kept.add(e[keep])
+        result[t] = kept.close()
+    return result
 
 
-def exact_edges(table: ShardTable, edges: dict[float, np.ndarray], ends: np.ndarray, budget: int, work: str,
-                workers: int = 1, progress: bool = False) -> dict[float, np.ndarray]:
-    """`--verify exact`: per threshold, the edges whose exact shingle Jaccard is >= T, from a
-    `ShingleStore` of the candidates built in the folder `work`."""
+def exact_edges(table: ShardTable, edges: dict[float, EdgeStore], ends: np.ndarray, budget: int, work: str,
+                out: Callable[[float], EdgeStore], workers: int = 1, progress: bool = False) -> dict[float, EdgeStore]:
+    """`--verify exact`: per threshold, the edges whose exact shingle Jaccard is >= T, into
+    `out(T)`, from a `ShingleStore` of the candidates built in the folder `work`; the edges are
+    read a chunk at a time."""
     from textsieve.dedup.corpus import shingle_store
     from textsieve.exec.progress import Progress
 
@@ -226,10 +232,15 @@ def exact_edges(table: ShardTable, edges: dict[float, np.ndarray], ends: np.ndar
     bar.close()
     slot = np.empty(order.shape[0], dtype=np.int64)
     slot[order] = np.arange(order.shape[0])  # id_int position -> store index
-    out = {}
-    for t, e in edges.items():
-        a, b = slot[np.searchsorted(ii, e[:, 0])], slot[np.searchsorted(ii, e[:, 1])]
-        bar = Progress(f"dedup fuzzy [verify t{t}]", e.shape[0], enabled=progress, unit="pairs")
-        out[t] = e[store.jaccard(a, b, progress=bar) >= t]
+    result = {}
+    for t, src in edges.items():
+        kept = out(t)
+        bar = Progress(f"dedup fuzzy [verify t{t}]", src.n, enabled=progress, unit="pairs")
+        done = 0
+        for e in src.chunks():
+            a, b = slot[np.searchsorted(ii, e[:, 0])], slot[np.searchsorted(ii, e[:, 1])]
+            kept.add(e[store.jaccard(a, b, progress=bar, base=done) >= t])
+            done += e.shape[0]
         bar.close()
-    return out
+        result[t] = kept.close()
+    return result

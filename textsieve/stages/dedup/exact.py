@@ -41,12 +41,12 @@ import numpy as np
 import pyarrow as pa
 
 from textsieve._version import __version__
-from textsieve.dedup.components import components, edge_rows
+from textsieve.dedup.components import components, components_chunked, edge_rows
 from textsieve.dedup.corpus import ShardTable, first_lines, id_ints
 from textsieve.dedup.exact import check_normalize, content_keys
 from textsieve.dedup.hashed import HashedShard, HashedWriter, hashed_batch
 from textsieve.dedup.id_table import SourceIds, check_unique_ids
-from textsieve.dedup.partitions import ROW, WORK_BYTES_PER_ROW, Grouper, PartitionWriter, rows_per_pass
+from textsieve.dedup.partitions import EDGE_BYTES, ROW, WORK_BYTES_PER_ROW, Grouper, PartitionWriter, rows_per_pass
 from textsieve.display import result_display
 from textsieve.exec.budget import MemoryPlan, memory_plan
 from textsieve.exec.progress import Progress
@@ -463,18 +463,26 @@ def run_exact(cfg: ExactConfig) -> ExactResult:
     return result
 
 
+#: 1 / the share of the budget the duplicate groups' edges hold before they spill to disk
+EDGE_SHARE = 4
+
+
 def _finish_exact(cfg, sources, work, writer, max_rows, set_root, fs, info, n_docs, summary,
                   prefix: str, hashed: list[HashedShard]) -> int:
     """Group the keys, then write each shard's output from its hashed file, one batch at a time
     (`dedup.hashed`), so memory holds the groups (~40 B per duplicate document) and one batch."""
-    grouper = Grouper(f"{work}/keys", max_rows)
+    budget = max_rows * WORK_BYTES_PER_ROW
+    grouper = Grouper(f"{work}/keys", max_rows, budget // (EDGE_SHARE * EDGE_BYTES))  # edges past it spill
     parts = writer.close()
     progress = Progress("dedup exact [group]", sum(n for _, n in parts), enabled=cfg.progress, unit="keys")
     for part in parts:  # one partition at a time, so the line shows the pass moving
         grouper.group_partitions([part])
         progress.advance(part[1], part[1])
     progress.close()
-    nodes, label = components(grouper.all_edges(), max_rows=edge_rows(max_rows * WORK_BYTES_PER_ROW))
+    store = grouper.edge_store()
+    nodes, label = (components_chunked(store.chunks) if store.spilled
+                    else components(store.array(), max_rows=edge_rows(budget)))
+    store.remove()
     nodes = nodes.astype(np.int64)
     rep = nodes[label]  # union by smaller index: the label is the group's first (smallest) ordinal
     size = np.bincount(label, minlength=nodes.shape[0])[label].astype(np.int64)

@@ -18,6 +18,7 @@ shard names, shard order, worker count or executor.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import sys
 import time
@@ -30,11 +31,19 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from textsieve._version import __version__
-from textsieve.dedup.components import cluster_ids, components, edge_rows
+from textsieve.dedup.components import cluster_ids, components, components_chunked, distinct_nodes, edge_rows
 from textsieve.dedup.corpus import ShardTable, first_lines, gather_texts, id_ints, write_set
 from textsieve.dedup.id_table import check_unique_ids
 from textsieve.dedup.lsh import BAND_PREFIXES, band_column, band_rows, band_values, signature_column
-from textsieve.dedup.partitions import ROW, Grouper, PartitionWriter, partition_bits, rows_per_pass
+from textsieve.dedup.partitions import (
+    EDGE_BYTES,
+    ROW,
+    EdgeStore,
+    Grouper,
+    PartitionWriter,
+    partition_bits,
+    rows_per_pass,
+)
 from textsieve.dedup.verify import ID_ROW_BYTES, estimated_edges, exact_edges, locate, shard_batches
 from textsieve.display import result_display
 from textsieve.exec.arrow_memory import lean_arrow_memory
@@ -190,26 +199,39 @@ def _scan(cfg: FuzzyConfig, table: ShardTable, cols: dict[float, str], writers: 
     return with_bands
 
 
-def _verify(cfg: FuzzyConfig, table: ShardTable, prefix: str, edges: dict[float, np.ndarray],
-            budget: int) -> dict[float, np.ndarray]:
-    ends = np.unique(np.concatenate([e.ravel() for e in edges.values()] or [np.zeros(0, np.uint64)]))
+def _verify(cfg: FuzzyConfig, table: ShardTable, prefix: str, edges: dict[float, EdgeStore],
+            budget: int, edge_work: str) -> dict[float, EdgeStore]:
+    """The verified edges of each threshold, in stores beside the candidates' (`edge_work`)."""
+    ends = distinct_nodes(itertools.chain.from_iterable(e.chunks() for e in edges.values()))
     if ends.shape[0] == 0:
         return edges
+
+    def out(t: float) -> EdgeStore:
+        src = edges[t]
+        return EdgeStore(f"{edge_work}/verified-{tkey(t)}", src.max_rows, src.max_edges)
+
     if cfg.verify == "estimated":
         sig_col = signature_column(table.schema(0).names, prefix)
         if sig_col is None:
             raise ValueError(f"--verify estimated: no {prefix}* column in {table.paths[0]}")
-        return estimated_edges(table, sig_col, edges, ends, budget)
+        return estimated_edges(table, sig_col, edges, ends, budget, out)
     work = start_work("dedup-verify", cfg.directory, cfg.tmp_dir)  # DIR/.textsieve-work, or --tmp-dir
     try:
-        return exact_edges(table, edges, ends, budget, work, cfg.workers, cfg.progress)
+        return exact_edges(table, edges, ends, budget, work, out, cfg.workers, cfg.progress)
     finally:
         finish_work(work)
 
 
-def _nodes(cfg: FuzzyConfig, table: ShardTable, edges: dict[float, np.ndarray],
+def _components(store: EdgeStore, budget: int) -> tuple[np.ndarray, np.ndarray]:
+    """Components of a store's edges: read a chunk at a time when it spilled or is large."""
+    if store.spilled:
+        return components_chunked(store.chunks)
+    return components(store.array(), max_rows=edge_rows(budget))
+
+
+def _nodes(cfg: FuzzyConfig, table: ShardTable, edges: dict[float, EdgeStore],
            budget: int) -> dict[float, _Nodes]:
-    comps = {t: components(e, max_rows=edge_rows(budget)) for t, e in edges.items()}
+    comps = {t: _components(e, budget) for t, e in edges.items()}
     lengths: tuple[np.ndarray, np.ndarray] | None = None  # (sorted id_ints, their lengths) for keep=longest
     if cfg.keep == "longest":
         allnodes = np.unique(np.concatenate([n for n, _ in comps.values()] or [np.zeros(0, np.uint64)]))
@@ -311,6 +333,57 @@ def _lean_malloc() -> Callable[[], None]:
     return release
 
 
+#: 1 / the share of the budget the distinct candidate edges of all thresholds hold before they spill
+EDGE_SHARE = 4
+
+
+def _cluster(cfg: FuzzyConfig, table: ShardTable, ts: list[float], cols: dict[float, str], bits: dict[float, int],
+             max_rows: int, budget: int, prefix: str, work: str,
+             release: Callable[[], None]) -> tuple[dict[float, _Nodes], dict[float, int], dict[float, dict]]:
+    """Group the band rows into candidate edges per threshold, verify them, find the components.
+
+    The edges stay in `EdgeStore`s: in memory up to a quarter of the budget (over all
+    thresholds), then in files under `work`, read a chunk at a time by verification and the
+    components, so no step holds every edge (issue 29 item 1)."""
+    max_edges = budget // (EDGE_SHARE * EDGE_BYTES * len(ts))
+    if cfg.executor == "ray":  # the same scatter + grouping as a Ray shuffle; identical edges
+        from textsieve.dedup.ray_shuffle import ray_lsh
+
+        with_bands, arrays, stats = ray_lsh(table, cols, bits, max_rows, address=cfg.address,
+                                            tmp_dir=cfg.tmp_dir, progress=cfg.progress)
+        edges = {t: EdgeStore.of(e) for t, e in arrays.items()}
+    else:
+        writers = {t: PartitionWriter(f"{work}/{tkey(t)}", bits[t], max(1, max_rows // (2 * len(ts))))
+                   for t in ts}
+        with_bands = _scan(cfg, table, cols, writers, budget)
+        edges, stats = {}, {}
+        for t in ts:
+            grouper = Grouper(f"{work}/{tkey(t)}", max_rows, max_edges)
+            parts = writers[t].close()
+            grouper.stats.spilled_bytes = writers[t].bytes_written
+            progress = Progress(f"dedup fuzzy [group t{t}]", sum(n for _, n in parts), enabled=cfg.progress,
+                                unit="band rows")
+            for part in parts:  # one partition at a time, so the line shows the pass moving
+                grouper.group_partitions([part])
+                progress.advance(part[1], part[1])
+            progress.close()
+            edges[t] = grouper.edge_store()
+            stats[t] = asdict(grouper.stats)
+    release()
+    if cfg.verify != "none":
+        before = {t: e.n for t, e in edges.items()}
+        verified = _verify(cfg, table, prefix, edges, budget, work)
+        for t in ts:
+            if verified[t] is not edges[t]:
+                edges[t].remove()
+        edges = verified
+        release()
+        for t in ts:
+            stats[t]["edges_verified"] = edges[t].n
+            stats[t]["edges_rejected"] = before[t] - edges[t].n
+    return _nodes(cfg, table, edges, budget), with_bands, stats
+
+
 def run_fuzzy(cfg: FuzzyConfig) -> FuzzyResult:
     """Cluster near-duplicates for every threshold and write the `sets/dedup_fuzzy` set."""
     start = time.perf_counter()
@@ -361,41 +434,12 @@ def run_fuzzy(cfg: FuzzyConfig) -> FuzzyResult:
                  if cfg.verify == "exact" else "")
               + ("; --verify estimated holds the candidates' signatures, ~0.5 KB each"
                  if cfg.verify == "estimated" else ""), file=sys.stderr)
-    if cfg.executor == "ray":  # the same scatter + grouping as a Ray shuffle; identical edges
-        from textsieve.dedup.ray_shuffle import ray_lsh
-
-        with_bands, edges, stats = ray_lsh(table, cols, bits, max_rows, address=cfg.address,
-                                           tmp_dir=cfg.tmp_dir, progress=cfg.progress)
-    else:
-        work = start_work("dedup-fuzzy", cfg.directory, cfg.tmp_dir)  # killed runs' spills are removed
-        try:
-            writers = {t: PartitionWriter(f"{work}/{tkey(t)}", bits[t], max(1, max_rows // (2 * len(ts))))
-                       for t in ts}
-            with_bands = _scan(cfg, table, cols, writers, budget)
-            edges, stats = {}, {}
-            for t in ts:
-                grouper = Grouper(f"{work}/{tkey(t)}", max_rows)
-                parts = writers[t].close()
-                grouper.stats.spilled_bytes = writers[t].bytes_written
-                progress = Progress(f"dedup fuzzy [group t{t}]", sum(n for _, n in parts), enabled=cfg.progress,
-                                    unit="band rows")
-                for part in parts:  # one partition at a time, so the line shows the pass moving
-                    grouper.group_partitions([part])
-                    progress.advance(part[1], part[1])
-                progress.close()
-                edges[t] = grouper.all_edges()
-                stats[t] = asdict(grouper.stats)
-        finally:
-            finish_work(work)
+    work = start_work("dedup-fuzzy", cfg.directory, cfg.tmp_dir)  # killed runs' spills are removed
+    try:
+        nodes, with_bands, stats = _cluster(cfg, table, ts, cols, bits, max_rows, budget, prefix, work, release)
+    finally:
+        finish_work(work)
     release()
-    if cfg.verify != "none":
-        before = {t: int(e.shape[0]) for t, e in edges.items()}
-        edges = _verify(cfg, table, prefix, edges, budget)
-        release()
-        for t in ts:
-            stats[t]["edges_verified"] = int(edges[t].shape[0])
-            stats[t]["edges_rejected"] = before[t] - int(edges[t].shape[0])
-    nodes = _nodes(cfg, table, edges, budget)
 
     info = {"stage": FUZZY_SET, "version": __version__, "thresholds": ts, "bands": cfg.bands,
             "band_columns": list(cols.values()), "verify": cfg.verify, "keep": cfg.keep}
