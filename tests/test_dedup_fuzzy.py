@@ -128,6 +128,7 @@ def test_tiny_memory_forces_passes_same_output(annotated, monkeypatch):
         k: v for k, v in reference.items() if k not in run_specific}
 
 
+@pytest.mark.slow
 def test_components_in_chunks_give_the_same_clusters(annotated, golden, monkeypatch):
     """Issue 29 item 1: edges beyond the budget's share go through the chunked components (one
     chunk of edges at a time, 16 bytes per candidate held); the published set is the same bytes."""
@@ -152,7 +153,8 @@ def test_components_in_chunks_give_the_same_clusters(annotated, golden, monkeypa
         assert _clusters(annotated, t) == _golden_set(golden, t), t
 
 
-@pytest.mark.parametrize("verify", ["none", "exact", "estimated"])
+@pytest.mark.parametrize("verify", [pytest.param("none", marks=pytest.mark.slow), "exact",
+                                    pytest.param("estimated", marks=pytest.mark.slow)])
 def test_edges_spilled_to_disk_give_the_same_bytes(annotated, monkeypatch, verify):
     """Issue 29 item 1: candidate edges beyond their share of the budget go to partition files,
     are verified and put into components a chunk at a time; the published set, summary and

@@ -127,6 +127,7 @@ def test_spilled_keep_first_equals_one_sort(corpus):
     assert np.array_equal(got, want)
 
 
+@pytest.mark.slow
 def test_select_line_rule_cuts_the_repeats(corpus, tmp_path):
     attrs = _copy(corpus, tmp_path)
     assert main(["dedup", "paragraphs", str(attrs), "-q"]) == 0

@@ -108,7 +108,7 @@ def _twin(texts: dict[str, list[str]], min_len: int) -> dict[str, list[list[tupl
 def test_suffix_array_marks_equal_every_repeated_window():
     """The kernel against brute force on small alphabets (many repeats, overlaps, document ends)."""
     rng = np.random.default_rng(7)
-    for _ in range(400):
+    for _ in range(150):
         min_len = int(rng.integers(1, 5))
         docs = [rng.integers(0, int(rng.integers(1, 4)), int(rng.integers(0, 14))).astype(np.uint32)
                 for _ in range(int(rng.integers(1, 6)))]
@@ -189,6 +189,7 @@ def test_select_cuts_the_repeats_and_rules_read_the_fraction(corpus, tmp_path):
     assert len(kept) == N_SHARDS * PER_SHARD - len(fracs)
 
 
+@pytest.mark.slow
 def test_tokenizer_tokens_rerun_noop_and_refusals(corpus, tmp_path, capsys):
     attrs = _copy(corpus, tmp_path)
     tok = tmp_path / "tok.json"
