@@ -188,6 +188,23 @@ def test_dedup_fuzzy_on_ray_matches_local(dedup_annotated, local_fuzzy, tmp_path
     assert _files(out) == _files(out_local)  # shards, summary.json, resume state: byte for byte
 
 
+def test_dedup_fuzzy_on_ray_spilled_edges_match_local(dedup_annotated, local_fuzzy, tmp_path, monkeypatch):
+    """Issue 29 item 1: the driver puts each reduce task's edges into a store that spills past
+    its share (here: past 8 edges), so it never holds every edge; the same bytes as local."""
+    from textsieve.dedup import partitions
+    from textsieve.stages.dedup import fuzzy
+
+    spills = []
+    original = partitions.EdgeStore._start_spill
+    monkeypatch.setattr(partitions.EdgeStore, "_start_spill", lambda self: (spills.append(1), original(self)))
+    monkeypatch.setattr(partitions.EdgeStore, "min_edges", 8)
+    monkeypatch.setattr(fuzzy, "EDGE_SHARE", 10**9)
+    res, out = _fuzzy(dedup_annotated, tmp_path / "a", "ray")
+    assert len(spills) >= len(THRESHOLDS)
+    assert res.stats == local_fuzzy[0].stats
+    assert _files(out) == _files(local_fuzzy[1])
+
+
 def test_dedup_fuzzy_on_ray_survives_a_killed_worker(dedup_annotated, local_fuzzy, tmp_path, monkeypatch):
     marker = tmp_path / "died"
     kill_shuffle_map_task(monkeypatch, 2, marker)  # the process running map task 2 exits hard; Ray retries it

@@ -33,6 +33,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import asdict
 
 import numpy as np
@@ -40,7 +41,7 @@ import pyarrow.parquet as pq
 
 from textsieve.dedup.corpus import ShardTable, id_ints
 from textsieve.dedup.lsh import band_rows, band_values
-from textsieve.dedup.partitions import ROW, Grouper, GroupStats, unique_pairs
+from textsieve.dedup.partitions import ROW, EdgeStore, Grouper, GroupStats
 from textsieve.exec.progress import Progress
 from textsieve.exec.ray_exec import ensure_ray
 
@@ -131,8 +132,11 @@ def _reduce(block_refs: list, first: int, last: int, max_rows: int, tmp_dir: str
 
 def ray_lsh(table: ShardTable, cols: dict[float, str], bits: dict[float, int], max_rows: int, *,
             address: str | None = None, workers: int | None = None, tmp_dir: str | None = None,
-            progress: bool = True) -> tuple[dict[float, int], dict[float, np.ndarray], dict[float, dict]]:
-    """`(docs with bands, edges, grouping stats)` per threshold, as the local scan + group gives."""
+            progress: bool = True, store: Callable[[float], EdgeStore] | None = None,
+            ) -> tuple[dict[float, int], dict[float, EdgeStore], dict[float, dict]]:
+    """`(docs with bands, edges, grouping stats)` per threshold, as the local scan + group gives.
+    Each reduce task's edges go into the threshold's `store(t)` as they arrive (default: one in
+    memory), so the driver holds what the store holds, not every edge."""
     ray = ensure_ray(address, num_cpus=workers if not address else None)
     workers = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
     ts = list(cols)
@@ -171,14 +175,15 @@ def ray_lsh(table: ShardTable, cols: dict[float, str], bits: dict[float, int], m
             reds.append((t, red_task.remote(refs, int(bounds[t][g]), int(bounds[t][g + 1]), max_rows, tmp_dir)))
         offset += nb
     del outs
-    edges: dict[float, list] = {t: [] for t in ts}
+    edges = {t: store(t) if store is not None else EdgeStore("", max_rows) for t in ts}
     stats = {t: GroupStats() for t in ts}
     for t, ref in reds:  # in partition order, as the local Grouper emits them
         e, s = ray.get(ref)
-        edges[t].append(e)
+        edges[t].add(e)
+        del e
         stats[t].add(GroupStats(**s))
     out_stats = {}
     for t in ts:
         stats[t].spilled_bytes += stats[t].rows * ROW.itemsize  # the level-0 scatter, as locally
         out_stats[t] = asdict(stats[t])
-    return with_bands, {t: unique_pairs(np.concatenate(edges[t])) for t in ts}, out_stats
+    return with_bands, {t: edges[t].close() for t in ts}, out_stats

@@ -349,9 +349,9 @@ def _cluster(cfg: FuzzyConfig, table: ShardTable, ts: list[float], cols: dict[fl
     if cfg.executor == "ray":  # the same scatter + grouping as a Ray shuffle; identical edges
         from textsieve.dedup.ray_shuffle import ray_lsh
 
-        with_bands, arrays, stats = ray_lsh(table, cols, bits, max_rows, address=cfg.address,
-                                            tmp_dir=cfg.tmp_dir, progress=cfg.progress)
-        edges = {t: EdgeStore.of(e) for t, e in arrays.items()}
+        with_bands, edges, stats = ray_lsh(table, cols, bits, max_rows, address=cfg.address,
+                                           tmp_dir=cfg.tmp_dir, progress=cfg.progress,
+                                           store=lambda t: EdgeStore(f"{work}/{tkey(t)}", max_rows, max_edges))
     else:
         writers = {t: PartitionWriter(f"{work}/{tkey(t)}", bits[t], max(1, max_rows // (2 * len(ts))))
                    for t in ts}
