@@ -179,9 +179,16 @@ def local_fuzzy(dedup_annotated, tmp_path_factory):
     return _fuzzy(dedup_annotated, tmp_path_factory.mktemp("ray-fz-local") / "a", "local")
 
 
-def test_dedup_fuzzy_on_ray_matches_local(dedup_annotated, local_fuzzy, tmp_path):
+def test_dedup_fuzzy_on_ray_matches_local(dedup_annotated, local_fuzzy, tmp_path, monkeypatch):
+    """The shuffle, and `--verify exact` as Ray tasks (issue 29 item 2): the same bytes."""
+    from textsieve.dedup import ray_verify
+
+    verified = []
+    original = ray_verify.ray_exact_edges
+    monkeypatch.setattr(ray_verify, "ray_exact_edges", lambda *a, **k: (verified.append(1), original(*a, **k))[1])
     res_local, out_local = local_fuzzy
     res, out = _fuzzy(dedup_annotated, tmp_path / "a", "ray")
+    assert verified and res.stats[0.8]["edges_rejected"] == res_local.stats[0.8]["edges_rejected"] > 0
     stats = res.stats[0.8]
     assert stats["edges"] > 1000 and stats["partitions"] > 16 and stats["max_level"] >= 1  # a real shuffle
     assert res.stats == res_local.stats

@@ -106,7 +106,7 @@ def _texts_task(task: tuple[dict, list[int], str]) -> list[str]:
     return aligned_source_texts(*task)
 
 
-def _source_rows(table: ShardTable, ordinals: np.ndarray) -> Iterable[tuple[int, np.ndarray, dict, list[int]]]:
+def source_rows(table: ShardTable, ordinals: np.ndarray) -> Iterable[tuple[int, np.ndarray, dict, list[int]]]:
     """Per shard holding some of the sorted `ordinals`: (shard index, local rows, its source
     metadata, the documents' source row numbers), for tasks that re-read texts."""
     for i, local in table.split(ordinals):
@@ -119,7 +119,7 @@ def gather_texts(table: ShardTable, ordinals: np.ndarray, workers: int = 1) -> d
     reading its source once up to the last row wanted, `workers` shards at a time."""
     ordinals = np.unique(np.asarray(ordinals, dtype=np.int64))
     tasks, keys = [], []
-    for i, local, meta, rows in _source_rows(table, ordinals):
+    for i, local, meta, rows in source_rows(table, ordinals):
         tasks.append((meta, rows, table.paths[i]))
         keys.append(local + table.base[i])
     out: dict[int, str] = {}
@@ -128,28 +128,36 @@ def gather_texts(table: ShardTable, ordinals: np.ndarray, workers: int = 1) -> d
     return out
 
 
+def wanted_shingles(meta: dict, rows: list[int]) -> Iterator[tuple[int, np.ndarray]]:
+    """Stream one source shard: (k, shingle hashes) for each wanted row `rows[k]`, in source
+    order, each once; a located error when a wanted row is not in the source."""
+    from textsieve.dedup.verify import shingle_hashes
+
+    want = {r: k for k, r in enumerate(rows)}
+    seen = np.zeros(len(rows), dtype=bool)
+    for doc in source_documents(meta):
+        k = want.get(doc.row)
+        if k is None or seen[k]:
+            continue
+        seen[k] = True
+        yield k, shingle_hashes(doc.text)
+    missing = [rows[k] for k in np.flatnonzero(~seen)]
+    if missing:
+        raise missing_rows(str(meta["source_shard"].get("rel")), meta, missing)
+
+
 def _shingles_task(task: tuple[dict, list[int], str]) -> tuple[np.ndarray, np.ndarray]:
     """Stream one source shard, writing the shingle hashes of the wanted rows to `path`;
     return (start, count) per wanted row, in the order of `rows`."""
-    from textsieve.dedup.verify import shingle_hashes
-
     meta, rows, path = task
-    want = {r: k for k, r in enumerate(rows)}
     start = np.full(len(rows), -1, dtype=np.int64)
     count = np.zeros(len(rows), dtype=np.int64)
     at = 0
     with disk_full_as_error(path, written=lambda: 8 * at), open(path, "wb") as fh:  # io.diskfull
-        for doc in source_documents(meta):
-            k = want.get(doc.row)
-            if k is None or start[k] >= 0:
-                continue
-            h = shingle_hashes(doc.text)
+        for k, h in wanted_shingles(meta, rows):
             fh.write(as_bytes(h.astype("<u8", copy=False)))  # not `tofile`: no errno on a full disk
             start[k], count[k] = at, h.shape[0]
             at += h.shape[0]
-    missing = [rows[k] for k in np.flatnonzero(start < 0)]
-    if missing:
-        raise missing_rows(str(meta["source_shard"].get("rel")), meta, missing)
     return start, count
 
 
@@ -161,7 +169,7 @@ def shingle_store(table: ShardTable, ordinals: np.ndarray, work: str, workers: i
 
     ordinals = np.asarray(ordinals, dtype=np.int64)
     tasks, keys = [], []
-    for i, local, meta, rows in _source_rows(table, ordinals):
+    for i, local, meta, rows in source_rows(table, ordinals):
         tasks.append((meta, rows, os.path.join(work, f"s{i:06d}.bin")))
         keys.append(np.searchsorted(ordinals, local + table.base[i]))
     n = ordinals.shape[0]

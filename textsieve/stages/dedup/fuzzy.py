@@ -215,6 +215,10 @@ def _verify(cfg: FuzzyConfig, table: ShardTable, prefix: str, edges: dict[float,
         if sig_col is None:
             raise ValueError(f"--verify estimated: no {prefix}* column in {table.paths[0]}")
         return estimated_edges(table, sig_col, edges, ends, budget, out)
+    if cfg.executor == "ray":  # shingles and pairs as Ray tasks: no work folder every node must see
+        from textsieve.dedup.ray_verify import ray_exact_edges
+
+        return ray_exact_edges(table, edges, ends, budget, out, address=cfg.address, progress=cfg.progress)
     work = start_work("dedup-verify", cfg.directory, cfg.tmp_dir)  # DIR/.textsieve-work, or --tmp-dir
     try:
         return exact_edges(table, edges, ends, budget, work, out, cfg.workers, cfg.progress)
