@@ -164,6 +164,7 @@ def test_other_settings_get_their_own_set(corpus, tmp_path, capsys):
     assert "normalize='rpv2' (now 'none')" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_group_edges_spilled_to_disk_same_bytes(corpus, tmp_path, monkeypatch):
     """Issue 29 item 1: a duplicate group's edges beyond their share of the budget go to files
     and the components read them a chunk at a time: the same published set."""

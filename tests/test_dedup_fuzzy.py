@@ -153,8 +153,8 @@ def test_components_in_chunks_give_the_same_clusters(annotated, golden, monkeypa
         assert _clusters(annotated, t) == _golden_set(golden, t), t
 
 
-@pytest.mark.parametrize("verify", [pytest.param("none", marks=pytest.mark.slow), "exact",
-                                    pytest.param("estimated", marks=pytest.mark.slow)])
+@pytest.mark.slow
+@pytest.mark.parametrize("verify", ["none", "exact", "estimated"])
 def test_edges_spilled_to_disk_give_the_same_bytes(annotated, monkeypatch, verify):
     """Issue 29 item 1: candidate edges beyond their share of the budget go to partition files,
     are verified and put into components a chunk at a time; the published set, summary and

@@ -26,12 +26,12 @@ from textsieve.stages.annotate.annotate import AnnotateConfig, run_annotate
 from textsieve.stages.dedup.substring import DedupSubstringError, SubstringConfig, run_substring
 
 N_SHARDS = 3
-PER_SHARD = 80
+PER_SHARD = 50
 MIN_LEN = 30
 #: (source document, first token, tokens) cut from a pool document beyond the corpus, then planted at
 #: (shard, document index) places; the 29-token one is one short of MIN_LEN
-PLANTS = [((300, 40, 60), [(0, 5), (2, 17)]), ((301, 10, 35), [(1, 3), (1, 3), (2, 50)]),
-          ((302, 20, MIN_LEN - 1), [(0, 9), (1, 60)])]
+PLANTS = [((300, 40, 60), [(0, 5), (2, 17)]), ((301, 10, 35), [(1, 3), (1, 3), (2, 40)]),
+          ((302, 20, MIN_LEN - 1), [(0, 9), (1, 30)])]
 TOKEN = re.compile(r"\w+|[^\w\s]+")  # the rule's tokens, written out again for the twin
 
 
@@ -162,15 +162,16 @@ def test_partitions_sorted_pairwise_equal_one_pass_and_workers_agree(corpus, tmp
     many = _copy(corpus, tmp_path / "many")
     import textsieve.stages.dedup.substring as stage
 
-    monkeypatch.setattr(stage, "BYTES_PER_TOKEN", 1500)  # a 32 MB share then holds ~16,000 tokens a pass
+    monkeypatch.setattr(stage, "BYTES_PER_TOKEN", 700)  # a 32 MB share then holds ~34,000 tokens a pass
     res = run_substring(SubstringConfig(str(many), min_len=MIN_LEN, memory="96MB", workers=2, progress=False))
-    assert res.partitions >= 6 and res.passes == res.partitions * (res.partitions - 1) // 2
+    assert res.partitions >= 4 and res.passes == res.partitions * (res.partitions - 1) // 2
     for rel in ("s0.parquet", "s1.parquet", "s2.parquet"):
         a = pq.read_table(one / "sets" / "dedup_substring" / rel)
         b = pq.read_table(many / "sets" / "dedup_substring" / rel)
         assert a.equals(b), rel
 
 
+@pytest.mark.slow
 def test_select_cuts_the_repeats_and_rules_read_the_fraction(corpus, tmp_path):
     attrs = _copy(corpus, tmp_path)
     assert main(["dedup", "substring", str(attrs), "--min-len", str(MIN_LEN), "-q"]) == 0

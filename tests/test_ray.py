@@ -220,12 +220,26 @@ def test_dedup_fuzzy_on_ray_survives_a_killed_worker(dedup_annotated, local_fuzz
     assert _files(out) == _files(local_fuzzy[1])
 
 
-def test_dedup_exact_on_ray_matches_local(slice_shards, tmp_path):
-    """Shards hashed as Ray tasks (grouping stays local): byte-identical sets."""
+def test_dedup_exact_on_ray_matches_local(slice_shards, local_annotated, tmp_path, monkeypatch):
+    """Shards hashed as Ray tasks and the keys grouped as a Ray shuffle (issue 29 item 2):
+    byte-identical sets, from raw shards (one reduce group) and from an annotate folder with
+    small sort passes (several reduce groups)."""
     for executor in ("local", "ray"):
         assert main(["dedup", "exact", str(slice_shards), "-o", str(tmp_path / executor), "-q", "--normalize", "rpv2",
                      "--executor", executor, "--workers", "2"]) == 0
     assert _files(tmp_path / "local") == _files(tmp_path / "ray") and len(_files(tmp_path / "ray")) == 5  # + manifest
+    from textsieve.dedup import partitions, ray_shuffle
+
+    groups = []
+    original = ray_shuffle.RayKeyShuffle.finish
+    monkeypatch.setattr(ray_shuffle.RayKeyShuffle, "finish",
+                        lambda self, store: (groups.append(len(self.bounds) - 1), original(self, store))[1])
+    monkeypatch.setattr(partitions, "WORK_BYTES_PER_ROW", 72 * 2400)  # 3/4 of 32MB: 10KB's rows a sort
+    for executor in ("local", "ray"):
+        assert main(["dedup", "exact", str(local_annotated), "-o", str(tmp_path / f"a-{executor}"), "-q",
+                     "--executor", executor, "--workers", "2", "--memory", "32MB"]) == 0
+    assert groups and groups[-1] > 1
+    assert _files(tmp_path / "a-local") == _files(tmp_path / "a-ray")
 
 
 def test_clear_errors(monkeypatch, tmp_path):

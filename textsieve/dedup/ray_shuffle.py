@@ -187,3 +187,60 @@ def ray_lsh(table: ShardTable, cols: dict[float, str], bits: dict[float, int], m
         stats[t].spilled_bytes += stats[t].rows * ROW.itemsize  # the level-0 scatter, as locally
         out_stats[t] = asdict(stats[t])
     return with_bands, {t: edges[t].close() for t in ts}, out_stats
+
+
+class RayKeyShuffle:
+    """`dedup exact`'s key grouping as a Ray shuffle (issue 29 item 2), with `PartitionWriter`'s
+    `add`: the driver, which receives the hashed shards in corpus order, cuts their key rows into
+    one block per reduce group (a range of level-0 partitions, as `PartitionWriter` would file
+    them) and puts each block in the object store; `finish` groups every reduce group as a Ray
+    task (`_reduce`, the same `Grouper` per partition as locally) and adds the returned edges to
+    a store. Rows reach each partition in the local file's order, so the edges are the same."""
+
+    def __init__(self, bits: int, max_rows: int, address: str | None = None, tmp_dir: str | None = None,
+                 workers: int | None = None):
+        self.ray = ensure_ray(address)
+        workers = workers or max(1, int(self.ray.cluster_resources().get("CPU", 1)))
+        self.bits, self.max_rows, self.tmp_dir = bits, max_rows, tmp_dir
+        self.bounds = group_bounds(bits, 4 * workers)
+        self.held: list[np.ndarray] = []
+        self.n_held = 0
+        self.blocks: list[list] = []  # per map block: one object ref per reduce group
+        self.rows = 0
+
+    def add(self, rows: np.ndarray) -> None:
+        self.held.append(rows)
+        self.n_held += rows.shape[0]
+        self.rows += rows.shape[0]
+        if self.n_held >= max(1, self.max_rows // 2):
+            self._put()
+
+    def _put(self) -> None:
+        if not self.held:
+            return
+        rows = np.concatenate(self.held)
+        self.held, self.n_held = [], 0
+        part = _parts(rows, self.bits)
+        order = np.argsort(part, kind="stable")
+        rows, part = rows[order], part[order]
+        cut = np.searchsorted(part, np.arange((1 << self.bits) + 1))
+        refs = []
+        for g in range(len(self.bounds) - 1):
+            first, last = self.bounds[g], self.bounds[g + 1]
+            refs.append(self.ray.put((cut[first:last + 1] - cut[first], rows[cut[first]:cut[last]])))
+        self.blocks.append(refs)
+
+    def finish(self, store: EdgeStore) -> tuple[EdgeStore, GroupStats]:
+        """Group every reduce group on Ray; the edges in `store` (closed) and the summed stats."""
+        self._put()
+        red_task = self.ray.remote(max_retries=MAX_RETRIES)(_reduce)
+        futures = [red_task.remote([b[g] for b in self.blocks], int(self.bounds[g]), int(self.bounds[g + 1]),
+                                   self.max_rows, self.tmp_dir) for g in range(len(self.bounds) - 1)]
+        stats = GroupStats()
+        for f in futures:  # in partition order, as the local Grouper emits them
+            e, s = self.ray.get(f)
+            store.add(e)
+            del e
+            stats.add(GroupStats(**s))
+        self.blocks = []
+        return store.close(), stats

@@ -46,7 +46,16 @@ from textsieve.dedup.corpus import ShardTable, first_lines, id_ints
 from textsieve.dedup.exact import check_normalize, content_keys
 from textsieve.dedup.hashed import HashedShard, HashedWriter, hashed_batch
 from textsieve.dedup.id_table import SourceIds, check_unique_ids
-from textsieve.dedup.partitions import EDGE_BYTES, ROW, WORK_BYTES_PER_ROW, Grouper, PartitionWriter, rows_per_pass
+from textsieve.dedup.partitions import (
+    EDGE_BYTES,
+    ROW,
+    WORK_BYTES_PER_ROW,
+    EdgeStore,
+    Grouper,
+    PartitionWriter,
+    rows_per_pass,
+)
+from textsieve.dedup.ray_shuffle import RayKeyShuffle
 from textsieve.display import result_display
 from textsieve.exec.budget import MemoryPlan, memory_plan
 from textsieve.exec.progress import Progress
@@ -91,8 +100,8 @@ class ExactConfig:
                                  metavar="DIR")
     workers: int | None = option(None, help="processes reading and hashing shards, one shard each (default: "
                                             "all cores)")
-    executor: str = executor_option("hash shards on the local pool or as Ray tasks; grouping is local "
-                                         "(same output)")
+    executor: str = executor_option("hash shards on the local pool or as Ray tasks, and group the keys there "
+                                    "(Ray: a shuffle of reduce tasks; same output)")
     address: str | None = address_option()
     progress: bool = progress_option()
     # replace an existing set of the same name that other Bloom settings made (else refuse)
@@ -413,7 +422,7 @@ def run_exact(cfg: ExactConfig) -> ExactResult:
                                                              max_doc_bytes=parse_max_doc_bytes(cfg.max_doc_bytes)),
                                                  "dedup exact")
         bits = 0 if not counted else max(0, int(np.ceil(np.log2(max(1, 2 * (n_known or 0) // max_rows)))))
-        writer = PartitionWriter(f"{work}/keys", min(bits, 16), max_rows // 2) if bloom is None else None
+        writer = _key_writer(cfg, work, min(bits, 16), max_rows) if bloom is None else None
         ordinal, removed = 0, 0
         hashed: list[HashedShard] = []  # (id, shard, row, keys) of each shard on local disk (`dedup.hashed`)
         for si, (src, shard_keys) in enumerate(zip(sources, _hashed_shards(cfg, sources, progress, counted, work,
@@ -467,19 +476,30 @@ def run_exact(cfg: ExactConfig) -> ExactResult:
 EDGE_SHARE = 4
 
 
+def _key_writer(cfg: ExactConfig, work: str, bits: int, max_rows: int) -> Any:
+    """Where exact mode's key rows go: partition files grouped here, or a Ray shuffle."""
+    if cfg.executor == "ray":
+        return RayKeyShuffle(bits, max_rows, address=cfg.address, tmp_dir=cfg.tmp_dir, workers=cfg.workers)
+    return PartitionWriter(f"{work}/keys", bits, max_rows // 2)
+
+
 def _finish_exact(cfg, sources, work, writer, max_rows, set_root, fs, info, n_docs, summary,
                   prefix: str, hashed: list[HashedShard]) -> int:
     """Group the keys, then write each shard's output from its hashed file, one batch at a time
     (`dedup.hashed`), so memory holds the groups (~40 B per duplicate document) and one batch."""
     budget = max_rows * WORK_BYTES_PER_ROW
-    grouper = Grouper(f"{work}/keys", max_rows, budget // (EDGE_SHARE * EDGE_BYTES))  # edges past it spill
-    parts = writer.close()
-    progress = Progress("dedup exact [group]", sum(n for _, n in parts), enabled=cfg.progress, unit="keys")
-    for part in parts:  # one partition at a time, so the line shows the pass moving
-        grouper.group_partitions([part])
-        progress.advance(part[1], part[1])
-    progress.close()
-    store = grouper.edge_store()
+    max_edges = budget // (EDGE_SHARE * EDGE_BYTES)  # edges past it spill
+    if isinstance(writer, PartitionWriter):
+        grouper = Grouper(f"{work}/keys", max_rows, max_edges)
+        parts = writer.close()
+        progress = Progress("dedup exact [group]", sum(n for _, n in parts), enabled=cfg.progress, unit="keys")
+        for part in parts:  # one partition at a time, so the line shows the pass moving
+            grouper.group_partitions([part])
+            progress.advance(part[1], part[1])
+        progress.close()
+        store = grouper.edge_store()
+    else:  # a Ray shuffle: reduce groups grouped as Ray tasks
+        store, _ = writer.finish(EdgeStore(f"{work}/keys/edges", max_rows, max_edges))
     nodes, label = (components_chunked(store.chunks) if store.spilled
                     else components(store.array(), max_rows=edge_rows(budget)))
     store.remove()

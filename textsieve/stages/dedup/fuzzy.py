@@ -44,6 +44,8 @@ from textsieve.dedup.partitions import (
     partition_bits,
     rows_per_pass,
 )
+from textsieve.dedup.ray_shuffle import ray_lsh
+from textsieve.dedup.ray_verify import ray_exact_edges
 from textsieve.dedup.verify import ID_ROW_BYTES, estimated_edges, exact_edges, locate, shard_batches
 from textsieve.display import result_display
 from textsieve.exec.arrow_memory import lean_arrow_memory
@@ -216,8 +218,6 @@ def _verify(cfg: FuzzyConfig, table: ShardTable, prefix: str, edges: dict[float,
             raise ValueError(f"--verify estimated: no {prefix}* column in {table.paths[0]}")
         return estimated_edges(table, sig_col, edges, ends, budget, out)
     if cfg.executor == "ray":  # shingles and pairs as Ray tasks: no work folder every node must see
-        from textsieve.dedup.ray_verify import ray_exact_edges
-
         return ray_exact_edges(table, edges, ends, budget, out, address=cfg.address, progress=cfg.progress)
     work = start_work("dedup-verify", cfg.directory, cfg.tmp_dir)  # DIR/.textsieve-work, or --tmp-dir
     try:
@@ -351,8 +351,6 @@ def _cluster(cfg: FuzzyConfig, table: ShardTable, ts: list[float], cols: dict[fl
     components, so no step holds every edge (issue 29 item 1)."""
     max_edges = budget // (EDGE_SHARE * EDGE_BYTES * len(ts))
     if cfg.executor == "ray":  # the same scatter + grouping as a Ray shuffle; identical edges
-        from textsieve.dedup.ray_shuffle import ray_lsh
-
         with_bands, edges, stats = ray_lsh(table, cols, bits, max_rows, address=cfg.address,
                                            tmp_dir=cfg.tmp_dir, progress=cfg.progress,
                                            store=lambda t: EdgeStore(f"{work}/{tkey(t)}", max_rows, max_edges))
