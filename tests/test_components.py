@@ -18,7 +18,7 @@ def _graphs(seed: int, n: int):
 
 
 def test_chunked_equals_one_shot_on_random_graphs():
-    for rng, edges in _graphs(11, 400):
+    for rng, edges in _graphs(11, 150):
         want = components(edges)
         got = components(edges, max_rows=int(rng.integers(1, 9)))
         assert np.array_equal(want[0], got[0]) and np.array_equal(want[1], got[1])

@@ -108,7 +108,7 @@ def _twin(texts: dict[str, list[str]], min_len: int) -> dict[str, list[list[tupl
 def test_suffix_array_marks_equal_every_repeated_window():
     """The kernel against brute force on small alphabets (many repeats, overlaps, document ends)."""
     rng = np.random.default_rng(7)
-    for _ in range(150):
+    for _ in range(100):
         min_len = int(rng.integers(1, 5))
         docs = [rng.integers(0, int(rng.integers(1, 4)), int(rng.integers(0, 14))).astype(np.uint32)
                 for _ in range(int(rng.integers(1, 6)))]
@@ -144,6 +144,7 @@ def test_spans_equal_the_twin_and_find_every_planted_repeat(corpus, tmp_path):
     assert summary["n_dup_tokens"] == sum(sp[2] for docs in got.values() for d in docs for sp in d)
 
 
+@pytest.mark.slow
 def test_unrepeated_text_has_no_spans(tmp_path):
     words = [f"w{i}x" for i in range(5000)]
     docs = [{"id": str(k), "text": " ".join(words[k * 100:(k + 1) * 100])} for k in range(50)]
@@ -156,6 +157,7 @@ def test_unrepeated_text_has_no_spans(tmp_path):
     assert res.duplicate_tokens == 0 and res.spans == 0 and res.tokens == 5000
 
 
+@pytest.mark.slow
 def test_partitions_sorted_pairwise_equal_one_pass_and_workers_agree(corpus, tmp_path, monkeypatch):
     one = _copy(corpus, tmp_path / "one")
     run_substring(SubstringConfig(str(one), min_len=MIN_LEN, workers=1, progress=False))
