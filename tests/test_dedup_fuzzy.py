@@ -129,32 +129,7 @@ def test_tiny_memory_forces_passes_same_output(annotated, monkeypatch):
 
 
 @pytest.mark.slow
-def test_components_in_chunks_give_the_same_clusters(annotated, golden, monkeypatch):
-    """Issue 29 item 1: edges beyond the budget's share go through the chunked components (one
-    chunk of edges at a time, 16 bytes per candidate held); the published set is the same bytes."""
-    _fuzzy(annotated)
-    reference = _set_bytes(annotated)
-    from textsieve.dedup import components as cc
-    from textsieve.stages.dedup import fuzzy
-
-    calls = []
-    original = cc.components_chunked
-
-    def chunked(chunks, spill=None, rows=1 << 20):
-        calls.append(1)
-        return original(chunks, spill, rows)
-
-    monkeypatch.setattr(fuzzy, "edge_rows", lambda budget: 5)  # 5 edges a chunk
-    monkeypatch.setattr(cc, "components_chunked", chunked)
-    _fuzzy(annotated)
-    assert len(calls) == len(THRESHOLDS)
-    assert _set_bytes(annotated) == reference
-    for t in THRESHOLDS:
-        assert _clusters(annotated, t) == _golden_set(golden, t), t
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("verify", ["none", "exact", "estimated"])
+@pytest.mark.parametrize("verify", ["exact", "estimated"])  # both write new stores of kept edges
 def test_edges_spilled_to_disk_give_the_same_bytes(annotated, monkeypatch, verify):
     """Issue 29 item 1: candidate edges beyond their share of the budget go to partition files,
     are verified and put into components a chunk at a time; the published set, summary and

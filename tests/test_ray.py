@@ -180,36 +180,26 @@ def local_fuzzy(dedup_annotated, tmp_path_factory):
 
 
 def test_dedup_fuzzy_on_ray_matches_local(dedup_annotated, local_fuzzy, tmp_path, monkeypatch):
-    """The shuffle, and `--verify exact` as Ray tasks (issue 29 item 2): the same bytes."""
-    from textsieve.dedup import ray_verify
+    """The shuffle, `--verify exact` as Ray tasks (issue 29 item 2) and the driver's edge store
+    spilling past its share (here: past 8 edges; issue 29 item 1): the same bytes as local."""
+    from textsieve.dedup import partitions
+    from textsieve.stages.dedup import fuzzy
 
-    verified = []
-    original = ray_verify.ray_exact_edges
-    monkeypatch.setattr(ray_verify, "ray_exact_edges", lambda *a, **k: (verified.append(1), original(*a, **k))[1])
+    verified, spills = [], []
+    original = fuzzy.ray_exact_edges
+    monkeypatch.setattr(fuzzy, "ray_exact_edges", lambda *a, **k: (verified.append(1), original(*a, **k))[1])
+    spill = partitions.EdgeStore._start_spill
+    monkeypatch.setattr(partitions.EdgeStore, "_start_spill", lambda self: (spills.append(1), spill(self)))
+    monkeypatch.setattr(partitions.EdgeStore, "min_edges", 8)
+    monkeypatch.setattr(fuzzy, "EDGE_SHARE", 10**9)
     res_local, out_local = local_fuzzy
     res, out = _fuzzy(dedup_annotated, tmp_path / "a", "ray")
     assert verified and res.stats[0.8]["edges_rejected"] == res_local.stats[0.8]["edges_rejected"] > 0
+    assert len(spills) >= 2 * len(THRESHOLDS)  # the grouped edges and the verified ones
     stats = res.stats[0.8]
     assert stats["edges"] > 1000 and stats["partitions"] > 16 and stats["max_level"] >= 1  # a real shuffle
     assert res.stats == res_local.stats
     assert _files(out) == _files(out_local)  # shards, summary.json, resume state: byte for byte
-
-
-def test_dedup_fuzzy_on_ray_spilled_edges_match_local(dedup_annotated, local_fuzzy, tmp_path, monkeypatch):
-    """Issue 29 item 1: the driver puts each reduce task's edges into a store that spills past
-    its share (here: past 8 edges), so it never holds every edge; the same bytes as local."""
-    from textsieve.dedup import partitions
-    from textsieve.stages.dedup import fuzzy
-
-    spills = []
-    original = partitions.EdgeStore._start_spill
-    monkeypatch.setattr(partitions.EdgeStore, "_start_spill", lambda self: (spills.append(1), original(self)))
-    monkeypatch.setattr(partitions.EdgeStore, "min_edges", 8)
-    monkeypatch.setattr(fuzzy, "EDGE_SHARE", 10**9)
-    res, out = _fuzzy(dedup_annotated, tmp_path / "a", "ray")
-    assert len(spills) >= len(THRESHOLDS)
-    assert res.stats == local_fuzzy[0].stats
-    assert _files(out) == _files(local_fuzzy[1])
 
 
 def test_dedup_fuzzy_on_ray_survives_a_killed_worker(dedup_annotated, local_fuzzy, tmp_path, monkeypatch):
@@ -234,10 +224,11 @@ def test_dedup_exact_on_ray_matches_local(slice_shards, local_annotated, tmp_pat
     original = ray_shuffle.RayKeyShuffle.finish
     monkeypatch.setattr(ray_shuffle.RayKeyShuffle, "finish",
                         lambda self, store: (groups.append(len(self.bounds) - 1), original(self, store))[1])
-    monkeypatch.setattr(partitions, "WORK_BYTES_PER_ROW", 72 * 2400)  # 3/4 of 32MB: 10KB's rows a sort
+    monkeypatch.setattr(partitions, "MIN_ROWS", 16)
+    monkeypatch.setattr(partitions, "WORK_BYTES_PER_ROW", 72 * 2400)  # 3/4 of a 32MB share: 138 rows a sort
     for executor in ("local", "ray"):
         assert main(["dedup", "exact", str(local_annotated), "-o", str(tmp_path / f"a-{executor}"), "-q",
-                     "--executor", executor, "--workers", "2", "--memory", "32MB"]) == 0
+                     "--executor", executor, "--workers", "2", "--memory", "96MB"]) == 0
     assert groups and groups[-1] > 1
     assert _files(tmp_path / "a-local") == _files(tmp_path / "a-ray")
 
