@@ -205,3 +205,39 @@ def test_resume_after_an_interruption_renames_the_same_way(shared_dir, tmp_path,
     assert resumed.parts_resumed == 2 and resumed.renamed_ids == 1
     assert (pq.read_table(tmp_path / "out/docs/s.parquet").to_pylist()
             == pq.read_table(tmp_path / "clean/docs/s.parquet").to_pylist())
+
+
+def test_a_shards_id_table_is_dropped_when_the_shard_is_done(shared_dir, tmp_path, monkeypatch):
+    """The id tables are per shard, so annotate's memory must not grow with the corpus: the 10M
+    scale study (issue 29 item 4) found every shard's table held to the end of the run (~110 B
+    per document in the main process). Here, when a shard's output starts, the readers of all
+    but the last two shards are gone."""
+    import gc
+    import weakref
+
+    from textsieve.io import ids
+    from textsieve.stages.annotate import annotate, parts
+
+    recs = _docs(shared_dir, 80)
+    for k in range(8):
+        _write(tmp_path / "in" / f"s{k}.jsonl", recs[k * 10:(k + 1) * 10])
+    made: list[weakref.ref] = []
+    live_at_start: list[int] = []
+
+    class Tracked(ids.UniqueIdReader):
+        def __init__(self, *a, **k):
+            super().__init__(*a, **k)
+            made.append(weakref.ref(self))
+
+    real_init = parts.ShardOutput.__init__
+
+    def counting_init(self, *a, **k):
+        gc.collect()
+        live_at_start.append(sum(r() is not None for r in made[:-2]))
+        real_init(self, *a, **k)
+
+    monkeypatch.setattr(annotate, "UniqueIdReader", Tracked)
+    monkeypatch.setattr(parts.ShardOutput, "__init__", counting_init)
+    assert _annotate(tmp_path / "in", tmp_path / "out") == 0
+    assert len(made) == 8 and len(live_at_start) == 8
+    assert max(live_at_start) <= 1, live_at_start

@@ -504,6 +504,7 @@ def _run_annotate(cfg: AnnotateConfig) -> AnnotateResult:
                             shard=rel if task.last else None)
             reader = readers[rel]
             if task.last:
+                del readers[rel]  # its id table is one shard's: held for every shard, it grew with the corpus
                 skipped = [asdict(s) for s in reader.skipped]
                 meta = {"version": __version__, "fingerprint": fingerprint, "shard_fingerprint": shard_fps[rel],
                         "source": shard_by_rel[rel].path,
