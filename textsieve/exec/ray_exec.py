@@ -9,7 +9,10 @@ expensive to build and must not be rebuilt per task, which plain Ray tasks would
 Fault tolerance: actors are created without Ray-side restarts or retries, and the driver owns
 recovery. When an actor dies (killed, out of memory, node lost) every task it held is resubmitted
 to a fresh actor, which runs the initializer again. Each task's result is taken exactly once,
-in order, so a lost worker loses nothing and duplicates nothing.
+in order, so a lost worker loses nothing and duplicates nothing; a result lost with its node
+(finished, but held in that node's object store) counts as the worker's death. When the actor died with its node
+and the cluster has no CPU left for a fresh one, the pool shrinks instead (a replacement would
+wait for a CPU forever, and so would the results queued behind it).
 
 Ray is optional (`pip install textsieve[ray]`); importing this module does not import Ray.
 (The tests kill workers by wrapping `fn`, see `tests/hooks/ray_kill.py`; nothing here knows.)
@@ -72,6 +75,12 @@ def cluster_cpus(address: str | None = None) -> int:
     return max(1, int(ray.cluster_resources().get("CPU", 1)))
 
 
+def live_cpus(ray: Any) -> int:
+    """CPUs of the cluster's nodes that are alive now (`cluster_resources` may still count a node
+    whose death the caller has just seen)."""
+    return int(sum(n.get("Resources", {}).get("CPU", 0) for n in ray.nodes() if n.get("Alive")))
+
+
 class _Worker:
     """One worker process: initialised once, then runs `fn` on task after task."""
 
@@ -97,7 +106,7 @@ def ray_ordered_map(fn: Callable[[T], R], tasks: Iterable[T], *, workers: int,
 
     here: InlineRunner[T, R] = InlineRunner(fn, inline, initializer, initargs)
     ray = ensure_ray(address, num_cpus=workers if not address else None)
-    from ray.exceptions import RayActorError
+    from ray.exceptions import ObjectLostError, RayActorError
 
     available = max(1, int(ray.cluster_resources().get("CPU", 1)))
     if workers > available:  # more actors than CPUs would never all start: ordered results would hang
@@ -112,24 +121,30 @@ def ray_ordered_map(fn: Callable[[T], R], tasks: Iterable[T], *, workers: int,
     def new_actor():
         return actor_cls.remote(fn, initializer, init_ref)
 
-    actors = [new_actor() for _ in range(workers)]
+    actors: list[Any] = [new_actor() for _ in range(workers)]
     load = [0] * workers
     # pending entries: [task, actor slot, object ref, attempts]; deque order = task order
     pending: deque[list] = deque()
 
     def submit(entry: list) -> None:
-        slot = min(range(workers), key=lambda k: load[k])
+        slot = min((k for k in range(workers) if actors[k] is not None), key=lambda k: load[k])
         load[slot] += 1
         entry[1] = slot
         entry[2] = actors[slot].run.remote(entry[0])
 
     def replace(slot: int) -> None:
-        """The actor in `slot` died: start a fresh one and move all its tasks there (or elsewhere)."""
+        """The actor in `slot` died: start a fresh one if the cluster still has a CPU for it (else
+        drop the slot), and move all its tasks there or elsewhere."""
         try:
             ray.kill(actors[slot], no_restart=True)
         except Exception:  # already gone
             pass
-        actors[slot] = new_actor()
+        others = sum(1 for k, a in enumerate(actors) if a is not None and k != slot)
+        if others + 1 <= live_cpus(ray) or not others:
+            actors[slot] = new_actor()
+        else:
+            log.warning("the Ray cluster lost CPUs (a node left?): going on with %d worker(s)", others)
+            actors[slot] = None
         load[slot] = 0
         for entry in pending:
             if entry[1] == slot:
@@ -147,6 +162,11 @@ def ray_ordered_map(fn: Callable[[T], R], tasks: Iterable[T], *, workers: int,
                 if getattr(exc, "actor_init_failed", False):  # the initializer raised: not a crash
                     raise
                 log.warning("Ray worker died; resubmitting its %d task(s) to a fresh worker",
+                            sum(1 for e in pending if e[1] == entry[1]))
+                replace(entry[1])
+                continue
+            except ObjectLostError:  # done, but its result was on a node that is gone (with its worker)
+                log.warning("a Ray worker's result was lost with its node; resubmitting its %d task(s)",
                             sum(1 for e in pending if e[1] == entry[1]))
                 replace(entry[1])
                 continue
