@@ -36,7 +36,8 @@ MAX_LEVEL = 64 // FANOUT_BITS - 1
 
 
 class GroupFlags:
-    """One byte per line of the group in `path` (see the module doc)."""
+    """One byte per line of the group in `path` (see the module doc); `dedup substring` keeps one
+    per token of its corpus the same way (`merge`)."""
 
     def __init__(self, path: str, n_lines: int):
         self.path = path
@@ -46,6 +47,13 @@ class GroupFlags:
     def set(self, lines: np.ndarray) -> None:
         if lines.shape[0]:
             self.flags[lines.astype(np.int64)] = 1
+
+    def merge(self, ranges: list[tuple[int, int]], marked: np.ndarray) -> None:
+        """OR `marked` (its items laid end to end) into the flags of `ranges`, in order."""
+        at = 0
+        for lo, hi in ranges:
+            self.flags[lo:hi] |= marked[at:at + hi - lo].astype(np.uint8)
+            at += hi - lo
 
     def slice(self, start: int, stop: int) -> np.ndarray:
         return np.asarray(self.flags[start:stop])

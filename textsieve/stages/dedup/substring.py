@@ -46,6 +46,7 @@ import numpy as np
 import pyarrow as pa
 
 from textsieve._version import __version__
+from textsieve.dedup.lines_group import GroupFlags
 from textsieve.dedup.substring import BYTES_PER_TOKEN, DEFAULT_MIN_LEN, repeated, runs
 from textsieve.display import result_display
 from textsieve.errors import TextsieveError
@@ -199,27 +200,6 @@ class TokenCorpus:
         return np.concatenate([ids for _, ids in pieces]), lens
 
 
-class Marks:
-    """One byte per token of the corpus in a mapped work file: 1 = inside a repeat."""
-
-    def __init__(self, path: str, n: int):
-        self.path = path
-        self.flags = np.memmap(path, dtype=np.uint8, mode="w+", shape=(max(1, n),))
-
-    def add(self, ranges: list[tuple[int, int]], marked: np.ndarray) -> None:
-        at = 0
-        for lo, hi in ranges:
-            self.flags[lo:hi] |= marked[at:at + hi - lo].astype(np.uint8)
-            at += hi - lo
-
-    def close(self) -> None:
-        del self.flags
-        try:
-            os.remove(self.path)
-        except FileNotFoundError:
-            pass
-
-
 def _passes(parts: list[tuple[int, int]]) -> list[list[tuple[int, int]]]:
     """The document ranges sorted together in each pass: the one partition, or every pair."""
     if len(parts) == 1:
@@ -227,7 +207,7 @@ def _passes(parts: list[tuple[int, int]]) -> list[list[tuple[int, int]]]:
     return [[parts[i], parts[j]] for i in range(len(parts)) for j in range(i + 1, len(parts))]
 
 
-def _mark(corpus: TokenCorpus, marks: Marks, min_len: int, max_tokens: int) -> tuple[int, int]:
+def _mark(corpus: TokenCorpus, marks: GroupFlags, min_len: int, max_tokens: int) -> tuple[int, int]:
     """Run every pass; (partitions, passes)."""
     parts = corpus.partitions(max_tokens)
     passes = _passes(parts)
@@ -235,13 +215,13 @@ def _mark(corpus: TokenCorpus, marks: Marks, min_len: int, max_tokens: int) -> t
         ids, lens = corpus.load(group)
         marked = repeated(ids, lens, min_len)
         del ids
-        marks.add([corpus.token_range(d0, d1) for d0, d1 in group], marked)
+        marks.merge([corpus.token_range(d0, d1) for d0, d1 in group], marked)
     return len(parts), len(passes)
 
 
 # ---------------------------------------------------------------- the output of one shard
 
-def _tables(s: Spilled, marks: Marks, tok_at: int) -> Iterator[pa.Table]:
+def _tables(s: Spilled, marks: GroupFlags, tok_at: int) -> Iterator[pa.Table]:
     """The output tables of one shard, one base batch at a time."""
     at = 0
     batches = list(s.base_batches())
@@ -250,7 +230,7 @@ def _tables(s: Spilled, marks: Marks, tok_at: int) -> Iterator[pa.Table]:
     for b in batches:
         lens = b.column("tokens").to_numpy().astype(np.int64)
         n = int(lens.sum())
-        m = np.asarray(marks.flags[tok_at + at:tok_at + at + n]) if n else np.zeros(0, np.uint8)
+        m = marks.slice(tok_at + at, tok_at + at + n) if n else np.zeros(0, np.uint8)
         doc_off, start, end, toks = runs(m, s.offsets(at, at + n), lens)
         at += n
         spans = pa.ListArray.from_arrays(
@@ -338,7 +318,7 @@ def _compute(cfg: SubstringConfig, sources: list[DocSource], pub: Publication, i
               f"{info['unit']}; {plan.describe()}", file=sys.stderr)
     progress = Progress("dedup substring", n_docs, enabled=cfg.progress)
     work = start_work("dedup-substring", cfg.directory, cfg.tmp_dir)
-    marks: Marks | None = None
+    marks: GroupFlags | None = None
     try:
         tasks = [(src, f"{work}/s{i}", info["tokenizer"], plan.usable) for i, src in enumerate(sources)]
         spilled = []
@@ -346,7 +326,7 @@ def _compute(cfg: SubstringConfig, sources: list[DocSource], pub: Publication, i
             progress.advance(s.n_docs, s.n_docs)
             spilled.append(s)
         corpus = TokenCorpus.of(spilled)
-        marks = Marks(f"{work}/marks.u8", int(corpus.tok_at[-1]))
+        marks = GroupFlags(f"{work}/marks.u8", int(corpus.tok_at[-1]))
         n_parts, n_passes = _mark(corpus, marks, cfg.min_len, max(1, plan.usable // BYTES_PER_TOKEN))
         for k, (src, s) in enumerate(zip(sources, spilled)):
             write_tables(pub.staging, pub.fs, src.rel, _tables(s, marks, int(corpus.tok_at[k])), info)
