@@ -138,3 +138,22 @@ def test_select_line_rule_cuts_the_repeats(corpus, tmp_path):
     written = "\n".join(kept)
     assert written.count("Sign up for the Qorvex newsletter today.") == 1
     assert written.count("Zebulon footer paragraph") == 1
+
+
+@pytest.mark.slow
+def test_killed_run_publishes_nothing_and_resumes(corpus, tmp_path):
+    """SIGKILL once a shard is staged: nothing is published; the re-run publishes the clean
+    run's flags and leaves no work files."""
+    import subprocess
+    import sys
+
+    from hooks.slow_progress import kill_when
+
+    attrs = _copy(corpus, tmp_path)
+    set_dir = attrs / "sets" / "dedup_paragraphs"
+    cmd = [sys.executable, "-m", "textsieve.cli", "dedup", "paragraphs", str(attrs), "--workers", "1", "-q"]
+    kill_when(cmd, lambda: any(set_dir.glob(".textsieve/staging-*/*.parquet")), 0.5, "a shard was staged")
+    assert not (set_dir / ".textsieve" / "manifest.json").exists() and not list(set_dir.glob("*.parquet"))
+    subprocess.run(cmd, check=True, timeout=300)
+    assert _flags(attrs) == _twin(corpus["texts"])
+    assert not list(set_dir.glob(".textsieve/staging-*")) and not (attrs / ".textsieve-work").exists()

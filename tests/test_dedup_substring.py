@@ -216,3 +216,25 @@ def test_tokenizer_tokens_rerun_noop_and_refusals(corpus, tmp_path, capsys):
     assert main(["dedup", "substring", str(attrs), "--min-len", "0"]) == 2
     assert "--min-len must be a whole number >= 1" in capsys.readouterr().err
 
+
+
+@pytest.mark.slow
+def test_killed_run_publishes_nothing_and_resumes(corpus, tmp_path):
+    """SIGKILL once a shard is staged: nothing is published, work files are cleared by the
+    re-run, which publishes the clean run's bytes."""
+    import subprocess
+    import sys
+
+    from hooks.slow_progress import kill_when
+
+    attrs = _copy(corpus, tmp_path)
+    clean = _copy(corpus, tmp_path / "clean")
+    run_substring(SubstringConfig(str(clean), min_len=MIN_LEN, workers=1, progress=False))
+    set_dir = attrs / "sets" / "dedup_substring"
+    cmd = [sys.executable, "-m", "textsieve.cli", "dedup", "substring", str(attrs), "--min-len", str(MIN_LEN),
+           "--workers", "1", "-q"]
+    kill_when(cmd, lambda: any(set_dir.glob(".textsieve/staging-*/*.parquet")), 0.5, "a shard was staged")
+    assert not (set_dir / ".textsieve" / "manifest.json").exists() and not list(set_dir.glob("*.parquet"))
+    subprocess.run(cmd, check=True, timeout=300)
+    assert _spans(attrs) == _spans(clean)
+    assert not list(set_dir.glob(".textsieve/staging-*")) and not (attrs / ".textsieve-work").exists()

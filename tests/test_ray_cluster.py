@@ -83,8 +83,17 @@ def local(source, tmp_path_factory) -> dict[str, Path]:
     return {"attrs": root / "attrs", "exact": root / "exact", "selected": root / "selected"}
 
 
-def _nodes_alive() -> int:
-    return sum(1 for n in ray.nodes() if n["Alive"])
+def _nodes_alive(want: int | None = None) -> int:
+    """Alive nodes (waiting up to 20 s for `want`: the GCS marks a removed node dead a moment
+    after it is gone, which a short run may not wait for)."""
+    import time
+
+    deadline = time.monotonic() + 20
+    while True:
+        n = sum(1 for node in ray.nodes() if node["Alive"])
+        if want is None or n == want or time.monotonic() > deadline:
+            return n
+        time.sleep(0.2)
 
 
 def test_stages_on_three_nodes_match_local(cluster, source, local, tmp_path):
@@ -163,7 +172,7 @@ def test_a_node_removed_mid_annotate_changes_nothing(cluster, source, local, tmp
     try:
         with caplog.at_level("WARNING", logger="textsieve.ray"):
             _annotate(source, tmp_path / "attrs", "--executor", "ray", "--address", c.address, "--workers", "3")
-        assert removed and _nodes_alive() == 2
+        assert removed and _nodes_alive(2) == 2
         assert any("lost CPUs" in r.getMessage() for r in caplog.records), "the pool did not shrink"
         want = {k: v for k, v in _outputs(local["attrs"]).items() if not k.startswith("sets/")}
         assert _outputs(tmp_path / "attrs") == want
@@ -179,7 +188,7 @@ def test_a_node_removed_mid_fuzzy_dedup_changes_nothing(cluster, local, tmp_path
     try:
         assert main(["dedup", "fuzzy", str(attrs), "--thresholds", "0.8", "-q", "--executor", "ray",
                      "--address", c.address]) == 0
-        assert removed and _nodes_alive() == 2
+        assert removed and _nodes_alive(2) == 2
         assert _outputs(attrs) == _outputs(local["attrs"])
     finally:
         _restore(cluster)
