@@ -6,6 +6,7 @@ Usage::
     python benchmarks/dedup_speed.py [--corpus PATH] [--threshold 0.8] [--no-datatrove]
                                      [--datatrove-limit N] [--scale 100000,300000]
                                      [--scale-1m] [--workers N]
+                                     [--scale-10m [--study-sizes 1000000,10000000] [--memory 1GB]]
 
 Part 1, the dev corpus (15,263 docs), one core each:
   * textsieve RPv2 mode: ``textsieve annotate --signals minhash --workers 1`` then
@@ -20,6 +21,13 @@ Part 1, the dev corpus (15,263 docs), one core each:
 Part 2, scaling: the dev corpus replicated with small random edits (1-5 word substitutions per
 copy, so every copy is a near-duplicate of its original) into a temporary folder, never kept;
 textsieve RPv2 mode at each size with ``--workers N`` (default: all cores).
+
+Part 3, the scale study (``--scale-10m``, issue 29 item 4; ~40 min and ~25 GB of disk here): a
+web-like corpus generated from the dev corpus (``_webdup.py``: 70% unique, 30% in Zipf-sized
+clusters up to 10,000 members) at 1M and at 10M documents, each through ``annotate --signals
+minhash`` and ``dedup fuzzy --verify exact``, both at ``--memory 1GB``. Targets: tree peak RSS of
+every step under the setting, CPU per document at 10M within 15% of 1M, and at 1M the same cluster
+columns as an unbounded (``--memory 64GB``) run. ``--corpus-dir DIR`` keeps the corpora for a re-run.
 
 Every command runs in a subprocess, measured from outside: CPU seconds = user + system of the
 whole process tree (``getrusage(RUSAGE_CHILDREN)`` in a wrapper process), docs/s per core =
@@ -51,6 +59,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _datatrove_env as dtenv  # noqa: E402
 import _neardup as nd  # noqa: E402
+import _webdup as wd  # noqa: E402
 
 from textsieve.dedup import fast_minhash, minhash  # noqa: E402
 from textsieve.text.batch_encoding import encode_batch
@@ -213,6 +222,12 @@ def main() -> None:
     ap.add_argument("--scale-1m", action="store_true", help="add 1,000,000 docs to part 2 (~15+ min here)")
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="annotate workers in part 2")
     ap.add_argument("--skip-dev", action="store_true", help="part 2 only")
+    ap.add_argument("--scale-10m", action="store_true", help="part 3, the scale study (~40 min, ~25 GB of disk)")
+    ap.add_argument("--study-sizes", default="1000000,10000000", help="part 3: subset size, full size")
+    ap.add_argument("--memory", default="1GB", help="part 3: --memory of every step")
+    ap.add_argument("--work-dir", type=Path, default=None, help="folder for temporary files (default: system temp)")
+    ap.add_argument("--corpus-dir", type=Path, default=None,
+                    help="part 3: keep the generated corpus here and reuse it when it is there (default: temporary)")
     args = ap.parse_args()
     corpus = args.corpus or nd.dev_corpus()
     docs = nd.load_docs(corpus)
@@ -220,7 +235,7 @@ def main() -> None:
     t = args.threshold
     bands, rows = minhash.optimal_param(t)
 
-    with tempfile.TemporaryDirectory(prefix="ts-dedup-speed-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="ts-dedup-speed-", dir=args.work_dir) as tmp:
         work = Path(tmp)
         if not args.skip_dev:
             print(f"Part 1: {corpus.name}, {len(docs):,} docs, threshold {t} ({bands}x{rows} bands), one core each")
@@ -281,6 +296,99 @@ def main() -> None:
                     print_row(x, None)
                 print(f"  ({n:,} docs generated in {gen:.0f}s, not counted)", flush=True)
                 subprocess.run(["rm", "-rf", str(folder), str(work / f"ann_rpv2_{n}")], check=False)
+
+        if args.scale_10m:
+            small, big = (int(x) for x in args.study_sizes.split(","))
+            scale_study(texts, work, small, big, args.workers, args.memory, t, args.corpus_dir)
+
+
+def _clusters(attrs: Path) -> tuple[object, int]:
+    """The cluster columns of a dedup fuzzy output (one table) and how many documents are in a cluster."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+    parts = sorted((attrs / "sets" / "dedup_fuzzy").glob("*.parquet"))
+    tables = [pq.read_table(p) for p in parts]
+    import pyarrow as pa
+    table = pa.concat_tables(tables)
+    col = next(c for c in table.column_names if c.endswith("_cluster"))
+    return table, int(pc.sum(pc.is_valid(table.column(col))).as_py() or 0)
+
+
+def _corpus(texts: list[str], folder: Path, n: int, shard: int) -> tuple[dict, float]:
+    """The generated corpus in ``folder`` (made now, or reused when its facts say the same size)."""
+    facts_file = folder.parent / f"{folder.name}.facts.json"  # beside it: inside, annotate would read it
+    if facts_file.exists():
+        facts = json.loads(facts_file.read_text())
+        if facts.get("docs") == n and facts.get("shard_docs") == shard:
+            return facts, 0.0
+    g = time.perf_counter()
+    facts = {**wd.generate(texts, n, folder, shard_docs=shard), "shard_docs": shard}
+    facts_file.write_text(json.dumps(facts))
+    return facts, time.perf_counter() - g
+
+
+def scale_study(texts: list[str], work: Path, small: int, big: int, workers: int, memory: str, t: float,
+                corpus_dir: Path | None = None) -> None:
+    """Part 3: annotate (minhash) -> dedup fuzzy --verify exact at ``--memory`` on two generated
+    web-like corpora of ``small`` and ``big`` documents, each with the same duplicate structure
+    (a first-shards subset of the big one would hold cluster fragments only: fewer candidates per
+    document, so its CPU per document would not be comparable)."""
+    from textsieve.units import parse_size
+
+    limit_mb = parse_size(memory) / 2**20
+    shard = min(250_000, small)
+    base = corpus_dir or work
+    corpora = {}
+    for n in (small, big):
+        folder = base / f"web-{n}"
+        facts, gen_s = _corpus(texts, folder, n, shard)
+        corpora[n] = (folder, facts)
+        print(f"\nPart 3 corpus: {n:,} web-like documents in {folder}: {facts['clusters']:,} clusters holding "
+              f"{facts['clustered']:,} documents, the largest {facts['largest']:,} ("
+              + (f"generated in {gen_s:.0f}s, not counted)" if gen_s else "reused)"), flush=True)
+    print(f"Part 3: scale study, every step --memory {memory}, annotate --workers {workers}, dedup --workers "
+          f"{workers}, threshold {t}", flush=True)
+    print_table([], None)
+    rows: dict[int, list[Run]] = {}
+    found: dict[int, int] = {}
+    for n, (src, _) in corpora.items():
+        ann = work / f"ann_{n}"
+        a = measure(f"{n:>10,}: annotate --signals minhash", TS + [
+            "annotate", str(src), "-o", str(ann), "--signals", "minhash", "--workers", str(workers),
+            "--memory", memory, "-q"], n)
+        print_row(a, None)
+        d = measure(f"{n:>10,}: dedup fuzzy --verify exact", TS + [
+            "dedup", "fuzzy", str(ann), "--threshold", str(t), "--memory", memory, "--workers", str(workers),
+            "-q"], n)
+        print_row(d, None)
+        e = combine(f"{n:>10,}: end to end", [a, d])
+        print_row(e, None)
+        rows[n] = [a, d, e]
+        table, found[n] = _clusters(ann)
+        if n == small:
+            bounded = table
+            u = measure(f"{n:>10,}: dedup fuzzy --memory 64GB", TS + [
+                "dedup", "fuzzy", str(ann), "--threshold", str(t), "--memory", "64GB", "--workers",
+                str(workers), "-q", "--overwrite"], n)
+            print_row(u, None)
+            unbounded, _ = _clusters(ann)
+            same = bounded.equals(unbounded)
+        subprocess.run(["rm", "-rf", str(ann)], check=False)
+    print("  documents in a cluster (found / planted): "
+          + "; ".join(f"{n:,}: {found[n]:,} / {corpora[n][1]['clustered']:,}" for n in corpora))
+    peaks = [r.tree_peak_mb for rs in rows.values() for r in rs[:2]]
+    ok_mem = max(peaks) < limit_mb
+    print(f"  target tree peak RSS of every step < {memory}: largest {max(peaks):,.0f} MB -> "
+          + ("MET" if ok_mem else "NOT MET"))
+    for k, step in enumerate(("annotate", "dedup fuzzy")):
+        us = [rows[n][k].cpu / n * 1e6 for n in (small, big)]
+        print(f"  {step}: {us[0]:.0f} -> {us[1]:.0f} us/doc ({us[1] / us[0]:.2f}x)")
+    per = {n: rs[2].cpu / n * 1e6 for n, rs in rows.items()}
+    ratio = per[big] / per[small]
+    print(f"  target CPU per document flat ({small:,} -> {big:,}): {per[small]:.0f} -> {per[big]:.0f} us/doc, "
+          f"{ratio:.2f}x -> " + ("MET" if ratio <= 1.15 else "NOT MET"))
+    print(f"  target same clusters as an unbounded run at {small:,}: "
+          + ("MET (equal tables)" if same else "NOT MET"))
 
 
 if __name__ == "__main__":
