@@ -10,9 +10,9 @@ Fault tolerance: actors are created without Ray-side restarts or retries, and th
 recovery. When an actor dies (killed, out of memory, node lost) every task it held is resubmitted
 to a fresh actor, which runs the initializer again. Each task's result is taken exactly once,
 in order, so a lost worker loses nothing and duplicates nothing; a result lost with its node
-(finished, but held in that node's object store) counts as the worker's death. When the actor died with its node
-and the cluster has no CPU left for a fresh one, the pool shrinks instead (a replacement would
-wait for a CPU forever, and so would the results queued behind it).
+(finished, but held in that node's object store) counts as the worker's death. When the actor
+died with its node and the cluster has no CPU left for a fresh one, the pool shrinks instead (a
+replacement would wait for a CPU forever, and so would the results queued behind it).
 
 Ray is optional (`pip install textsieve[ray]`); importing this module does not import Ray.
 (The tests kill workers by wrapping `fn`, see `tests/hooks/ray_kill.py`; nothing here knows.)
@@ -190,6 +190,8 @@ def ray_ordered_map(fn: Callable[[T], R], tasks: Iterable[T], *, workers: int,
             yield take_head()
     finally:
         for actor in actors:
+            if actor is None:  # a slot dropped when the cluster shrank
+                continue
             try:
                 ray.kill(actor, no_restart=True)
             except Exception:  # pragma: no cover - already gone
