@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -33,6 +34,11 @@ def cluster():
     c = cluster_utils.Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "_system_config": FAST_HEALTH})
     workers = [c.add_node(num_cpus=1) for _ in range(2)]
     c.wait_for_nodes()
+    # connect as the CLI's --address would, with the tests folder importable on every node: the
+    # workers unpickle extensions that other test modules of this process registered
+    ray.init(address=c.address, log_to_driver=False,
+             runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join([str(Path(__file__).parent),
+                                                                      os.environ.get("PYTHONPATH", "")])}})
     yield c, workers
     ray.shutdown()
     c.shutdown()
