@@ -43,3 +43,56 @@ def test_a_long_chain_and_the_smallest_id_labels():
     edges = np.stack([ids[:-1], ids[1:]], axis=1)
     nodes, label = components(edges, max_rows=7)
     assert (label == 0).all() and nodes[0] == 1
+
+
+class _InlineRay:
+    """Ray's task API run inline, in order: `ray_components`' rounds checked without a cluster
+    (the real one runs in `tests/test_ray.py`)."""
+
+    @staticmethod
+    def remote(**_):
+        def wrap(fn):
+            class Task:
+                @staticmethod
+                def remote(*args):
+                    return fn(*args)
+
+                @staticmethod
+                def options(**_):
+                    return Task
+            return Task
+        return wrap
+
+    @staticmethod
+    def put(x):
+        return x
+
+    @staticmethod
+    def get(x):
+        return x
+
+
+def _store(tmp_path, edges: np.ndarray, rows: int):
+    from textsieve.dedup.partitions import EdgeStore
+
+    store = EdgeStore(str(tmp_path), max_rows=rows, max_edges=4 * rows)  # small: spilled and chunked
+    for s in range(0, edges.shape[0], 5):
+        store.add(np.sort(edges[s:s + 5], axis=1).astype(np.uint64))
+    return store.close()
+
+
+def test_star_rounds_equal_one_shot(tmp_path):
+    """Large-star/small-star rounds over hashed partitions (`dedup.ray_components`, the Ray
+    form): the one-shot form's nodes and labels, self-loops and spilled stores included."""
+    from textsieve.dedup.ray_components import ray_components
+
+    for k, (rng, edges) in enumerate(_graphs(13, 120)):
+        store = _store(tmp_path / f"g{k}", edges, int(rng.integers(1, 40)))
+        got = ray_components(store, 1 << 20, parts=int(rng.integers(1, 7)), ray=_InlineRay)
+        want = components(np.sort(edges, axis=1))
+        assert np.array_equal(want[0], got[0]) and np.array_equal(want[1], got[1])
+        store.remove()
+    ids = np.arange(3000, 0, -1, dtype=np.uint64)  # a long path: O(log n) rounds, smallest id wins
+    nodes, label = ray_components(_store(tmp_path / "path", np.stack([ids[:-1], ids[1:]], axis=1), 64), 1 << 20,
+                                  parts=3, ray=_InlineRay)
+    assert (label == 0).all() and nodes[0] == 1 and nodes.shape[0] == 3000

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from _shared import SHARED
-from hooks.ray_kill import dying_ordered_map, kill_ordered_map_task, kill_shuffle_map_task
+from hooks.ray_kill import dying_ordered_map, kill_ordered_map_task, kill_shuffle_map_task, kill_star_step
 
 from textsieve.cli import main
 from textsieve.exec.ray_exec import RayUnavailable, ray_ordered_map, require_ray  # importing it imports no Ray
@@ -180,20 +180,23 @@ def local_fuzzy(dedup_annotated, tmp_path_factory):
 
 
 def test_dedup_fuzzy_on_ray_matches_local(dedup_annotated, local_fuzzy, tmp_path, monkeypatch):
-    """The shuffle, `--verify exact` as Ray tasks (issue 29 item 2) and the driver's edge store
-    spilling past its share (here: past 8 edges; issue 29 item 1): the same bytes as local."""
+    """The shuffle, `--verify exact` and the components as Ray tasks (issue 29 items 1 and 2) and
+    the driver's edge store spilling past its share (here: past 8 edges): the same bytes as local."""
     from textsieve.dedup import partitions
     from textsieve.stages.dedup import fuzzy
 
-    verified, spills = [], []
+    verified, spills, starred = [], [], []
     original = fuzzy.ray_exact_edges
     monkeypatch.setattr(fuzzy, "ray_exact_edges", lambda *a, **k: (verified.append(1), original(*a, **k))[1])
+    stars = fuzzy.ray_components
+    monkeypatch.setattr(fuzzy, "ray_components", lambda *a, **k: (starred.append(1), stars(*a, **k))[1])
     spill = partitions.EdgeStore._start_spill
     monkeypatch.setattr(partitions.EdgeStore, "_start_spill", lambda self: (spills.append(1), spill(self)))
     monkeypatch.setattr(partitions.EdgeStore, "min_edges", 8)
     monkeypatch.setattr(fuzzy, "EDGE_SHARE", 10**9)
     res_local, out_local = local_fuzzy
     res, out = _fuzzy(dedup_annotated, tmp_path / "a", "ray")
+    assert len(starred) == len(THRESHOLDS)  # the components as Ray tasks (issue 29 item 1)
     assert verified and res.stats[0.8]["edges_rejected"] == res_local.stats[0.8]["edges_rejected"] > 0
     assert len(spills) >= 2 * len(THRESHOLDS)  # the grouped edges and the verified ones
     stats = res.stats[0.8]
@@ -203,10 +206,11 @@ def test_dedup_fuzzy_on_ray_matches_local(dedup_annotated, local_fuzzy, tmp_path
 
 
 def test_dedup_fuzzy_on_ray_survives_a_killed_worker(dedup_annotated, local_fuzzy, tmp_path, monkeypatch):
-    marker = tmp_path / "died"
+    marker, star = tmp_path / "died", tmp_path / "died-in-components"
     kill_shuffle_map_task(monkeypatch, 2, marker)  # the process running map task 2 exits hard; Ray retries it
+    kill_star_step(monkeypatch, star)  # and one running a components step
     _, out = _fuzzy(dedup_annotated, tmp_path / "a", "ray")
-    assert marker.exists(), "the test hook did not kill a worker"
+    assert marker.exists() and star.exists(), "the test hook did not kill a worker"
     assert _files(out) == _files(local_fuzzy[1])
 
 
@@ -219,6 +223,11 @@ def test_dedup_exact_on_ray_matches_local(slice_shards, local_annotated, tmp_pat
                      "--executor", executor, "--workers", "2"]) == 0
     assert _files(tmp_path / "local") == _files(tmp_path / "ray") and len(_files(tmp_path / "ray")) == 5  # + manifest
     from textsieve.dedup import partitions, ray_shuffle
+    from textsieve.stages.dedup import exact
+
+    starred = []
+    stars = exact.ray_components
+    monkeypatch.setattr(exact, "ray_components", lambda *a, **k: (starred.append(1), stars(*a, **k))[1])
 
     groups = []
     original = ray_shuffle.RayKeyShuffle.finish
@@ -229,7 +238,7 @@ def test_dedup_exact_on_ray_matches_local(slice_shards, local_annotated, tmp_pat
     for executor in ("local", "ray"):
         assert main(["dedup", "exact", str(local_annotated), "-o", str(tmp_path / f"a-{executor}"), "-q",
                      "--executor", executor, "--workers", "2", "--memory", "96MB"]) == 0
-    assert groups and groups[-1] > 1
+    assert groups and groups[-1] > 1 and starred  # the groups' components as Ray tasks too
     assert _files(tmp_path / "a-local") == _files(tmp_path / "a-ray")
 
 

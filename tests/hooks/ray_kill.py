@@ -95,3 +95,18 @@ def kill_shuffle_map_task(monkeypatch: pytest.MonkeyPatch, n: int, marker: Path)
 
     monkeypatch.setattr(ray_shuffle, "pieces", pieces)
     monkeypatch.setattr(ray_shuffle, "_map", dying_map)
+
+
+def kill_star_step(monkeypatch: pytest.MonkeyPatch, marker: Path) -> None:
+    """The next components on Ray (`dedup.ray_components`) lose the worker running their first
+    small-star task."""
+    from textsieve.dedup import ray_components
+
+    real, path = ray_components.star_step, str(marker)
+
+    def dying(kind: str, parts: int, *blocks: Any) -> Any:
+        if kind == "small":
+            die_once(path)
+        return real(kind, parts, *blocks)
+
+    monkeypatch.setattr(ray_components, "star_step", dying)

@@ -55,6 +55,7 @@ from textsieve.dedup.partitions import (
     PartitionWriter,
     rows_per_pass,
 )
+from textsieve.dedup.ray_components import ray_components
 from textsieve.dedup.ray_shuffle import RayKeyShuffle
 from textsieve.display import result_display
 from textsieve.exec.budget import MemoryPlan, memory_plan
@@ -500,8 +501,11 @@ def _finish_exact(cfg, sources, work, writer, max_rows, set_root, fs, info, n_do
         store = grouper.edge_store()
     else:  # a Ray shuffle: reduce groups grouped as Ray tasks
         store, _ = writer.finish(EdgeStore(f"{work}/keys/edges", max_rows, max_edges))
-    nodes, label = (components_chunked(store.chunks) if store.spilled
-                    else components(store.array(), max_rows=edge_rows(budget)))
+    if cfg.executor == "ray":  # the components as Ray tasks too
+        nodes, label = ray_components(store, budget, address=cfg.address)
+    else:
+        nodes, label = (components_chunked(store.chunks) if store.spilled
+                        else components(store.array(), max_rows=edge_rows(budget)))
     store.remove()
     nodes = nodes.astype(np.int64)
     rep = nodes[label]  # union by smaller index: the label is the group's first (smallest) ordinal

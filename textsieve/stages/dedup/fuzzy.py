@@ -44,6 +44,7 @@ from textsieve.dedup.partitions import (
     partition_bits,
     rows_per_pass,
 )
+from textsieve.dedup.ray_components import ray_components
 from textsieve.dedup.ray_shuffle import ray_lsh
 from textsieve.dedup.ray_verify import ray_exact_edges
 from textsieve.dedup.verify import ID_ROW_BYTES, estimated_edges, exact_edges, locate, shard_batches
@@ -226,8 +227,11 @@ def _verify(cfg: FuzzyConfig, table: ShardTable, prefix: str, edges: dict[float,
         finish_work(work)
 
 
-def _components(store: EdgeStore, budget: int) -> tuple[np.ndarray, np.ndarray]:
-    """Components of a store's edges: read a chunk at a time when it spilled or is large."""
+def _components(cfg: FuzzyConfig, store: EdgeStore, budget: int) -> tuple[np.ndarray, np.ndarray]:
+    """Components of a store's edges: as Ray tasks on Ray; else read a chunk at a time when it
+    spilled or is large."""
+    if cfg.executor == "ray":
+        return ray_components(store, budget, address=cfg.address)
     if store.spilled:
         return components_chunked(store.chunks)
     return components(store.array(), max_rows=edge_rows(budget))
@@ -235,7 +239,7 @@ def _components(store: EdgeStore, budget: int) -> tuple[np.ndarray, np.ndarray]:
 
 def _nodes(cfg: FuzzyConfig, table: ShardTable, edges: dict[float, EdgeStore],
            budget: int) -> dict[float, _Nodes]:
-    comps = {t: _components(e, budget) for t, e in edges.items()}
+    comps = {t: _components(cfg, e, budget) for t, e in edges.items()}
     lengths: tuple[np.ndarray, np.ndarray] | None = None  # (sorted id_ints, their lengths) for keep=longest
     if cfg.keep == "longest":
         allnodes = np.unique(np.concatenate([n for n, _ in comps.values()] or [np.zeros(0, np.uint64)]))
