@@ -13,6 +13,7 @@ function-level imports is printed and may only go down (`FUNCTION_LEVEL_CEILING`
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "textsieve"
@@ -52,6 +53,7 @@ def _module(path: Path) -> str:
     return module.removesuffix(".__init__")
 
 
+@functools.cache  # three tests read every module's imports: parse each file once
 def _imports(path: Path) -> list[tuple[int, str, list[str], bool]]:
     """(line, imported module, names taken from it, at module top level) of every textsieve import."""
     tree = ast.parse(path.read_text("utf-8"))

@@ -84,3 +84,14 @@ def test_the_utf8_lorem_pattern_matches_what_the_string_pattern_matches():
         text = "\n".join("lorem ipsum"[:k] + chr(x) + "lorem ipsum"[k + 1:] for x in range(sys.maxunicode + 1))
         data = text.encode("utf-8", "surrogatepass")
         assert len(views._LOREM.findall(text)) == len(views._LOREM_UTF8.findall(data)), k
+
+
+@pytest.mark.slow  # every code point
+def test_no_normalized_character_holds_an_upper_case_lorem_letter():
+    """`lorem_ipsum_counts` runs its case-blind pattern only where "lorem" occurs literally: that
+    is exact because no character's NFD(lower()) holds L, O, R, E or M (RPv2 normalizes first)."""
+    import sys
+    import unicodedata
+
+    assert not [hex(c) for c in range(sys.maxunicode + 1) if not 0xD800 <= c < 0xE000
+                and set(unicodedata.normalize("NFD", chr(c).lower())) & set("LOREM")]

@@ -26,6 +26,7 @@ _LOREM = re.compile(r"lorem ipsum", re.IGNORECASE)
 #: `_LOREM` over UTF-8: the same matches, spelled out, as `re.IGNORECASE` also matches İ and ı
 #: for "i" and ſ for "s" (U+0130, U+0131, U+017F; checked over every code point in the tests)
 _LOREM_UTF8 = re.compile(rb"[lL][oO][rR][eE][mM] (?:[iI]|\xc4\xb0|\xc4\xb1)[pP](?:[sS]|\xc5\xbf)[uU][mM]")
+_LOREM_WORD = re.compile(rb"lorem")  # what every match holds (`lorem_ipsum_counts`)
 _NO_META: dict = {}  # shared, never written: the meta of every document when none was shipped
 
 
@@ -157,10 +158,13 @@ class BatchViews:
         if self._long:
             buf, off = self.normalized_utf8
             data = buf.data
-            return np.fromiter((len(_LOREM_UTF8.findall(data, off[d], off[d + 1])) for d in range(self.n_docs)),
-                               dtype=np.int64, count=self.n_docs)
-        return np.fromiter((len(_LOREM.findall(c)) for c in self.normalized), dtype=np.int64,
-                           count=self.n_docs)
+            return np.fromiter((len(_LOREM_UTF8.findall(data, off[d], off[d + 1]))
+                                if _LOREM_WORD.search(data, off[d], off[d + 1]) else 0
+                                for d in range(self.n_docs)), dtype=np.int64, count=self.n_docs)
+        # a match needs a literal "lorem": no character's NFD(lower()) holds an upper-case L, O, R,
+        # E or M (checked over every code point in the tests), so the regex runs on few documents
+        return np.fromiter((len(_LOREM.findall(c)) if "lorem" in c else 0 for c in self.normalized),
+                           dtype=np.int64, count=self.n_docs)
 
     @cached_property
     def bad_word_counts(self) -> np.ndarray:
