@@ -438,3 +438,38 @@ def test_library_log_records_follow_textsieves_levels(tmp_path):
 
     assert "trafilatura" not in run("-q") and "trafilatura" not in run()
     assert "ERROR trafilatura" in run("-v", "--workers", "1")
+
+
+def test_a_page_past_the_page_timeout_is_left_out_counted_and_named(tmp_path, capsys):
+    """--page-timeout (issue 27): a crafted page that keeps trafilatura busy for over half a second
+    (2,500 paragraphs) is cut off at 0.15 s inside the worker, counted as `timeout` and named in
+    extract.json; the folder's other page is kept, the closing line gives the per-core rates, and
+    with the limit off (0) the same page is extracted. The timer is gone after the run."""
+    import signal
+
+    from textsieve.cli import main
+    from textsieve.sample_crawl import page_html
+
+    folder = tmp_path / "pages"
+    folder.mkdir()
+    (folder / "a-news.html").write_text(page_html("Transfer news", [
+        "The club paid a record fee for the striker, a player from the league below, on Monday.",
+        "A second paragraph of the report says the deal was agreed late in the evening."]), encoding="utf-8")
+    (folder / "b-endless.html").write_text("<html><body>" + "".join(
+        f"<div><p>Paragraph {i} of a page that goes on and on, with a few more words.</p></div>"
+        for i in range(2500)) + "</body></html>", encoding="utf-8")
+    assert main(["extract", str(folder), "-o", str(tmp_path / "cut"), "--engine", "trafilatura",
+                 "--page-timeout", "0.15", "--workers", "1"]) == 0
+    assert "per core" in capsys.readouterr().err
+    assert signal.getsignal(signal.SIGALRM) in (signal.SIG_DFL, None) and signal.getitimer(signal.ITIMER_REAL)[0] == 0
+    summary = json.loads((tmp_path / "cut" / ".textsieve" / "extract.json").read_text())
+    shard = summary["shards"]["x_html.jsonl.gz"]
+    assert shard["skipped"] == {"timeout": 1} and shard["kept"] == 1 and "cpu_seconds" not in shard
+    assert len(shard["timeouts"]) == 1 and "b-endless" in shard["timeouts"][0]["id"]
+    assert summary["result"]["skipped"] == {"timeout": 1} and summary["result"]["pages_per_core_second"] > 0
+    assert summary["settings"]["page_timeout"] == 0.15
+    res = ts.extract([str(folder)], output=str(tmp_path / "whole"), workers=1, progress=False, page_timeout=0,
+                     engine="trafilatura")
+    assert res.documents == 2 and not res.skipped
+    with pytest.raises(TextsieveError, match="--page-timeout"):
+        ts.extract([str(folder)], output=str(tmp_path / "bad"), workers=1, progress=False, page_timeout=-1)

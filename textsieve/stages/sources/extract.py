@@ -57,6 +57,11 @@ SUMMARY = EXTRACT_JSON
 EXTRACT_FORMATS = ("warc", "html")  # the shard formats extract reads
 
 
+#: --page-timeout's default: trafilatura averages ~30 ms a page; a 1.4 MB page of 20,000 paragraphs
+#: takes ~5 s on the dev machine
+DEFAULT_PAGE_TIMEOUT = 5.0
+
+
 class ExtractError(TextsieveError, RuntimeError):
     """A problem with the run itself (inputs of the wrong kind, other settings in the folder)."""
 
@@ -85,6 +90,9 @@ class ExtractConfig:
     max_doc_bytes: int | str = option(DEFAULT_MAX_DOC_BYTES, help="skip (and count as too_large) page bodies "
                                       "larger than this, e.g. 8MiB, 64MB; 0: no limit (default: "
                                       f"{DEFAULT_MAX_DOC_BYTES >> 20} MiB)", metavar="SIZE")
+    page_timeout: float = option(DEFAULT_PAGE_TIMEOUT, help="seconds one page may take to decode and extract; a "
+                                 "slower page is left out, counted as timeout and named in extract.json (0: no "
+                                 "limit)", metavar="SECONDS")
     verify_inputs: bool = option(False, help="tell changed inputs by a SHA-256 of their bytes instead of size and "
                                              "modification time")
     # repeated ids among a shard's documents (a WARC concatenated from copies; a.html beside a.htm)
@@ -106,6 +114,9 @@ class ExtractResult:
     bad_records: int = 0  # damaged archive records left out (--on-error skip)
     seconds: float = 0.0
     inputs_left_out: dict[str, str] = field(default_factory=dict)  # input file -> why extract does not read it
+    # this run's shards per CPU-second of the processes that extracted them (the cost per core)
+    pages_per_core_second: float = 0.0
+    mb_per_core_second: float = 0.0  # MB of input files
 
     @property
     def docs_per_second(self) -> float:
@@ -130,12 +141,24 @@ def settings_fingerprint(cfg: ExtractConfig) -> tuple[str, dict[str, Any]]:
     what: dict[str, Any] = {"stage": "extract", "version": __version__, "engine": engine.name,
                             "engine_version": engine.version, "engine_settings": engine.settings,
                             "fix_text": cfg.fix_text, "format": cfg.format, "lang_model": _langid_version(),
-                            "max_doc_bytes": parse_max_doc_bytes(cfg.max_doc_bytes)}
+                            "max_doc_bytes": parse_max_doc_bytes(cfg.max_doc_bytes),
+                            "page_timeout": _page_timeout(cfg.page_timeout)}
     if cfg.fix_text:
         import ftfy
 
         what["ftfy"] = getattr(ftfy, "__version__", "?")
     return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:16], what
+
+
+def _page_timeout(value: float) -> float:
+    """--page-timeout as seconds (0 = no limit), refusing what is not a number >= 0."""
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        raise ExtractError(f"--page-timeout: {value!r} is not a number of seconds") from None
+    if not seconds >= 0 or seconds == float("inf"):
+        raise ExtractError(f"--page-timeout: {value!r} must be a number of seconds >= 0 (0: no limit)")
+    return seconds
 
 
 def _langid_version() -> str:
@@ -214,16 +237,19 @@ def run_extract(cfg: ExtractConfig) -> ExtractResult:
             result.shards_skipped.append(shard.rel)
             continue
         todo.append(ExtractTask(shard, cfg.output, staged, cfg.format, cfg.engine, cfg.fix_text, cfg.on_error,
-                                limit, shard_fp, id_mode))
+                                limit, shard_fp, id_mode, what["page_timeout"]))
     _keep_others(pub, targets, fingerprint, cfg.overwrite, root, counts, earlier)
     if todo:
         pub.claim()
     progress = Progress("extract", total_bytes=sum(t.shard.size for t in todo), enabled=cfg.progress)
     workers = _workers(cfg, todo)
     in_process = cfg.executor == "local" and workers == 1
+    cpu, run_pages = 0.0, 0
     try:
         done_bytes = 0
         for task, shard_counts in _run(cfg, todo, progress, workers):
+            cpu += shard_counts.pop("cpu_seconds", 0.0)
+            run_pages += shard_counts["pages"]
             rel = safe_rel(output_rel(task.shard.rel, cfg.format), "output name")
             pub.add(rel, task.fingerprint, settings=fingerprint, counts=_lean(shard_counts))
             counts[rel] = shard_counts
@@ -231,6 +257,10 @@ def run_extract(cfg: ExtractConfig) -> ExtractResult:
             done_bytes += task.shard.size
             # the in-process path moved the line page by page already
             progress.update(docs=0 if in_process else shard_counts["kept"], bytes_done=done_bytes, shard=rel)
+            for page in shard_counts.get("timeouts", [])[:1]:
+                log.warning("%s: %d page(s) took longer than --page-timeout %g s and were left out, first: %s (%s)",
+                            task.shard.rel, shard_counts["skipped"]["timeout"], what["page_timeout"], page["id"],
+                            page["url"])
             if shard_counts["bad_records"]:
                 first = shard_counts["bad_examples"][0]
                 log.warning("%s: skipped %d damaged record(s), first: %s: %s", task.shard.rel,
@@ -242,6 +272,9 @@ def run_extract(cfg: ExtractConfig) -> ExtractResult:
         progress.close()
     _totals(result, counts)
     result.seconds = time.perf_counter() - start
+    if cpu > 0:
+        result.pages_per_core_second = round(run_pages / cpu, 1)
+        result.mb_per_core_second = round(done_bytes / 1e6 / cpu, 3)
     _write_summary(fs, pub, cfg, result, fingerprint, what, counts)
     pub.commit()
     return result
@@ -298,8 +331,9 @@ def _earlier_samples(fs: fsspec.AbstractFileSystem, root: str) -> dict[str, list
 
 
 def _lean(counts: dict[str, Any]) -> dict[str, Any]:
-    """A shard's counts without the sample pages (for the manifest entry)."""
-    return {k: v for k, v in counts.items() if k != "samples"}
+    """A shard's counts without the sample pages and the CPU time (for the manifest entry: the
+    same bytes however the shard was run)."""
+    return {k: v for k, v in counts.items() if k not in ("samples", "cpu_seconds")}
 
 
 def _keep_others(pub: Publication, targets: dict[str, str], fingerprint: str, overwrite: bool, root: str,
@@ -372,12 +406,19 @@ def _result_record(result: ExtractResult) -> dict[str, Any]:
     return out
 
 
+def _per_core(res: ExtractResult) -> str:
+    if not res.pages_per_core_second:
+        return ""
+    return f"; per core {res.pages_per_core_second:,.0f} pages/s, {res.mb_per_core_second:,.2f} MB/s"
+
+
 def _report(res: ExtractResult) -> str:
     left = ", ".join(f"{n:,} {reason}" for reason, n in res.skipped.items()) or "none"
     inputs = (f"; {len(res.inputs_left_out)} input(s) left out, not web archives or pages: "
               + ", ".join(p.rsplit("/", 1)[-1] for p in res.inputs_left_out)) if res.inputs_left_out else ""
     return (f"extracted {res.documents:,} of {res.pages:,} pages in {len(res.shards_written)} shard(s) "
-            f"({res.docs_per_second:,.0f} docs/s); {len(res.shards_skipped)} shard(s) already done; left out: "
+            f"({res.docs_per_second:,.0f} docs/s{_per_core(res)}); {len(res.shards_skipped)} shard(s) already done; "
+            "left out: "
             f"{left}; {res.bad_records} damaged record(s) skipped{inputs} -> {res.output}")
 
 

@@ -6,7 +6,8 @@ HTTP status (`redirect`, `http_error`), a Content-Encoding that cannot be undone
 page without a Content-Type is sniffed for markup), an empty body (`empty_body`), a body over
 `--max-doc-bytes` (`too_large`), bytes -> text (`extract.decode`: charset from the header, then
 `<meta>`, then detection), main-content extraction (`empty_extraction` when nothing is left,
-`engine_error` when the engine fails on the page), optional ftfy repair, then language id on
+`engine_error` when the engine fails on the page, `timeout` when decoding and extracting it take
+longer than `--page-timeout`: `extraction.deadline`), optional ftfy repair, then language id on
 the extracted text (the built-in py3langid model, batched). Damaged archive records are the
 reader's business (`io.warc_pages`): with `--on-error skip` they are left out and counted as
 bad records, with their locations.
@@ -20,6 +21,7 @@ byte-identical whatever the number of workers.
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -28,6 +30,7 @@ from typing import Any
 import fsspec
 
 from textsieve.document import Document
+from textsieve.extraction.deadline import PageClock, PageTimeout
 from textsieve.io.atomic import atomic_open
 from textsieve.io.doc_shards import write_doc_shard
 from textsieve.io.html_files import html_pages
@@ -39,7 +42,9 @@ LANG_BATCH = 256  # pages per language-id call
 SAMPLES = 3  # extracted pages per shard kept for the report, beside their first raw lines
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml", "application/xhtml", "text/xhtml"})
 REASONS = ("redirect", "http_error", "not_html", "empty_body", "undecodable_body", "too_large", "engine_error",
-           "empty_extraction")
+           "empty_extraction", "timeout")
+WARM_UP_PAGE = b"<html><head><title>Warm up</title></head><body><article><p>A first page.</p></article></body></html>"
+LOCATED = 10  # pages named per shard for engine errors and timeouts
 
 
 @dataclass(frozen=True)
@@ -56,6 +61,7 @@ class ExtractTask:
     max_doc_bytes: int | None
     fingerprint: str  # settings + the input's identity
     id_mode: str = "fail"  # a repeated id among the shard's documents: fail, or suffix (`io.ids`)
+    page_timeout: float = 0.0  # seconds one page may take to decode and extract; 0: no limit
 
 
 _cache: dict[str, Any] = {}
@@ -148,18 +154,23 @@ def extract_shard(task: ExtractTask, on_page: Callable[[int, int], None] | None 
     `on_page(docs, bytes_read)` is called every batch when the caller shows progress in-process."""
     from textsieve.extraction.decode import decode_html
 
+    cpu = time.process_time()
     engine = _engine(task.engine)
     fix: Callable[[str], tuple[str, bool]] | None = None
     if task.fix_text:
         from textsieve.extraction.fixtext import fix_text
 
         fix = fix_text
+    if task.page_timeout > 0:  # the engine's and decoder's first call imports and builds what they use: not
+        _extract_page(engine, decode_html, WARM_UP_PAGE, "text/html", None)  # the first page's time
     pages = _Pages(task)
     ids = UniqueIds(task.shard, task.id_mode)
     skipped: Counter[str] = Counter()
     sources: Counter[str] = Counter()
     counts: dict[str, Any] = {"pages": 0, "kept": 0, "replaced_bytes": 0, "fixed_text": 0}
     errors: list[dict[str, str]] = []
+    timeouts: list[dict[str, Any]] = []
+    clock = PageClock(task.page_timeout)
     samples: list[dict[str, Any]] = []
     settings = {"engine": engine.name, "version": engine.version, "settings": engine.settings,
                 "fix_text": task.fix_text}
@@ -188,16 +199,20 @@ def extract_shard(task: ExtractTask, on_page: Callable[[int, int], None] | None 
                 skipped["empty_body"] += 1
                 continue
             try:
-                decoded = decode_html(body, ctype)
-            except (LookupError, UnicodeError, ValueError):  # a codec that fails on these bytes
+                with clock.page():  # PageTimeout past --page-timeout (`extraction.deadline`)
+                    decoded, got, failure = _extract_page(engine, decode_html, body, ctype, url)
+            except PageTimeout:
+                skipped["timeout"] += 1
+                if len(timeouts) < LOCATED:
+                    timeouts.append({"id": page_id, "row": row, "url": url, "bytes": len(body)})
+                continue
+            if decoded is None:  # a codec that fails on these bytes
                 skipped["undecodable_body"] += 1
                 continue
-            try:
-                got = engine.extract(decoded.text, url)
-            except Exception as exc:  # a crash of a third-party engine on one page never ends the run
+            if got is None:  # a crash of a third-party engine on one page never ends the run
                 skipped["engine_error"] += 1
-                if len(errors) < 10:
-                    errors.append({"id": page_id, "error": f"{type(exc).__name__}: {exc}"[:300]})
+                if len(errors) < LOCATED:
+                    errors.append({"id": page_id, "error": failure[:300]})
                 continue
             text = got.text.strip()
             if not text:
@@ -231,7 +246,8 @@ def extract_shard(task: ExtractTask, on_page: Callable[[int, int], None] | None 
     fs = fsspec.core.url_to_fs(task.output)[0]
     parquet = task.fmt == "parquet"
     records = (parquet_record(r) for r in documents()) if parquet else documents()
-    counts["kept"] = write_doc_shard(fs, task.staged, task.fmt, records, _schema() if parquet else None)
+    with clock:  # the SIGALRM handler is installed for the shard, the timer armed per page
+        counts["kept"] = write_doc_shard(fs, task.staged, task.fmt, records, _schema() if parquet else None)
     counts["skipped"] = {r: skipped[r] for r in REASONS if skipped[r]}
     bad = pages.reader.skipped
     counts["bad_records"] = len(bad)
@@ -240,10 +256,29 @@ def extract_shard(task: ExtractTask, on_page: Callable[[int, int], None] | None 
     counts.update(ids.meta())
     if errors:
         counts["engine_errors"] = errors
+    if timeouts:
+        counts["timeouts"] = timeouts
+    if task.page_timeout > 0 and not clock.enforced:
+        counts["page_timeout_enforced"] = False
     counts["samples"] = samples
+    counts["cpu_seconds"] = round(time.process_time() - cpu, 3)  # this process's, for the per-core rates
     with atomic_open(fs, done_marker(task.staged), "wb") as fh:
         fh.write(json.dumps({"fingerprint": task.fingerprint, "counts": counts}).encode())
     return counts
+
+
+def _extract_page(engine: Any, decode_html: Callable[[bytes, str | None], Any], body: bytes, ctype: str | None,
+                  url: str | None) -> tuple[Any, Any, str]:
+    """(decoded, extracted, failure) of one page: decoded is None when no codec takes the bytes,
+    extracted None when the engine raised (failure then says what)."""
+    try:
+        decoded = decode_html(body, ctype)
+    except (LookupError, UnicodeError, ValueError):
+        return None, None, ""
+    try:
+        return decoded, engine.extract(decoded.text, url), ""
+    except Exception as exc:
+        return decoded, None, f"{type(exc).__name__}: {exc}"
 
 
 def _with_lang(batch: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
