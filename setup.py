@@ -1,9 +1,9 @@
-"""Build hook for textsieve's one optional native kernel (everything else is in pyproject.toml).
+"""Build hook for textsieve's optional native kernels (everything else is in pyproject.toml).
 
-``textsieve/native/rpv2_minhash.c`` uses no Python API: it is compiled into a plain shared
-library that ``textsieve.native`` loads with ctypes, so building it needs only a C compiler,
-not the Python headers. It is optional: when it cannot be built, pip still installs textsieve
-and the MinHash signatures fall back to the numba kernel (same values, more memory).
+``textsieve/native/*.c`` use no Python API: each is compiled into a plain shared library that
+``textsieve.native`` loads with ctypes, so building them needs only a C compiler, not the Python
+headers. They are optional: when one cannot be built, pip still installs textsieve and its
+callers fall back to the numba kernels (same values, a one-time JIT compile, more memory).
 """
 
 from setuptools import Extension, setup
@@ -15,6 +15,13 @@ setup(
             sources=["textsieve/native/rpv2_minhash.c"],
             extra_compile_args=["-O3", "-std=gnu11", "-Wno-psabi"],
             optional=True,
-        )
+        ),
+        Extension(  # annotate's raw-text scan and word statistics: no JIT wait, no numba in the worker
+            "textsieve.native._annotate_scan",
+            sources=["textsieve/native/annotate_scan.c"],
+            extra_compile_args=["-O3", "-std=gnu11", "-ffp-contract=off"],
+            libraries=["m"],
+            optional=True,
+        ),
     ]
 )

@@ -280,9 +280,12 @@ def test_source_documents_rejoin_attribute_rows(tmp_path, resources_dir):
     assert [w[0]["score"] for w in words] == [len(normalize(d.text).split()) for d in docs]
 
 
-def test_minhash_only_annotate_never_loads_numba(tmp_path):
-    """`annotate --signals minhash` (the signature step of fuzzy dedup) runs on the C kernel:
-    numba's JIT would add ~125 MB to a process that otherwise holds numpy + pyarrow + a batch."""
+@pytest.mark.parametrize("signals", [["--signals", "minhash"], []])
+def test_annotate_never_loads_numba(tmp_path, signals):
+    """`annotate --signals minhash` (the signature step of fuzzy dedup) and the default signal set
+    run on the C kernels (MinHash; the raw scan and word statistics, issue 28): numba's JIT would
+    add ~125 MB to a process that otherwise holds numpy + pyarrow + a batch, and its first
+    compile ~8 s before the first document."""
     import subprocess
     import sys
 
@@ -292,7 +295,7 @@ def test_minhash_only_annotate_never_loads_numba(tmp_path):
     src.write_text("".join(json.dumps({"id": f"d{i}", "text": " ".join(words[i % 5:] + words[: i % 5])}) + "\n"
                            for i in range(50)))
     code = ("import sys, json\nfrom textsieve.cli import main\n"
-            f"rc = main(['annotate', {str(src)!r}, '--signals', 'minhash', '--workers', '1', '-q', "
+            f"rc = main(['annotate', {str(src)!r}, *{signals!r}, '--workers', '1', '-q', "
             f"'--output', {str(tmp_path / 'out')!r}])\n"
             "print(json.dumps({'rc': rc, 'numba': 'numba' in sys.modules}))\n")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

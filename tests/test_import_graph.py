@@ -34,8 +34,8 @@ TIERS: list[set[str]] = [
     {"dumps"},  # source dumps read into documents; the GitHub filter counts tokens (`tokenization`)
     {"embedding", "interop", "tokenization", "mixing", "extraction", "sample"},
     # the base: storage, execution, text kernels
-    {"io", "exec", "text", "native"},
-    {"extensions", "units", "options", "errors", "document", "_version", "display"},
+    {"io", "exec", "text"},
+    {"extensions", "units", "options", "errors", "document", "_version", "display", "native"},
 ]
 TIER = {name: i for i, names in enumerate(TIERS) for name in names}
 #: imports of textsieve modules inside functions, conditionals or `TYPE_CHECKING` blocks (509 when

@@ -1,10 +1,12 @@
 """Optional C kernels, loaded with ctypes (built by ``setup.py`` at install time).
 
-They exist for memory, not speed: a process that imports numba and runs one kernel carries
-about 125 MB of LLVM and numba state, more than the rest of a MinHash run. The C library adds
-well under 1 MB. When it was not built (no C compiler at install time) or when
-``TEXTSIEVE_NATIVE=0`` is set, the accessors return None and callers use the numba
-kernels, which compute the same values.
+They exist for memory and start-up, not speed: a process that imports numba and runs one kernel
+carries about 125 MB of LLVM and numba state, more than the rest of a MinHash run, and a fresh
+install compiles annotate's numba kernels for ~8 s before its first document. A C library adds
+well under 1 MB and nothing to wait for. ``_rpv2_minhash`` holds the MinHash signatures,
+``_annotate_scan`` annotate's raw-text scan and word statistics. When a library was not built
+(no C compiler at install time) or when ``TEXTSIEVE_NATIVE=0`` is set, the accessors return None
+and callers use the numba kernels, which compute the same values.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import logging
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -48,12 +51,12 @@ def _library_path(name: str) -> Path | None:
     return None
 
 
-def _function(name: str, argtypes: list):
+def _function(name: str, argtypes: list, library: str = "_rpv2_minhash", restype: Any = ctypes.c_int):
     if os.environ.get("TEXTSIEVE_NATIVE", "1") == "0":
         return None
-    path = _library_path("_rpv2_minhash")
+    path = _library_path(library)
     if path is None:
-        log.debug("native MinHash kernels not built; using numba")
+        log.debug("native library %s not built; using numba", library)
         return None
     try:
         fn = getattr(ctypes.CDLL(str(path)), name)
@@ -61,7 +64,7 @@ def _function(name: str, argtypes: list):
         log.warning("cannot load %s from %s (%s); using the numba kernel", name, path, exc)
         return None
     fn.argtypes = argtypes
-    fn.restype = ctypes.c_int
+    fn.restype = restype
     log.debug("native kernel %s: %s", name, path)
     return fn
 
@@ -76,3 +79,35 @@ def rpv2_signatures():
 def fast_signatures():
     """The C function ``ts_fast_signatures`` (the ``minhash_fast`` group), or None."""
     return _function("ts_fast_signatures", [_P, _P, _I64, _I64, _P, _I64, _P, _P])
+
+
+#: `annotate_scan.c`'s output layout, as `ts_scan_layout` encodes it (N_DOC_STATS, N_LINE_STATS,
+#: N_WORD_STATS); a library built from other sources is not used
+SCAN_LAYOUT = 11 * 100 + 9 * 10000 + 15
+
+
+@functools.lru_cache(maxsize=1)
+def _scan_library_ok() -> bool:
+    layout = _function("ts_scan_layout", [], "_annotate_scan")
+    if layout is None:
+        return False
+    if layout() != SCAN_LAYOUT:
+        log.warning("the native scan library has another output layout (%d); using numba", layout())
+        return False
+    return True
+
+
+@functools.lru_cache(maxsize=1)
+def scan_raw():
+    """The C function ``ts_scan_raw`` (annotate's raw-text scan; ``annotate_scan.c``), or None."""
+    if not _scan_library_ok():
+        return None
+    return _function("ts_scan_raw", [_P] * 2 + [_I64] + [_P] * 12, "_annotate_scan", restype=_I64)
+
+
+@functools.lru_cache(maxsize=1)
+def word_stats():
+    """The C function ``ts_word_stats`` (word and n-gram statistics; ``annotate_scan.c``), or None."""
+    if not _scan_library_ok():
+        return None
+    return _function("ts_word_stats", [_P, _P, _I64, _P, _P], "_annotate_scan")

@@ -8,15 +8,17 @@ Inputs are the UTF-32 code points of all documents concatenated (`cps`), `doc_of
 code-point offsets) and the property tables of `unicode_props`. Stop words arrive as a hashed
 table (see `StopWordTable`).
 
-This module holds the output layout and the stop-word table; the numba code is in
-`raw_scan_numba` and is imported on the first call, so a process that never scans raw text
-(e.g. `annotate --signals minhash`) never loads numba.
+This module holds the output layout and the stop-word table. The scan is C
+(`native/annotate_scan.c`, built with the package); where it was not built, its numba twin
+`raw_scan_numba` is imported on the first call, so a process that never scans raw text
+(e.g. `annotate --signals minhash`) never loads numba either way.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from textsieve.native import scan_raw as native_scan_raw
 from textsieve.text.batch_encoding import MAX_BATCH_CODE_POINTS, codepoints_batch
 
 # Per-document outputs, columns of `doc_stats`.
@@ -85,7 +87,15 @@ def _fnv_py(word: str) -> int:
 def scan_raw(cps, doc_off, doc_lang, flags, norm_len, norm_numeric, norm_ascii,
              sw_hash, sw_lang_off, sw_word_off, sw_chars):
     """Return (doc_stats int64[n_docs, N_DOC_STATS], line_stats int64[n_lines, N_LINE_STATS],
-    line_off int64[n_docs + 1]); see `raw_scan_numba.scan_raw`."""
+    line_off int64[n_docs + 1]); see `raw_scan_numba.scan_raw`. The C twin (`native.scan_raw`)
+    runs when it was built, the numba kernel otherwise: the same values."""
+    native = native_scan_raw()
+    if native is not None:
+        if cps.shape[0] > MAX_BATCH_CODE_POINTS:  # (the numba path's check, below)
+            raise ValueError("a batch of 2**31 code points or more cannot be annotated (set --max-doc-bytes below "
+                             "2GiB to skip such documents)")
+        return _scan_native(native, cps, doc_off, doc_lang, flags, norm_len, norm_numeric, norm_ascii,
+                            sw_hash, sw_lang_off, sw_word_off, sw_chars)
     from textsieve.text.raw_scan_numba import scan_raw as kernel
 
     if cps.shape[0] > MAX_BATCH_CODE_POINTS:
@@ -93,6 +103,23 @@ def scan_raw(cps, doc_off, doc_lang, flags, norm_len, norm_numeric, norm_ascii,
                          "to skip such documents)")
     return kernel(cps, doc_off, doc_lang, flags, norm_len, norm_numeric, norm_ascii,
                   sw_hash, sw_lang_off, sw_word_off, sw_chars)
+
+
+def _scan_native(fn, cps, doc_off, doc_lang, *tables):
+    """`scan_raw` through the C library: the caller allocates the outputs (lines: at most the
+    newlines plus one per document)."""
+    arrays: list[np.ndarray] = [np.ascontiguousarray(cps, dtype=np.uint32),
+                                np.ascontiguousarray(doc_off, dtype=np.int64),
+                                np.ascontiguousarray(doc_lang, dtype=np.int64)]
+    dtypes = (np.uint8, np.uint8, np.uint8, np.uint8, np.uint64, np.int64, np.int64, np.uint32)
+    tabs: list[np.ndarray] = [np.ascontiguousarray(t, dtype=dt) for t, dt in zip(tables, dtypes)]
+    n_docs = arrays[1].shape[0] - 1
+    docs = np.zeros((n_docs, N_DOC_STATS), dtype=np.int64)
+    lines = np.zeros((int(np.count_nonzero(arrays[0] == 10)) + n_docs, N_LINE_STATS), dtype=np.int64)
+    line_off = np.zeros(n_docs + 1, dtype=np.int64)
+    nl = fn(arrays[0].ctypes.data, arrays[1].ctypes.data, n_docs, arrays[2].ctypes.data,
+            *[t.ctypes.data for t in tabs], docs.ctypes.data, lines.ctypes.data, line_off.ctypes.data)
+    return docs, lines[:nl], line_off
 
 
 #: documents longer than this many code points are scanned piece by piece (`scan_texts`)

@@ -10,13 +10,15 @@ of the pair (id of its (n-1)-gram prefix, id of its last word). Ids are exact, s
 hash collisions to reason about, and "first occurrence" order falls out of the numbering, which
 is what `Counter.most_common` tie-breaking needs.
 
-This module holds the output layout; the numba code is in `word_stats_numba`, imported on the
-first call.
+This module holds the output layout. The kernel is C (`native/annotate_scan.c`, built with the
+package); where it was not built, its numba twin `word_stats_numba` is imported on the first call.
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from textsieve.native import word_stats as native_word_stats
 
 # Columns of the int64 `stats` output.
 W_WORDS = 0  # len(W)
@@ -32,10 +34,21 @@ DUPE_NS = (5, 6, 7, 8, 9, 10)
 
 
 def word_stats(buf, doc_off):
-    """Per-document word statistics of a batch; see `word_stats_numba.word_stats`."""
-    from textsieve.text.word_stats_numba import word_stats as kernel
-
-    if len(doc_off) > 1 and int(np.diff(doc_off).max()) >= 2**31:  # the kernel counts words in int32
+    """Per-document word statistics of a batch; see `word_stats_numba.word_stats`. The C twin
+    (`native.word_stats`) runs when it was built, the numba kernel otherwise: the same values."""
+    if len(doc_off) > 1 and int(np.diff(doc_off).max()) >= 2**31:  # the kernels count words in int32
         raise ValueError("a document of 2 GiB or more of normalized text cannot be annotated (set --max-doc-bytes "
                          "below 2GiB to skip such documents)")
+    native = native_word_stats()
+    if native is not None:
+        buf = np.ascontiguousarray(buf, dtype=np.uint8)
+        doc_off = np.ascontiguousarray(doc_off, dtype=np.int64)
+        n_docs = doc_off.shape[0] - 1
+        stats = np.zeros((n_docs, N_WORD_STATS), dtype=np.int64)
+        entropy = np.zeros(n_docs, dtype=np.float64)
+        if native(buf.ctypes.data, doc_off.ctypes.data, n_docs, stats.ctypes.data, entropy.ctypes.data) != 0:
+            raise MemoryError("word statistics: out of memory")
+        return stats, entropy
+    from textsieve.text.word_stats_numba import word_stats as kernel
+
     return kernel(buf, doc_off)
