@@ -280,7 +280,8 @@ def test_source_documents_rejoin_attribute_rows(tmp_path, resources_dir):
     assert [w[0]["score"] for w in words] == [len(normalize(d.text).split()) for d in docs]
 
 
-@pytest.mark.parametrize("signals", [["--signals", "minhash"], []])
+@pytest.mark.parametrize("signals", [["--signals", "minhash"],
+                                     pytest.param([], marks=pytest.mark.slow)])  # a subprocess each: ~2.5 s
 def test_annotate_never_loads_numba(tmp_path, signals):
     """`annotate --signals minhash` (the signature step of fuzzy dedup) and the default signal set
     run on the C kernels (MinHash; the raw scan and word statistics, issue 28): numba's JIT would
