@@ -22,8 +22,10 @@ Printed: marked tokens, spans, recall on the planted repeats (1.0 expected) and 
 (0.0 expected where their neighbours differ), agreement with the baseline, time and peak, and
 the ratios. datatrove's exact-substring pipeline (`ESDatasetToSequence` -> the Rust
 `deduplicate-text-datasets` `self-similar`/`collect` -> `ESRangeRemover`) is NOT run here: its
-middle step is a Rust program built from Google's repository with cargo and crates.io, neither of
-which this machine can reach; the script says so in its output.
+middle step is a Rust program built from Google's repository. A Rust toolchain is installed here,
+but the program's crates (zstd 0.5, crossbeam 0.3, filebuffer 0.4, clap 3, bitvec 1) come from
+crates.io, which this machine cannot reach, and Debian packages only newer, API-incompatible
+zstd, crossbeam and clap and no filebuffer; the script says so in its output.
 """
 
 from __future__ import annotations
@@ -187,8 +189,8 @@ def main() -> None:
     print(f"  partitions give the same bytes as one pass: {'yes' if same else 'NO'}")
     print(f"  textsieve / baseline: {bcpu / rows[0][3]:.1f}x faster per core, {bpeak / rows[0][4]:.1f}x less peak")
     print("  datatrove (ESDatasetToSequence -> Rust self-similar/collect -> ESRangeRemover): NOT RUN here; its "
-          "suffix-array step is a Rust program built with cargo from Google's deduplicate-text-datasets and "
-          "crates.io, which this machine cannot reach")
+          "suffix-array step is Google's deduplicate-text-datasets, a Rust program whose crates come from "
+          "crates.io, which this machine cannot reach (Debian has only newer, API-incompatible ones)")
 
 
 if __name__ == "__main__":
