@@ -95,3 +95,58 @@ def test_no_normalized_character_holds_an_upper_case_lorem_letter():
 
     assert not [hex(c) for c in range(sys.maxunicode + 1) if not 0xD800 <= c < 0xE000
                 and set(unicodedata.normalize("NFD", chr(c).lower())) & set("LOREM")]
+
+
+def _whitespace() -> list[str]:
+    return [chr(c) for c in range(0x110000) if chr(c).isspace()]
+
+
+def test_the_c_pass_equals_normalize_on_real_and_crafted_text(sample_text):
+    """`normalize_batch_utf8` (one C pass, then lower() and NFD for non-ASCII documents) gives
+    `normalize`'s bytes: the sample corpus's documents one by one, and random strings of every
+    ASCII byte (controls, \\x00 and \\x01 included), every whitespace character, final sigma,
+    combining marks, dotted I and lone surrogates."""
+    import random
+
+    from textsieve import native
+
+    if native.normalize_collapse() is None:
+        pytest.skip("the native library is not built")
+    rng = random.Random(7)
+    pool = [chr(c) for c in range(128)] * 3 + _whitespace() + list("ΣσςΑΒİıéÉñ\u0301\u0327ßẞǅ") + \
+        ["\ud800", "\udfff", "\U0001f600"]
+    texts = sample_text.split("\n\n") + TRICKY[:1] + ["".join(rng.choice(pool) for _ in range(rng.randrange(80)))
+                                                      for _ in range(4000)]
+    texts += ["", " ", "!!!", "  a  ", "ΑΣ Β", "ΑΣ", "ΑΣ\u00a0Β", "ΑΣ!Β", "\x00 \x01 \x01\x00", " \x01", "\x01 "]
+    for batch in (texts, [t for t in texts if t.isascii()]):
+        buf, off = norm.normalize_batch_utf8(batch)
+        for i, text in enumerate(batch):
+            assert buf[off[i]:off[i + 1]].tobytes() == norm.normalize(text).encode("utf-8", "surrogatepass"), text
+
+
+def test_without_the_library_the_batch_is_normalized_in_python(sample_text, monkeypatch):
+    from textsieve import native
+
+    monkeypatch.setattr(native, "normalize_collapse", lambda: None)
+    texts = sample_text.split("\n\n")[:200]
+    buf, off = norm.normalize_batch_utf8(texts)
+    assert [buf[off[i]:off[i + 1]].tobytes() for i in range(len(texts))] == [norm.normalize_utf8(t) for t in texts]
+
+
+@pytest.mark.slow  # every code point
+def test_lower_maps_no_character_to_or_from_whitespace():
+    """Why the C pass may collapse whitespace before lower(): lower() keeps every whitespace
+    character and makes none (so `split()` cuts the same places either way)."""
+    for c in range(0x110000):
+        ch = chr(c)
+        low = ch.lower()
+        assert (low == ch) if ch.isspace() else not any(x.isspace() for x in low), hex(c)
+
+
+@pytest.mark.slow  # 15,263 documents
+def test_the_c_pass_equals_normalize_on_the_dev_corpus(shared_dir):
+    with gzip.open(shared_dir / "corpora" / "dev" / "web_sample.jsonl.gz", "rt", encoding="utf-8") as fh:
+        texts = [json.loads(line)["text"] for line in fh]
+    buf, off = norm.normalize_batch_utf8(texts)
+    for i, text in enumerate(texts):
+        assert buf[off[i]:off[i + 1]].tobytes() == norm.normalize_utf8(text), i

@@ -4,9 +4,9 @@ They exist for memory and start-up, not speed: a process that imports numba and 
 carries about 125 MB of LLVM and numba state, more than the rest of a MinHash run, and a fresh
 install compiles annotate's numba kernels for ~8 s before its first document. A C library adds
 well under 1 MB and nothing to wait for. ``_rpv2_minhash`` holds the MinHash signatures,
-``_annotate_scan`` annotate's raw-text scan and word statistics. When a library was not built
-(no C compiler at install time) or when ``TEXTSIEVE_NATIVE=0`` is set, the accessors return None
-and callers use the numba kernels, which compute the same values.
+``_annotate_scan`` annotate's raw-text scan, word statistics and normalization. When a
+library was not built (no C compiler at install time) or when ``TEXTSIEVE_NATIVE=0`` is set, the
+accessors return None and callers use the numba kernels (or Python), which compute the same values.
 """
 
 from __future__ import annotations
@@ -111,3 +111,12 @@ def word_stats():
     if not _scan_library_ok():
         return None
     return _function("ts_word_stats", [_P, _P, _I64, _P, _P], "_annotate_scan")
+
+
+@functools.lru_cache(maxsize=1)
+def normalize_collapse():
+    """The C function ``ts_normalize_collapse`` (RPv2 normalization's byte-level part: punctuation,
+    A-Z, whitespace runs; ``annotate_scan.c``), or None: callers normalize in Python then."""
+    if not _scan_library_ok():
+        return None
+    return _function("ts_normalize_collapse", [_P, _P, _I64, _P, _P], "_annotate_scan", restype=None)

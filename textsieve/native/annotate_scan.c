@@ -349,3 +349,72 @@ int ts_word_stats(const uint8_t *buf, const int64_t *doc_off, int64_t n_docs, in
     }
     return 0;
 }
+
+/* The byte-level part of normalize.normalize (RPv2 §3.2) over UTF-8 documents, in one pass:
+ * `string.punctuation` deleted, A-Z lowered, every run of `str.isspace()` characters (ASCII
+ * \t-\r, \x1c-\x1f and space; U+0085, U+00A0, U+1680, U+2000-U+200A, U+2028, U+2029, U+202F,
+ * U+205F, U+3000) collapsed to one space and trimmed at both ends: `" ".join(x.split())`. Other
+ * sequences are copied whole. For a pure-ASCII document that is the whole normalization (lower()
+ * and NFD change nothing else there); the caller applies lower() and NFD to the others. `out` has
+ * room for every input byte (the result is never longer); out_off gets n_docs + 1 offsets. */
+/* per ASCII byte: the byte it becomes (A-Z lowered), 0 to delete (punctuation), 1 for whitespace */
+static uint8_t ASCII_MAP[128];
+static int ascii_map_ready = 0;
+
+static void ascii_map_init(void) {
+    for (int c = 0; c < 128; c++) {
+        int punct = (c >= 33 && c <= 47) || (c >= 58 && c <= 64) || (c >= 91 && c <= 96) || (c >= 123 && c <= 126);
+        int space = c == 32 || (c >= 9 && c <= 13) || (c >= 28 && c <= 31);
+        ASCII_MAP[c] = punct ? 0 : space ? 1 : (c >= 'A' && c <= 'Z') ? (uint8_t)(c + 32) : (uint8_t)c;
+    }
+    /* bytes 0 and 1 are kept as themselves: marked apart below */
+    ascii_map_ready = 1;
+}
+static inline int unicode_space(uint32_t c) {
+    return c == 0x85 || c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 ||
+           c == 0x202F || c == 0x205F || c == 0x3000;
+}
+
+void ts_normalize_collapse(const uint8_t *src, const int64_t *off, int64_t n_docs, uint8_t *out, int64_t *out_off) {
+    if (!ascii_map_ready) ascii_map_init();
+    int64_t o = 0;
+    out_off[0] = 0;
+    for (int64_t d = 0; d < n_docs; d++) {
+        const uint8_t *s = src + off[d];
+        int64_t n = off[d + 1] - off[d];
+        int gap = 0; /* whitespace seen since the last kept character */
+        int64_t start = o;
+        int64_t i = 0;
+        while (i < n) {
+            uint8_t c = s[i];
+            if (c < 0x80) { /* branch-free: a web text's spaces fall at random, and mispredicted */
+                i++;
+                uint8_t m = ASCII_MAP[c];
+                int keep = (m > 1) | (c < 2);
+                int lead = keep & gap & (o > start); /* a space before this character */
+                out[o] = ' ';
+                o += lead;
+                out[o] = c < 2 ? c : m;
+                o += keep;
+                gap = ((m == 1) & (c >= 2)) | (gap & !keep);
+                continue;
+            }
+            int64_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+            if (i + len > n) len = n - i; /* a cut sequence: copied as it is */
+            uint32_t cp = 0;
+            if (len == 2) cp = ((uint32_t)(c & 0x1F) << 6) | (s[i + 1] & 0x3F);
+            else if (len == 3) cp = ((uint32_t)(c & 0x0F) << 12) | ((uint32_t)(s[i + 1] & 0x3F) << 6) | (s[i + 2] & 0x3F);
+            if (unicode_space(cp)) {
+                gap = 1;
+                i += len;
+                continue;
+            }
+            if (gap && o > start) out[o++] = ' ';
+            gap = 0;
+            memcpy(out + o, s + i, (size_t)len);
+            o += len;
+            i += len;
+        }
+        out_off[d + 1] = o;
+    }
+}

@@ -17,7 +17,12 @@ from __future__ import annotations
 
 import string
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+
+from textsieve import native
+from textsieve.text.batch_encoding import join_batch
 
 _PUNCT = string.punctuation.encode("ascii")
 
@@ -65,3 +70,33 @@ def normalize_utf8(text: str) -> bytes:
     if len(text) <= CHUNK_CHARS:
         return normalize(text).encode("utf-8", "surrogatepass")
     return b" ".join(b for b in (_normalize_piece(p).encode("utf-8", "surrogatepass") for p in _pieces(text)) if b)
+
+
+def normalize_batch_utf8(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """`normalize` of every text as one UTF-8 buffer and its n+1 byte offsets (`encode_batch`'s
+    layout), the same bytes as `normalize_utf8` of each.
+
+    One C pass (`annotate_scan.c`'s ts_normalize_collapse) deletes the punctuation, lowers A-Z
+    and collapses the whitespace of every text's UTF-8; for a pure-ASCII text (most of a web
+    corpus) that is all, and for the others `lower()` and NFD follow, on far fewer characters than
+    the text's words as objects, which `str.split()` builds (the C pass is ~20x the five `str`
+    calls). Why the order may change: lower() maps no character to or from whitespace (checked
+    over every code point in the tests), so collapsing first or after is the same, and final
+    sigma's context is a cased letter or a case-ignorable one, never whitespace. Texts over
+    CHUNK_CHARS, and every text when the library is not built, go through `normalize_utf8`."""
+    fn = native.normalize_collapse()
+    if fn is None or any(len(t) > CHUNK_CHARS for t in texts):
+        return join_batch([normalize_utf8(t) for t in texts])
+    src, offsets = join_batch([t.encode("utf-8", "surrogatepass") for t in texts])
+    out = np.empty(max(1, len(src)), dtype=np.uint8)
+    out_off = np.empty(len(texts) + 1, dtype=np.int64)
+    fn(src.ctypes.data if len(src) else out.ctypes.data, offsets.ctypes.data, len(texts), out.ctypes.data,
+       out_off.ctypes.data)
+    buf = out[:out_off[-1]]
+    if all(t.isascii() for t in texts):
+        return buf, out_off
+    parts = [buf[out_off[d]:out_off[d + 1]].tobytes() if t.isascii() else
+             unicodedata.normalize("NFD", buf[out_off[d]:out_off[d + 1]].tobytes().decode("utf-8", "surrogatepass")
+                                   .lower()).encode("utf-8", "surrogatepass") for d, t in enumerate(texts)]
+    return join_batch(parts)
+

@@ -17,8 +17,8 @@ import numpy as np
 from textsieve.text import normalize as nz
 from textsieve.text import raw_kernel as rk
 from textsieve.text import word_kernel as wk
-from textsieve.text.batch_encoding import encode_batch, join_batch
-from textsieve.text.normalize import normalize, normalize_utf8
+from textsieve.text.batch_encoding import join_batch
+from textsieve.text.normalize import normalize_batch_utf8, normalize_utf8
 from textsieve.text.unicode_props import unicode_tables
 
 LANGS = ("en", "de", "fr", "es", "it")  # RPv2's languages; the order indexes word-list tables
@@ -90,10 +90,9 @@ class BatchViews:
 
     @cached_property
     def normalized(self) -> list[str]:
-        if self._long:  # decoded from the UTF-8 view, for the model signals that read strings
-            buf, off = self.normalized_utf8
-            return [buf[off[d]:off[d + 1]].tobytes().decode("utf-8", "surrogatepass") for d in range(self.n_docs)]
-        return [normalize(t) for t in self.texts]
+        """Decoded from the UTF-8 view, which is made first (one C pass for most documents)."""
+        buf, off = self.normalized_utf8
+        return [buf[off[d]:off[d + 1]].tobytes().decode("utf-8", "surrogatepass") for d in range(self.n_docs)]
 
     @cached_property
     def normalized_lengths(self) -> np.ndarray:
@@ -109,7 +108,7 @@ class BatchViews:
         """(bytes, n_docs+1 offsets) of the normalized contents, for the word and MinHash kernels."""
         if self._long:
             return join_batch([normalize_utf8(t) for t in self.texts])
-        return encode_batch(self.normalized)
+        return normalize_batch_utf8(self.texts)
 
     def _normalized_bytes(self, d: int) -> bytes:
         buf, off = self.normalized_utf8
