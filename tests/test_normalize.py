@@ -150,3 +150,31 @@ def test_the_c_pass_equals_normalize_on_the_dev_corpus(shared_dir):
     buf, off = norm.normalize_batch_utf8(texts)
     for i, text in enumerate(texts):
         assert buf[off[i]:off[i + 1]].tobytes() == norm.normalize_utf8(text), i
+
+
+def test_ldnoobw_counts_in_c_equal_the_python_matcher(sample_text, resources_dir, monkeypatch):
+    """`ts_bad_word_hits` counts what `bad_word_hits` counts: the real LDNOOBW lists on the
+    sample's documents in every list's language, and lists made of the text's own 1- to 5-word
+    n-grams (so there are many matches, of every size), with documents of no language or of one
+    without a list in between."""
+    import random
+
+    from textsieve import native
+    from textsieve.signals.reference import load_bad_words
+
+    if native.bad_word_hits() is None:
+        pytest.skip("the native library is not built")
+    texts = [t for t in sample_text.split("\n\n") if t.strip()][:400]
+    rng = random.Random(3)
+    words = norm.normalize(" ".join(texts)).split(" ")
+    own = frozenset(" ".join(words[i:i + n]) for n in range(1, 6) for i in rng.sample(range(len(words) - 5), 60))
+    lists = {lang: load_bad_words(resources_dir / "ldnoobw" / lang) for lang in ("de", "en", "es", "fr", "it")}
+    lists["xx"] = own
+    tables = views.WordListTables({}, lists)
+    cycle = ["en", "xx", None, "de", "zz", "fr", "xx"]
+    langs = [cycle[i % len(cycle)] for i in range(len(texts))]
+    got = views.BatchViews(texts, langs, tables).bad_word_counts
+    monkeypatch.setattr(native, "bad_word_hits", lambda: None)
+    want = views.BatchViews(texts, langs, tables).bad_word_counts
+    assert got.tolist() == want.tolist()
+    assert int(want.sum()) > 100

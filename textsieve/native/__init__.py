@@ -120,3 +120,12 @@ def normalize_collapse():
     if not _scan_library_ok():
         return None
     return _function("ts_normalize_collapse", [_P, _P, _I64, _P, _P], "_annotate_scan", restype=None)
+
+
+@functools.lru_cache(maxsize=1)
+def bad_word_hits():
+    """The C function ``ts_bad_word_hits`` (LDNOOBW n-gram counts; ``annotate_scan.c``), or None."""
+    if not _scan_library_ok():
+        return None
+    return _function("ts_bad_word_hits", [_P, _P, _P, _I64, _P, _I64, _P, _P, _P, _P, _I64, _P, _I64, _P, _P],
+                     "_annotate_scan", restype=None)

@@ -418,3 +418,65 @@ void ts_normalize_collapse(const uint8_t *src, const int64_t *off, int64_t n_doc
         out_off[d + 1] = o;
     }
 }
+
+/* views.bad_word_hits (LDNOOBW, RPv2 §4.4) over normalized contents: for every word start i and
+ * every entry size n in `sizes`, whether words i..i+n-1 (bytes from word i's first to word
+ * i+n-1's last, single spaces between: the contents are normalized) equal an entry. Entries are
+ * an open-addressing table of `mask + 1` slots (slot_entry: entry index + 1, 0 = empty) keyed by
+ * FNV-1a 64 of their UTF-8 (entry_hash), bytes in entry_bytes[entry_off[e]:entry_off[e + 1]].
+ * first_slot (first_mask + 1 slots: index + 1 into first_hash, 0 = empty) holds the FNV-1a of every
+ * entry's first word: a word that starts none is passed after hashing it once (a filter only: a
+ * hash collision costs a look, never a count). Counts go to out[docs[k]] for the n_docs documents
+ * listed in `docs`. */
+static int has_first(uint64_t h, const int64_t *first_slot, int64_t first_mask, const uint64_t *first_hash) {
+    for (int64_t slot = (int64_t)(h & (uint64_t)first_mask);; slot = (slot + 1) & first_mask) {
+        int64_t f = first_slot[slot];
+        if (f == 0) return 0;
+        if (first_hash[f - 1] == h) return 1;
+    }
+}
+
+void ts_bad_word_hits(const uint8_t *buf, const int64_t *doc_off, const int64_t *docs, int64_t n_docs,
+                      const int64_t *slot_entry, int64_t mask, const uint64_t *entry_hash, const uint8_t *entry_bytes,
+                      const int64_t *entry_off, const int64_t *sizes, int64_t n_sizes, const int64_t *first_slot,
+                      int64_t first_mask, const uint64_t *first_hash, int64_t *out) {
+    int64_t max_n = n_sizes ? sizes[n_sizes - 1] : 0;
+    for (int64_t k = 0; k < n_docs; k++) {
+        int64_t d = docs[k];
+        int64_t s = doc_off[d], e = doc_off[d + 1];
+        int64_t hits = 0;
+        int64_t i = s;
+        while (i < e) { /* i: the start of a word */
+            uint64_t h = FNV_OFFSET;
+            int64_t j = i, next_start = -1, si = 0;
+            for (int64_t n = 1; n <= max_n && j <= e; n++) {
+                if (n > 1) { /* the space that joins the next word */
+                    if (j >= e) break;
+                    h = (h ^ (uint64_t)' ') * FNV_PRIME;
+                    j++;
+                }
+                while (j < e && buf[j] != ' ') h = (h ^ (uint64_t)buf[j++]) * FNV_PRIME;
+                if (n == 1) {
+                    next_start = j + 1;
+                    if (!has_first(h, first_slot, first_mask, first_hash)) break;
+                }
+                while (si < n_sizes && sizes[si] < n) si++;
+                if (si < n_sizes && sizes[si] == n) {
+                    int64_t len = j - i;
+                    for (int64_t slot = (int64_t)(h & (uint64_t)mask);; slot = (slot + 1) & mask) {
+                        int64_t ent = slot_entry[slot];
+                        if (ent == 0) break;
+                        ent--;
+                        if (entry_hash[ent] == h && entry_off[ent + 1] - entry_off[ent] == len &&
+                            memcmp(entry_bytes + entry_off[ent], buf + i, (size_t)len) == 0) {
+                            hits++;
+                            break;
+                        }
+                    }
+                }
+            }
+            i = next_start;
+        }
+        out[d] = hits;
+    }
+}

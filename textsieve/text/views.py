@@ -14,6 +14,7 @@ from functools import cached_property
 
 import numpy as np
 
+from textsieve import native
 from textsieve.text import normalize as nz
 from textsieve.text import raw_kernel as rk
 from textsieve.text import word_kernel as wk
@@ -46,6 +47,52 @@ class WordListTables:
                                 for lang, words in bad_words.items()}
         self.bad_first_words = {lang: frozenset(e.split(" ")[0] for e in words)
                                 for lang, words in bad_words.items()}
+        self._bad_tables: dict[str, BadWordTable] = {}
+
+    def bad_table(self, lang: str) -> BadWordTable:
+        """`lang`'s LDNOOBW entries as the C matcher's hash table (built on first use)."""
+        if lang not in self._bad_tables:
+            self._bad_tables[lang] = BadWordTable(self.bad_words[lang])
+        return self._bad_tables[lang]
+
+
+_FNV_OFFSET, _FNV_PRIME, _MASK64 = 0xCBF29CE484222325, 0x100000001B3, (1 << 64) - 1
+
+
+def _fnv1a(data: bytes) -> int:
+    h = _FNV_OFFSET
+    for b in data:
+        h = ((h ^ b) * _FNV_PRIME) & _MASK64
+    return h
+
+
+class BadWordTable:
+    """One language's LDNOOBW entries for `ts_bad_word_hits`: their UTF-8 concatenated, FNV-1a
+    hashes, an open-addressing table at most half full, and the entries' word counts."""
+
+    def __init__(self, entries: frozenset[str]):
+        data = sorted(e.encode("utf-8", "surrogatepass") for e in entries)
+        self.bytes = np.frombuffer(b"".join(data) or b"\0", dtype=np.uint8)
+        self.off = np.zeros(len(data) + 1, dtype=np.int64)
+        self.off[1:] = np.cumsum([len(e) for e in data])
+        self.hash = np.array([_fnv1a(e) for e in data], dtype=np.uint64)
+        self.slots, self.mask = _open_table(self.hash.tolist())
+        firsts = sorted({e.split(b" ")[0] for e in data})
+        self.first_hash = np.array([_fnv1a(w) for w in firsts], dtype=np.uint64)
+        self.first_slots, self.first_mask = _open_table(self.first_hash.tolist())
+        self.sizes = np.array(sorted({e.count(" ") + 1 for e in entries}), dtype=np.int64)
+
+
+def _open_table(hashes: list[int]) -> tuple[np.ndarray, int]:
+    """(slots, mask): linear probing on the low bits, index + 1 per slot, at most half full."""
+    size = 1 << max(4, (2 * len(hashes)).bit_length())
+    slots = np.zeros(size, dtype=np.int64)
+    for i, h in enumerate(hashes):
+        slot = h & (size - 1)
+        while slots[slot]:
+            slot = (slot + 1) & (size - 1)
+        slots[slot] = i + 1
+    return slots, size - 1
 
 
 EMPTY_WORD_LISTS = WordListTables({}, {})
@@ -167,9 +214,25 @@ class BatchViews:
 
     @cached_property
     def bad_word_counts(self) -> np.ndarray:
-        """LDNOOBW matches per document (§4.4): n-grams of normalized words found in the list."""
+        """LDNOOBW matches per document (§4.4): n-grams of normalized words found in the list
+        (`ts_bad_word_hits` over the UTF-8 view, a call per language; `bad_word_hits` in Python
+        when the library is not built)."""
         out = np.zeros(self.n_docs, dtype=np.int64)
         wl = self.word_lists
+        fn = native.bad_word_hits()
+        if fn is not None:
+            buf, off = self.normalized_utf8
+            by_lang: dict[str, list[int]] = {}
+            for d, lang in enumerate(self.langs):
+                if lang and wl.bad_words.get(lang):
+                    by_lang.setdefault(lang, []).append(d)
+            data = buf if len(buf) else np.zeros(1, dtype=np.uint8)
+            for lang, docs in by_lang.items():
+                t, idx = wl.bad_table(lang), np.asarray(docs, dtype=np.int64)
+                fn(data.ctypes.data, off.ctypes.data, idx.ctypes.data, len(idx), t.slots.ctypes.data, t.mask,
+                   t.hash.ctypes.data, t.bytes.ctypes.data, t.off.ctypes.data, t.sizes.ctypes.data, len(t.sizes),
+                   t.first_slots.ctypes.data, t.first_mask, t.first_hash.ctypes.data, out.ctypes.data)
+            return out
         contents: Iterable[str | bytes] = ((self._normalized_bytes(d) for d in range(self.n_docs)) if self._long
                                            else self.normalized)
         for d, (content, lang) in enumerate(zip(contents, self.langs)):
