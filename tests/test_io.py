@@ -232,6 +232,25 @@ def test_large_document_and_concatenated_gzip_members(tmp_path: Path, license_pa
     assert reader.bytes_read == shard.size
 
 
+def test_isal_and_zlib_inflate_the_same_records(tmp_path: Path, web_lines, monkeypatch) -> None:
+    """gzip members are inflated by ISA-L when `isal` is installed, else by zlib: the same
+    records either way, over two members with zero padding between them."""
+    import zlib
+
+    import textsieve.io.compression as compression
+
+    data = b"\n".join(web_lines) + b"\n"
+    third = len(data) // 3
+    path = tmp_path / "web.jsonl.gz"
+    path.write_bytes(gzip.compress(data[:third], 6) + b"\0" * 7 + gzip.compress(data[third:], 1))
+    [shard] = expand_inputs([str(path)])
+    got = {}
+    for name, module in (("default", compression._inflate), ("zlib", zlib)):
+        monkeypatch.setattr(compression, "_inflate", module)
+        got[name] = [(d.id, d.text) for d in ShardReader(shard, ReadOptions())]
+    assert got["default"] == got["zlib"] and len(got["zlib"]) == len(web_lines)
+
+
 @needs_corpora
 def test_reads_the_whole_web_sample_fast() -> None:
     [shard] = expand_inputs([str(WEB)])
