@@ -214,10 +214,12 @@ def build(checkout: Path, quiet: bool = True) -> Path:
         data = (checkout / rel).read_bytes()
         if not (BUILD / rel).exists() or (BUILD / rel).read_bytes() != data:
             (BUILD / rel).write_bytes(data)
-    head = manifest.split("[dependencies]")[0]
-    if not re.search(r"^edition\s*=", head, re.M):  # the 2018+ path rules the sources use
-        head = head.replace("[package]", '[package]\nedition = "2021"', 1)
-    (BUILD / "Cargo.toml").write_text(head + DEPENDENCIES)
+    # the [dependencies] table replaced, every other table ([profile.*], [[bin]], ...) kept
+    table = re.compile(r"^\[dependencies\][^\n]*\n(?:(?!\[).*\n?)*", re.M)
+    rewritten = table.sub(lambda _: DEPENDENCIES + "\n", manifest, count=1)
+    if not re.search(r"^edition\s*=", rewritten.split("[dependencies]")[0], re.M):  # the 2018+ path rules
+        rewritten = rewritten.replace("[package]", '[package]\nedition = "2021"', 1)
+    (BUILD / "Cargo.toml").write_text(rewritten)
     _crate(BUILD / "shims" / "crossbeam", "crossbeam", "0.3.99", CROSSBEAM)
     _crate(BUILD / "shims" / "filebuffer", "filebuffer", "0.4.99", FILEBUFFER)
     _crate(BUILD / "shims" / "zstd", "zstd", "0.5.99", ZSTD)

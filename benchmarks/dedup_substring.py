@@ -383,6 +383,9 @@ def print_datatrove(dt: dict, args: argparse.Namespace, n_long: int) -> None:
     left, n_docs = dt["left"]
     print(f"  recall on the {n_long} planted repeats (x3): textsieve {dt['r_ts']:.3f}, datatrove {dt['r_dt']:.3f}; "
           f"occurrences left in datatrove's stage 3 output: {left} ({n_docs:,} documents written)")
+    if n_docs < args.docs:  # ESRangeRemover yields nothing for a shard without a duplicate range
+        print(f"  NOTE: datatrove's stage 3 wrote {n_docs:,} of {args.docs:,} documents: the count of what it left "
+              "in covers only those")
     for mem, _w, c, p, _sm in dt["ts_rows"]:
         print(f"  textsieve at {mem} / datatrove (finding the spans): {fc / c:.2f}x less CPU; peak memory "
               f"{p:.0f} vs {fp:.0f} MB ({fp / p:.2f}x)")

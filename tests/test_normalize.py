@@ -178,3 +178,22 @@ def test_ldnoobw_counts_in_c_equal_the_python_matcher(sample_text, resources_dir
     want = views.BatchViews(texts, langs, tables).bad_word_counts
     assert got.tolist() == want.tolist()
     assert int(want.sum()) > 100
+
+
+def test_the_c_pass_never_takes_malformed_utf8_for_whitespace():
+    """Python never hands it malformed UTF-8, but the C pass must not read past a cut sequence
+    or take a broken or overlong one for a space: such bytes are copied one by one."""
+    import numpy as np
+
+    from textsieve import native
+
+    fn = native.normalize_collapse()
+    if fn is None:
+        pytest.skip("the native library is not built")
+    for raw, want in ((b"a\xe2\x85", b"a\xe2\x85"), (b"x\xe0\x82\x85y", b"x\xe0\x82\x85y"), (b"\xc2A b", b"\xc2a b"),
+                      (b"\xc2\x85a\xc2\xa0 b\xe3\x80\x80", b"a b"), (b"\xed\xa0\x80 Z", b"\xed\xa0\x80 z")):
+        src = np.frombuffer(raw, dtype=np.uint8)
+        off = np.array([0, len(raw)], dtype=np.int64)
+        out, out_off = np.empty(len(raw), dtype=np.uint8), np.empty(2, dtype=np.int64)
+        fn(src.ctypes.data, off.ctypes.data, 1, out.ctypes.data, out_off.ctypes.data)
+        assert out[:out_off[1]].tobytes() == want, raw

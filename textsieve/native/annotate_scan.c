@@ -357,26 +357,26 @@ int ts_word_stats(const uint8_t *buf, const int64_t *doc_off, int64_t n_docs, in
  * sequences are copied whole. For a pure-ASCII document that is the whole normalization (lower()
  * and NFD change nothing else there); the caller applies lower() and NFD to the others. `out` has
  * room for every input byte (the result is never longer); out_off gets n_docs + 1 offsets. */
-/* per ASCII byte: the byte it becomes (A-Z lowered), 0 to delete (punctuation), 1 for whitespace */
-static uint8_t ASCII_MAP[128];
-static int ascii_map_ready = 0;
+/* per ASCII byte: the byte it becomes (A-Z lowered), 0 to delete (`string.punctuation`), 1 for
+ * whitespace (space, \t-\r, \x1c-\x1f); bytes 0 and 1 themselves are kept (told apart below).
+ * A constant table: ctypes releases the GIL, so threads may call in at once. */
+static const uint8_t ASCII_MAP[128] = {
+    0, 1, 2, 3, 4, 5, 6, 7, 8, 1, 1, 1, 1, 1, 14, 15,
+    16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 1, 1, 1, 1,
+    1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 0, 0, 0, 0, 0, 0,
+    0, 97, 98, 99, 100, 101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111,
+    112, 113, 114, 115, 116, 117, 118, 119, 120, 121, 122, 0, 0, 0, 0, 0,
+    0, 97, 98, 99, 100, 101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111,
+    112, 113, 114, 115, 116, 117, 118, 119, 120, 121, 122, 0, 0, 0, 0, 127,
+};
 
-static void ascii_map_init(void) {
-    for (int c = 0; c < 128; c++) {
-        int punct = (c >= 33 && c <= 47) || (c >= 58 && c <= 64) || (c >= 91 && c <= 96) || (c >= 123 && c <= 126);
-        int space = c == 32 || (c >= 9 && c <= 13) || (c >= 28 && c <= 31);
-        ASCII_MAP[c] = punct ? 0 : space ? 1 : (c >= 'A' && c <= 'Z') ? (uint8_t)(c + 32) : (uint8_t)c;
-    }
-    /* bytes 0 and 1 are kept as themselves: marked apart below */
-    ascii_map_ready = 1;
-}
 static inline int unicode_space(uint32_t c) {
     return c == 0x85 || c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 ||
            c == 0x202F || c == 0x205F || c == 0x3000;
 }
 
 void ts_normalize_collapse(const uint8_t *src, const int64_t *off, int64_t n_docs, uint8_t *out, int64_t *out_off) {
-    if (!ascii_map_ready) ascii_map_init();
     int64_t o = 0;
     out_off[0] = 0;
     for (int64_t d = 0; d < n_docs; d++) {
@@ -399,11 +399,17 @@ void ts_normalize_collapse(const uint8_t *src, const int64_t *off, int64_t n_doc
                 gap = ((m == 1) & (c >= 2)) | (gap & !keep);
                 continue;
             }
-            int64_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
-            if (i + len > n) len = n - i; /* a cut sequence: copied as it is */
+            /* the callers pass Python's UTF-8 (surrogatepass: a lone surrogate is ED A0-BF xx, no
+             * space); anything malformed (a cut or broken sequence, an overlong form) is copied
+             * one byte at a time and is never taken for whitespace */
+            int64_t len = c >= 0xF8 ? 1 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+            if (i + len > n) len = 1;
+            for (int64_t k = 1; k < len; k++)
+                if ((s[i + k] & 0xC0) != 0x80) len = 1;
             uint32_t cp = 0;
             if (len == 2) cp = ((uint32_t)(c & 0x1F) << 6) | (s[i + 1] & 0x3F);
             else if (len == 3) cp = ((uint32_t)(c & 0x0F) << 12) | ((uint32_t)(s[i + 1] & 0x3F) << 6) | (s[i + 2] & 0x3F);
+            if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800)) cp = 0; /* overlong: not a space */
             if (unicode_space(cp)) {
                 gap = 1;
                 i += len;
@@ -445,7 +451,7 @@ void ts_bad_word_hits(const uint8_t *buf, const int64_t *doc_off, const int64_t 
         int64_t d = docs[k];
         int64_t s = doc_off[d], e = doc_off[d + 1];
         int64_t hits = 0;
-        int64_t i = s;
+        int64_t i = max_n > 0 ? s : e; /* no entry sizes: nothing to count */
         while (i < e) { /* i: the start of a word */
             uint64_t h = FNV_OFFSET;
             int64_t j = i, next_start = -1, si = 0;
