@@ -313,3 +313,42 @@ def test_embed_on_ray_matches_local(local_annotated, tmp_path):
     assert main(["embed", str(local_dir), "--workers", "1", "-q"]) == 0
     assert main(["embed", str(ray_dir), "--executor", "ray", "--workers", "2", "-q"]) == 0
     assert _same_parquet(local_dir / "sets" / "embed_wordllama", ray_dir / "sets" / "embed_wordllama") == 3
+
+
+@ray.remote(num_cpus=1)
+class _Hog:
+    """An actor that holds a CPU (standing in for the CPU of a node that has just died)."""
+
+    def ping(self) -> int:
+        return 1
+
+
+def test_an_actor_made_while_a_dead_node_still_counts_is_dropped(tmp_path, monkeypatch, caplog):
+    """A worker dies, and when its replacement is made the cluster still counts a CPU it no
+    longer has (on a real cluster: the GCS has not yet marked a removed node dead). Simulated:
+    `live_cpus` first answers 2 while another actor takes the freed CPU, then 1. The replacement
+    can never start; the driver must drop it and finish on the other worker, every result in
+    order (this hung forever before `drop_unplaceable`)."""
+    from textsieve.exec import ray_exec
+
+    hogs: list = []
+
+    def stale_then_true(_ray) -> int:
+        if not hogs:
+            hog = _Hog.remote()
+            ray.get(hog.__ray_ready__.remote())  # it holds the CPU the dead worker freed
+            hogs.append(hog)
+            return 2
+        return 1
+
+    monkeypatch.setattr(ray_exec, "live_cpus", stale_then_true)
+    dying, markers = dying_ordered_map(ray_ordered_map, 3, tmp_path)
+    try:
+        with caplog.at_level(logging.WARNING):
+            out = list(dying(_with_init, range(12), workers=2, initializer=_init, initargs=(5,)))
+    finally:
+        for hog in hogs:
+            ray.kill(hog)
+    assert out == [(x, x + 5) for x in range(12)]
+    assert markers[0].exists() and hogs, "a worker should have died and its replacement been made"
+    assert any("lost CPUs" in r.getMessage() for r in caplog.records)

@@ -75,6 +75,10 @@ def cluster_cpus(address: str | None = None) -> int:
     return max(1, int(ray.cluster_resources().get("CPU", 1)))
 
 
+#: seconds the driver waits for the head result before it checks for actors the cluster cannot place
+HEAD_WAIT_S = 5.0
+
+
 def live_cpus(ray: Any) -> int:
     """CPUs of the cluster's nodes that are alive now (`cluster_resources` may still count a node
     whose death the caller has just seen)."""
@@ -106,7 +110,7 @@ def ray_ordered_map(fn: Callable[[T], R], tasks: Iterable[T], *, workers: int,
 
     here: InlineRunner[T, R] = InlineRunner(fn, inline, initializer, initargs)
     ray = ensure_ray(address, num_cpus=workers if not address else None)
-    from ray.exceptions import ObjectLostError, RayActorError
+    from ray.exceptions import GetTimeoutError, ObjectLostError, RayActorError
 
     available = max(1, int(ray.cluster_resources().get("CPU", 1)))
     if workers > available:  # more actors than CPUs would never all start: ordered results would hang
@@ -123,6 +127,9 @@ def ray_ordered_map(fn: Callable[[T], R], tasks: Iterable[T], *, workers: int,
 
     actors: list[Any] = [new_actor() for _ in range(workers)]
     load = [0] * workers
+    # a replacement actor's `__ray_ready__` ref until it answers: one made just after a node died,
+    # while the GCS still counted that node alive, can never be placed and must be dropped
+    fresh: list[Any] = [None] * workers
     # pending entries: [task, actor slot, object ref, attempts]; deque order = task order
     pending: deque[list] = deque()
 
@@ -142,9 +149,14 @@ def ray_ordered_map(fn: Callable[[T], R], tasks: Iterable[T], *, workers: int,
         others = sum(1 for k, a in enumerate(actors) if a is not None and k != slot)
         if others + 1 <= live_cpus(ray) or not others:
             actors[slot] = new_actor()
+            fresh[slot] = actors[slot].__ray_ready__.remote()
         else:
             log.warning("the Ray cluster lost CPUs (a node left?): going on with %d worker(s)", others)
             actors[slot] = None
+            fresh[slot] = None
+        move_tasks(slot)
+
+    def move_tasks(slot: int) -> None:
         load[slot] = 0
         for entry in pending:
             if entry[1] == slot:
@@ -153,11 +165,37 @@ def ray_ordered_map(fn: Callable[[T], R], tasks: Iterable[T], *, workers: int,
                     raise RuntimeError(f"a task failed {entry[3]} times because its Ray worker died; giving up")
                 submit(entry)
 
+    def drop_unplaceable() -> None:
+        """While the head result is late: drop replacement actors that have not started while the
+        cluster has fewer live CPUs than actors (they would wait for a CPU forever), moving their
+        tasks to the others."""
+        waiting = [k for k in range(workers) if actors[k] is not None and fresh[k] is not None]
+        if not waiting:
+            return
+        started, _ = ray.wait([fresh[k] for k in waiting], num_returns=len(waiting), timeout=0)
+        for k in waiting:
+            if fresh[k] in started:
+                fresh[k] = None
+        for k in waiting:
+            live = sum(1 for a in actors if a is not None)
+            if fresh[k] is None or live <= max(1, live_cpus(ray)):
+                continue
+            log.warning("the Ray cluster lost CPUs (a node left?): going on with %d worker(s)", live - 1)
+            try:
+                ray.kill(actors[k], no_restart=True)
+            except Exception:  # pragma: no cover - never started
+                pass
+            actors[k], fresh[k] = None, None
+            move_tasks(k)
+
     def take_head() -> tuple[T, R]:
         while True:
             entry = pending[0]
             try:
-                result = ray.get(entry[2])
+                result = ray.get(entry[2], timeout=HEAD_WAIT_S)
+            except GetTimeoutError:  # still running, or waiting for an actor that cannot start
+                drop_unplaceable()
+                continue
             except RayActorError as exc:
                 if getattr(exc, "actor_init_failed", False):  # the initializer raised: not a crash
                     raise
