@@ -350,13 +350,6 @@ int ts_word_stats(const uint8_t *buf, const int64_t *doc_off, int64_t n_docs, in
     return 0;
 }
 
-/* The byte-level part of normalize.normalize (RPv2 §3.2) over UTF-8 documents, in one pass:
- * `string.punctuation` deleted, A-Z lowered, every run of `str.isspace()` characters (ASCII
- * \t-\r, \x1c-\x1f and space; U+0085, U+00A0, U+1680, U+2000-U+200A, U+2028, U+2029, U+202F,
- * U+205F, U+3000) collapsed to one space and trimmed at both ends: `" ".join(x.split())`. Other
- * sequences are copied whole. For a pure-ASCII document that is the whole normalization (lower()
- * and NFD change nothing else there); the caller applies lower() and NFD to the others. `out` has
- * room for every input byte (the result is never longer); out_off gets n_docs + 1 offsets. */
 /* per ASCII byte: the byte it becomes (A-Z lowered), 0 to delete (`string.punctuation`), 1 for
  * whitespace (space, \t-\r, \x1c-\x1f); bytes 0 and 1 themselves are kept (told apart below).
  * A constant table: ctypes releases the GIL, so threads may call in at once. */
@@ -376,6 +369,13 @@ static inline int unicode_space(uint32_t c) {
            c == 0x202F || c == 0x205F || c == 0x3000;
 }
 
+/* The byte-level part of normalize.normalize (RPv2 §3.2) over UTF-8 documents, in one pass:
+ * `string.punctuation` deleted, A-Z lowered, every run of `str.isspace()` characters (ASCII
+ * \t-\r, \x1c-\x1f and space; U+0085, U+00A0, U+1680, U+2000-U+200A, U+2028, U+2029, U+202F,
+ * U+205F, U+3000) collapsed to one space and trimmed at both ends: `" ".join(x.split())`. Other
+ * sequences are copied whole. For a pure-ASCII document that is the whole normalization (lower()
+ * and NFD change nothing else there); the caller applies lower() and NFD to the others. `out` has
+ * room for every input byte (the result is never longer); out_off gets n_docs + 1 offsets. */
 void ts_normalize_collapse(const uint8_t *src, const int64_t *off, int64_t n_docs, uint8_t *out, int64_t *out_off) {
     int64_t o = 0;
     out_off[0] = 0;

@@ -52,7 +52,7 @@ class WordListTables:
     def bad_table(self, lang: str) -> BadWordTable:
         """`lang`'s LDNOOBW entries as the C matcher's hash table (built on first use)."""
         if lang not in self._bad_tables:
-            self._bad_tables[lang] = BadWordTable(self.bad_words[lang])
+            self._bad_tables[lang] = BadWordTable(self.bad_words[lang], self.bad_ngram_sizes[lang])
         return self._bad_tables[lang]
 
 
@@ -70,7 +70,7 @@ class BadWordTable:
     """One language's LDNOOBW entries for `ts_bad_word_hits`: their UTF-8 concatenated, FNV-1a
     hashes, an open-addressing table at most half full, and the entries' word counts."""
 
-    def __init__(self, entries: frozenset[str]):
+    def __init__(self, entries: frozenset[str], sizes: list[int]):
         data = sorted(e.encode("utf-8", "surrogatepass") for e in entries)
         self.bytes = np.frombuffer(b"".join(data) or b"\0", dtype=np.uint8)
         self.off = np.zeros(len(data) + 1, dtype=np.int64)
@@ -80,7 +80,7 @@ class BadWordTable:
         firsts = sorted({e.split(b" ")[0] for e in data})
         self.first_hash = np.array([_fnv1a(w) for w in firsts], dtype=np.uint64)
         self.first_slots, self.first_mask = _open_table(self.first_hash.tolist())
-        self.sizes = np.array(sorted({e.count(" ") + 1 for e in entries}), dtype=np.int64)
+        self.sizes = np.array(sizes, dtype=np.int64)  # WordListTables.bad_ngram_sizes: sorted
 
 
 def _open_table(hashes: list[int]) -> tuple[np.ndarray, int]:
