@@ -23,5 +23,11 @@ setup(
             libraries=["m"],
             optional=True,
         ),
+        Extension(  # the extraction engine's kernels: boilerplate words, the block classifier's trees
+            "textsieve.native._extract",
+            sources=["textsieve/native/extract_kernels.c"],
+            extra_compile_args=["-O3", "-std=gnu11", "-ffp-contract=off"],
+            optional=True,
+        ),
     ]
 )

@@ -1,6 +1,6 @@
 """How far a fast-engine-then-trafilatura cascade can go on the extraction dev pages (issue 27).
 
-Usage: python benchmarks/extract_cascade.py [--shared DIR] [--fast textsieve] [--check resiliparse]
+Usage: python benchmarks/extract_cascade.py [--shared DIR] [--fast textsieve-rules] [--check resiliparse]
                                             [--speedup 5]
 
 Per page, in one process: decode, then the fast engine, the check engine (a second fast view)
@@ -17,7 +17,10 @@ set's own `score_dev.count_page` (TP/FP/FN per page, summed: the scorer's micro 
    `short` sends a page whose fast text is short for its HTML, `disagree` one on which the two
    fast views disagree (word-set Jaccard), at the budget's share, 10% and 20%.
 
-Measured 2026-12-06 on the 2-core dev machine: textsieve 0.907 at 4.8-5.1 ms, resiliparse 0.871
+This measured the rule engine (now `textsieve-rules`); the learned classifier's cascade is the
+`cascade` engine, scored held out by benchmarks/extract.py.
+
+Measured 2026-12-06 on the 2-core dev machine: textsieve (rules) 0.907 at 4.8-5.1 ms, resiliparse 0.871
 at 2.6 ms, trafilatura 0.929 at 32-34 ms. The 5x budget (~6.5-6.9 ms a page) leaves the textsieve
 engine a ~5% fallback share (none once a second view is computed), and even the oracle's 5%
 reaches only ~0.927 (30 pages, 6%, match trafilatura). The `short` cascade gets 0.916 at 6%
@@ -82,7 +85,7 @@ def _jaccard(a: str, b: str) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--shared", default=str(DEFAULT_SHARED))
-    ap.add_argument("--fast", default="textsieve")
+    ap.add_argument("--fast", default="textsieve-rules")
     ap.add_argument("--check", default="resiliparse")
     ap.add_argument("--speedup", type=float, default=5.0)
     args = ap.parse_args()

@@ -224,6 +224,8 @@ SLOW_TESTS = {
     "test_extract.py::test_html_pages_keep_ids_and_main_content",
     "test_duplicate_ids.py::test_a_shards_id_table_is_dropped_when_the_shard_is_done",
     "test_extract.py::test_a_page_past_the_page_timeout_is_left_out_counted_and_named",  # ~3.5 s, 3 runs
+    "test_extract_blocks.py::test_model_is_read_offline_and_output_is_deterministic",  # 3 CLI processes
+    "test_extract_blocks.py::test_retraining_reproduces_the_shipped_model_file",  # trafilatura x 495, 3 fits
 }
 SLOW_MODULES = {"test_docs_commands.py", "test_ray.py", "test_bombs.py",  # bombs: 256 MiB inflated, 4 processes
                 "test_embed_transformer.py",  # imports torch, builds a model (~10 s) before any test

@@ -170,8 +170,9 @@ def test_each_engine_keeps_main_text_and_drops_boilerplate(shared_dir, name):
 
 def test_textsieve_engine_drops_what_resiliparse_keeps(shared_dir):
     """Related-article blocks and share/comment prompts around the article: resiliparse's main
-    content keeps them, the textsieve post-filters drop them and keep the article."""
-    fast, plain = get_engine("textsieve"), get_engine("resiliparse")
+    content keeps them, the textsieve post-filters (rules 0-2, which the learned classifier reads)
+    drop them and keep the article."""
+    fast, plain = get_engine("textsieve-rules"), get_engine("resiliparse")
     for page_id in ["SW1.News-Heimat", "courgage-online.de.HIV", "d43f330cbaf74e92b9aec85e937cb904"]:
         page = decode_html(_page(shared_dir, page_id)).text
         exp = _expect(shared_dir, page_id)
@@ -203,7 +204,7 @@ def test_textsieve_engine_drops_author_caption_and_newsletter_blocks(shared_dir)
     resiliparse's own main-content pass, they go and the article stays."""
     from textsieve.extraction.sieve import mark_boilerplate
 
-    engine = get_engine("textsieve")
+    engine = get_engine("textsieve-rules")
     cases = {"cicero.de.pandemie": "author", "correiobraziliense.com.br-poderes": "caption",
              "wsvn.com-crash": "newsletter"}
     for page_id, word in cases.items():

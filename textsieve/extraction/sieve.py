@@ -33,11 +33,15 @@ docs/extraction.md for the table and why the default engine is what it is.
 
 from __future__ import annotations
 
-import html as html_lib
+import math
 import re
 from typing import Any
 
+import numpy as np
+
+from textsieve.extraction.blocks import Block, BlockModel, RuleView, doubt, features, load_model, parse_blocks
 from textsieve.extraction.engines import Engine, Extracted, dist_version
+from textsieve.native import find_words
 
 PROSE_WORDS = 10
 SHORT_PENALTY = 1.0
@@ -64,9 +68,6 @@ SETTINGS: dict[str, Any] = {
 }
 
 _SENTENCE_END = ('.', '!', '?', ':', '"', '“', '”', '»', '«', '…')
-_TAG = re.compile(r"<[^>]*>")
-_ANCHOR = re.compile(r"<a\b[^>]*>(.*?)</a>", re.DOTALL)
-_BLOCK_TAG = re.compile(r"<(h[1-6]|li|p|pre)\b")
 
 #: Section labels that open what follows a main text (related links, sharing, newsletter,
 #: comments, author box, tags); matched against a whole short line, case-insensitively.
@@ -93,25 +94,7 @@ TAIL_MARKER = re.compile(r"""^(?:
 )[\s:.!…?]*$""", re.IGNORECASE | re.VERBOSE)
 
 
-def _lines(minimal_html: str) -> list[tuple[str, bool, float]]:
-    """``(text, is_heading, link_density)`` per non-empty output line. An ``<a>`` resiliparse left
-    unclosed is an empty (image) link and counts no text."""
-    out = []
-    for raw in minimal_html.split("\n"):
-        s = raw.strip()
-        if not s:
-            continue
-        text = " ".join(html_lib.unescape(_TAG.sub(" ", s)).split())
-        if not text:
-            continue
-        linked = sum(len(" ".join(html_lib.unescape(_TAG.sub(" ", a)).split())) for a in _ANCHOR.findall(s))
-        block = _BLOCK_TAG.match(s)
-        out.append((text, bool(block and block.group(1).startswith("h")), min(1.0, linked / len(text))))
-    return out
-
-
-def _score(text: str, link_density: float) -> float:
-    words = len(text.split())
+def _score(text: str, words: int, link_density: float) -> float:
     if link_density > MAX_LINK_DENSITY:
         return -SHORT_PENALTY - words * link_density
     if words >= PROSE_WORDS or (words >= 5 and text.endswith(_SENTENCE_END)):
@@ -119,36 +102,60 @@ def _score(text: str, link_density: float) -> float:
     return -SHORT_PENALTY
 
 
-def main_text(minimal_html: str) -> str:
-    """The main text of resiliparse's minimal-HTML output, post-filtered (module docstring)."""
-    lines = _lines(minimal_html)
-    if not lines:
-        return ""
+def rule_decisions(blocks: list[Block]) -> RuleView:
+    """Rules 1 and 2 over a page's blocks: (span start, span end, kept flags, end-of-article marker
+    flags, index of the cut at a late marker or the span's end). The learned classifier reads these
+    as features; `rules_text` keeps the flagged blocks."""
+    n = len(blocks)
     best = run = 0.0
     start = best_start = best_end = 0
-    for i, (text, _, density) in enumerate(lines):
+    for i, b in enumerate(blocks):
         if run <= 0:
             run, start = 0.0, i
-        run += _score(text, density)
+        run += _score(b.text, b.words, b.link_density)
         if run > best:
             best, best_start, best_end = run, start, i + 1
     if best <= 0:  # no prose anywhere (a list page, a form): keep everything resiliparse kept
-        best_start, best_end = 0, len(lines)
-    while best_start > 0 and lines[best_start - 1][1] and lines[best_start - 1][2] <= MAX_LINK_DENSITY:
+        best_start, best_end = 0, n
+    while best_start > 0 and blocks[best_start - 1].is_heading \
+            and blocks[best_start - 1].link_density <= MAX_LINK_DENSITY:
         best_start -= 1
-    span = lines[best_start:best_end]
-    total = sum(len(text.split()) for text, _, _ in span)
+    total = sum(b.words for b in blocks[best_start:best_end])
     seen = 0
-    kept = []
-    for text, _, _ in span:
-        words = len(text.split())
-        if words <= MAX_MARKER_WORDS and TAIL_MARKER.match(text):
+    kept, marker, cut = [0] * n, [0] * n, best_end
+    for i in range(best_start, best_end):
+        words = blocks[i].words
+        if words <= MAX_MARKER_WORDS and TAIL_MARKER.match(blocks[i].text):
+            marker[i] = 1
             if seen >= TAIL_AFTER * total:
+                cut = i
                 break
             continue
         seen += words
-        kept.append(text)
-    return "\n".join(kept)
+        kept[i] = 1
+    return best_start, best_end, kept, marker, cut
+
+
+def rules_text(minimal_html: str) -> str:
+    """The main text of resiliparse's minimal-HTML output by rules 1 and 2 alone (module docstring)."""
+    blocks = parse_blocks(minimal_html)
+    kept = rule_decisions(blocks)[2]
+    return "\n".join(b.text for b, k in zip(blocks, kept) if k)
+
+
+def learned_text(minimal_html: str, model: BlockModel) -> str:
+    """The main text chosen block by block by the learned classifier (`blocks`), which reads rules
+    1 and 2's decisions among its features."""
+    return learned_blocks(minimal_html, model)[0]
+
+
+def learned_blocks(minimal_html: str, model: BlockModel) -> tuple[str, float]:
+    """The learned classifier's text and its `doubt` about the page."""
+    blocks = parse_blocks(minimal_html)
+    if not blocks:
+        return "", doubt(blocks, np.zeros(0))
+    probs = model.probabilities(features(blocks, rule_decisions(blocks)))
+    return "\n".join(b.text for b, p in zip(blocks, probs) if p > model.threshold), doubt(blocks, probs)
 
 
 _CONTENT_WORDS = re.compile(rb"content|article|entry|main|body|text|story|post", re.IGNORECASE)
@@ -166,18 +173,15 @@ def mark_boilerplate(html: str) -> str:
 
     resiliparse's main-content mode drops an element whose class list holds "footer" or whose id
     is "footer", so relabelling lets its own C++ pass remove the block; a Python walk over its DOM
-    would cost ~10 us per element (several ms per page). The words are found with `bytes.find` on
-    the page's ASCII-lowercased UTF-8 bytes (0.3 ms per page; ``str.lower`` plus a regex over every
-    attribute cost ~4 ms) and each hit is kept only when it lies inside a ``class="..."`` or
-    ``id="..."`` value of an opening tag."""
+    would cost ~10 us per element (several ms per page; lexbor's CSS attribute selectors ~10 ms).
+    The words are found in one pass over the page's ASCII-lowercased UTF-8 bytes (`_word_hits`;
+    ``str.lower`` plus a regex over every attribute cost ~4 ms) and each hit is kept only when it
+    lies inside a ``class="..."`` or ``id="..."`` value of an opening tag."""
     data = html.encode("utf-8", "surrogatepass")
     low = data.lower()  # ASCII only: byte offsets stay those of ``data``
     edits: dict[int, tuple[int, bytes]] = {}  # value start -> (value end, replacement value)
-    for word in _WORDS_BYTES:
-        i = low.find(word)
-        while i >= 0:
-            _check_hit(data, low, i, edits)
-            i = low.find(word, i + len(word))
+    for i in _word_hits(low):  # which word hit does not matter: the edit is the value's
+        _check_hit(data, low, i, edits)
     if not edits:
         return html
     parts, pos = [], 0
@@ -190,11 +194,41 @@ def mark_boilerplate(html: str) -> str:
 
 
 _WORDS_BYTES = tuple(w.encode() for w in BOILERPLATE_WORDS)
+_WORDS_JOINED = b"".join(_WORDS_BYTES)
+_WORD_OFFSETS = np.cumsum([0] + [len(w) for w in _WORDS_BYTES]).astype(np.int64)
+
+
+def _word_hits(low: bytes) -> list[int]:
+    """Offsets of every `BOILERPLATE_WORDS` occurrence in ``low``: one C pass (`native.find_words`,
+    ~0.3 ms on the dev pages' 145 KB) or one ``bytes.find`` loop per word (~0.8 ms)."""
+    find = find_words()
+    room = 256
+    while find is not None:
+        pos, which = np.empty(room, np.int64), np.empty(room, np.int64)
+        found = find(low, len(low), _WORDS_JOINED, _WORD_OFFSETS.ctypes.data, len(_WORDS_BYTES), pos.ctypes.data,
+                     which.ctypes.data, room)
+        if 0 <= found <= room:
+            return pos[:found].tolist()
+        if found < 0:  # words the kernel cannot take, or no memory: the loops below
+            break
+        room = found
+    hits = []
+    for word in _WORDS_BYTES:
+        i = low.find(word)
+        while i >= 0:
+            hits.append(i)
+            i = low.find(word, i + len(word))
+    return hits
+
+
+#: how far before a word its class/id value may open (longer class lists are not looked into)
+MAX_VALUE_BYTES = 256
 
 
 def _check_hit(data: bytes, low: bytes, i: int, edits: dict[int, tuple[int, bytes]]) -> None:
     """Record the edit for a word found at byte ``i`` when it is inside a class/id value."""
-    q = max(low.rfind(b'"', 0, i), low.rfind(b"'", 0, i))
+    lo = max(0, i - MAX_VALUE_BYTES)  # bounded: an unbounded rfind scans back to the page start per hit
+    q = max(low.rfind(b'"', lo, i), low.rfind(b"'", lo, i))
     if q < 0 or q + 1 in edits or low.find(b">", q, i) >= 0 or low.find(b"<", q, i) >= 0:
         return
     head = _ATTR_HEAD.search(low, max(0, q - 16), q)
@@ -211,14 +245,37 @@ def _check_hit(data: bytes, low: bytes, i: int, edits: dict[int, tuple[int, byte
     edits[q + 1] = (stop, value + b" footer" if head.group(1) == b"class" else b"footer")
 
 
-def build_engine() -> Engine:
-    """The registered ``textsieve`` engine (resiliparse imported here, lazily)."""
+def build_engine(learned: bool = True, fallback: Engine | None = None) -> Engine:
+    """The registered ``textsieve`` engine (the learned block classifier over rules 0-2); with
+    ``learned=False``, ``textsieve-rules`` (rules 0-2 alone); with a ``fallback`` engine, ``cascade``:
+    a page whose `doubt` is above the model's ``fallback_doubt`` is extracted by ``fallback`` instead
+    (the title stays resiliparse's). resiliparse is imported here, lazily."""
     from resiliparse.extract.html2text import extract_plain_text
     from resiliparse.parse.html import HTMLTree
+
+    model = load_model() if learned or fallback is not None else None
+    if fallback is not None and model is not None and not math.isfinite(model.fallback_doubt):
+        raise ValueError("the block model has no cascade threshold (retrain it with block_training)")
 
     def run(html: str, url: str | None) -> Extracted:
         tree = HTMLTree.parse(mark_boilerplate(html))
         title = " ".join(tree.title.split()) if tree.title else ""
-        return Extracted(main_text(extract_plain_text(tree, **RESILIPARSE_OPTIONS)), title or None)
+        minimal = extract_plain_text(tree, **RESILIPARSE_OPTIONS)
+        if model is None:
+            return Extracted(rules_text(minimal), title or None)
+        text, page_doubt = learned_blocks(minimal, model)
+        if fallback is None:
+            return Extracted(text, title or None)
+        if page_doubt > model.fallback_doubt:
+            return Extracted(fallback.run(html, url).text, title or None, "fallback")
+        return Extracted(text, title or None, "fast")
 
-    return Engine("textsieve", f"{dist_version('textsieve')}+resiliparse-{dist_version('resiliparse')}", SETTINGS, run)
+    version = f"{dist_version('textsieve')}+resiliparse-{dist_version('resiliparse')}"
+    if model is None:
+        return Engine("textsieve-rules", version, SETTINGS, run)
+    settings = dict(SETTINGS, block_model={"sha256": model.sha256, "threshold": model.threshold})
+    if fallback is None:
+        return Engine("textsieve", version, settings, run)
+    settings["fallback"] = {"engine": fallback.name, "version": fallback.version, "settings": fallback.settings,
+                            "doubt_above": model.fallback_doubt}
+    return Engine("cascade", f"{version}+{fallback.name}-{fallback.version}", settings, run, cascade=True)

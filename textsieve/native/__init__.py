@@ -1,10 +1,11 @@
 """Optional C kernels, loaded with ctypes (built by ``setup.py`` at install time).
 
-They exist for memory and start-up, not speed: a process that imports numba and runs one kernel
-carries about 125 MB of LLVM and numba state, more than the rest of a MinHash run, and a fresh
+Most exist for memory and start-up, not speed (``_extract`` is for speed): a process that imports
+numba and runs one kernel carries about 125 MB of LLVM and numba state, more than the rest of a MinHash run, and a fresh
 install compiles annotate's numba kernels for ~8 s before its first document. A C library adds
 well under 1 MB and nothing to wait for. ``_rpv2_minhash`` holds the MinHash signatures,
-``_annotate_scan`` annotate's raw-text scan, word statistics and normalization. When a
+``_annotate_scan`` annotate's raw-text scan, word statistics and normalization, ``_extract`` the
+extraction engine's boilerplate-word search and block classifier. When a
 library was not built (no C compiler at install time) or when ``TEXTSIEVE_NATIVE=0`` is set, the
 accessors return None and callers use the numba kernels (or Python), which compute the same values.
 """
@@ -129,3 +130,18 @@ def bad_word_hits():
         return None
     return _function("ts_bad_word_hits", [_P, _P, _P, _I64, _P, _I64, _P, _P, _P, _P, _I64, _P, _I64, _P, _P],
                      "_annotate_scan", restype=None)
+
+
+@functools.lru_cache(maxsize=1)
+def tree_raw():
+    """The C function ``ts_tree_raw`` (gradient-boosted trees' raw scores; ``extract_kernels.c``), or
+    None: the caller walks the trees in NumPy then, with the same arithmetic."""
+    return _function("ts_tree_raw", [_P, _I64, _I64, _P, _I64, _I64, _P, _P, _P, _P, _P, ctypes.c_double,
+                                     ctypes.c_double, _P], "_extract", restype=None)
+
+
+@functools.lru_cache(maxsize=1)
+def find_words():
+    """The C function ``ts_find_words`` (every occurrence of a few words in one pass;
+    ``extract_kernels.c``), or None: the caller runs one ``bytes.find`` loop per word then."""
+    return _function("ts_find_words", [_P, _I64, _P, _P, _I64, _P, _P, _I64], "_extract", restype=_I64)

@@ -117,6 +117,10 @@ class ExtractResult:
     # this run's shards per CPU-second of the processes that extracted them (the cost per core)
     pages_per_core_second: float = 0.0
     mb_per_core_second: float = 0.0  # MB of input files
+    # a cascade engine (`--engine cascade`): pages it sent to its fallback, and their share of the pages
+    # it extracted (None for other engines, and then not in extract.json)
+    fallback_pages: int | None = None
+    fallback_share: float | None = None
 
     @property
     def docs_per_second(self) -> float:
@@ -362,6 +366,10 @@ def _totals(result: ExtractResult, counts: dict[str, dict[str, Any]]) -> None:
         result.bad_records += c["bad_records"]
         skipped.update(c.get("skipped", {}))
     result.skipped = {r: skipped[r] for r in REASONS if skipped[r]}
+    cascade = [c for c in counts.values() if "fallback" in c]
+    if cascade:
+        result.fallback_pages = sum(c["fallback"] for c in cascade)
+        result.fallback_share = round(result.fallback_pages / max(1, sum(c["engine_pages"] for c in cascade)), 4)
 
 
 def _write_summary(fs: fsspec.AbstractFileSystem, pub: Publication, cfg: ExtractConfig, result: ExtractResult,
@@ -403,13 +411,18 @@ def _result_record(result: ExtractResult) -> dict[str, Any]:
     out = asdict(result)
     if not out["inputs_left_out"]:
         del out["inputs_left_out"]
+    for key in ("fallback_pages", "fallback_share"):
+        if out[key] is None:
+            del out[key]
     return out
 
 
 def _per_core(res: ExtractResult) -> str:
+    fallback = "" if res.fallback_share is None else \
+        f"; {res.fallback_pages:,} page(s) ({res.fallback_share:.1%}) sent to the cascade's fallback"
     if not res.pages_per_core_second:
-        return ""
-    return f"; per core {res.pages_per_core_second:,.0f} pages/s, {res.mb_per_core_second:,.2f} MB/s"
+        return fallback
+    return f"; per core {res.pages_per_core_second:,.0f} pages/s, {res.mb_per_core_second:,.2f} MB/s{fallback}"
 
 
 def _report(res: ExtractResult) -> str:

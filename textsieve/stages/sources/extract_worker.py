@@ -168,6 +168,8 @@ def extract_shard(task: ExtractTask, on_page: Callable[[int, int], None] | None 
     skipped: Counter[str] = Counter()
     sources: Counter[str] = Counter()
     counts: dict[str, Any] = {"pages": 0, "kept": 0, "replaced_bytes": 0, "fixed_text": 0}
+    if engine.cascade:  # pages the engine ran on, and how many of them went to its fallback
+        counts.update(engine_pages=0, fallback=0)
     errors: list[dict[str, str]] = []
     timeouts: list[dict[str, Any]] = []
     clock = PageClock(task.page_timeout)
@@ -214,11 +216,14 @@ def extract_shard(task: ExtractTask, on_page: Callable[[int, int], None] | None 
                 if len(errors) < LOCATED:
                     errors.append({"id": page_id, "error": failure[:300]})
                 continue
+            if got.path is not None:
+                counts["engine_pages"] += 1
+                counts["fallback"] += got.path == "fallback"
             text = got.text.strip()
             if not text:
                 skipped["empty_extraction"] += 1
                 continue
-            meta: dict[str, Any] = {"extract": settings,
+            meta: dict[str, Any] = {"extract": settings if got.path is None else {**settings, "path": got.path},
                                     "decode": {"source": decoded.source, "replaced": decoded.replaced}}
             if fix is not None:
                 text, changed = fix(text)
@@ -246,8 +251,9 @@ def extract_shard(task: ExtractTask, on_page: Callable[[int, int], None] | None 
     fs = fsspec.core.url_to_fs(task.output)[0]
     parquet = task.fmt == "parquet"
     records = (parquet_record(r) for r in documents()) if parquet else documents()
+    schema = _schema(engine.cascade) if parquet else None
     with clock:  # the SIGALRM handler is installed for the shard, the timer armed per page
-        counts["kept"] = write_doc_shard(fs, task.staged, task.fmt, records, _schema() if parquet else None)
+        counts["kept"] = write_doc_shard(fs, task.staged, task.fmt, records, schema)
     counts["skipped"] = {r: skipped[r] for r in REASONS if skipped[r]}
     bad = pages.reader.skipped
     counts["bad_records"] = len(bad)
@@ -292,17 +298,20 @@ def _with_lang(batch: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
         yield rec
 
 
-def _schema() -> Any:
-    """The Parquet schema of extracted documents (`meta.extract.settings` as a JSON string)."""
+def _schema(cascade: bool = False) -> Any:
+    """The Parquet schema of extracted documents (`meta.extract.settings` as a JSON string; with a
+    cascade engine, `meta.extract.path` too)."""
     import pyarrow as pa
 
+    extract = [("engine", pa.string()), ("version", pa.string()), ("settings", pa.string()), ("fix_text", pa.bool_())]
+    if cascade:
+        extract.append(("path", pa.string()))
     return pa.schema([
         ("id", pa.string()), ("text", pa.string()), ("url", pa.string()), ("title", pa.string()),
         ("date", pa.string()), ("content_type", pa.string()), ("charset", pa.string()), ("lang", pa.string()),
         ("lang_score", pa.float64()),
         ("meta", pa.struct([
-            ("extract", pa.struct([("engine", pa.string()), ("version", pa.string()), ("settings", pa.string()),
-                                   ("fix_text", pa.bool_())])),
+            ("extract", pa.struct(extract)),
             ("decode", pa.struct([("source", pa.string()), ("replaced", pa.int64())])),
             ("fixed_text", pa.bool_()),
         ])),
