@@ -14,8 +14,9 @@ says how each page is placed), from the scorer's per-page counts, so a gain on a
 hide a loss elsewhere. The engines run interleaved page by page, and the learned engines
 (`textsieve`, `cascade`, trained on these pages) are also scored held out (`held_out_rows`); the
 target lines (F1 >= trafilatura's at >= 5x its CPU per page) judge the held-out rows. Measured
-2026-12-06: textsieve held out 0.926 at 6.3x, cascade held out 0.930 at 4.6x, trafilatura 0.929:
-NOT MET (docs/extraction.md has the tables).
+2026-12-06: textsieve held out 0.926 at 6.5x (NOT MET), cascade held out 0.930 at 5.7x (MET per
+page), trafilatura 0.929; end to end the cascade is 4.1x datatrove (NOT MET) and the default is still
+trafilatura (docs/extraction.md has the tables).
 
 Speed part: `speed_section` (end-to-end WARC -> documents vs datatrove, see _extract_datatrove.py).
 """

@@ -147,8 +147,8 @@ def test_features_of_an_empty_page_and_of_odd_text():
 
 
 def test_cascade_sends_the_doubtful_pages_to_trafilatura_and_says_so(shared_dir, tmp_path, capsys):
-    """`--engine cascade`: a page whose doubt is above the model's cascade threshold gets
-    trafilatura's text, every other page the textsieve engine's; `meta.extract.path` says which,
+    """`--engine cascade`: a page whose fallback priority (doubt per character) is above the model's
+    cascade threshold gets trafilatura's text, every other page the textsieve engine's; `meta.extract.path` says which,
     in JSON Lines and Parquet; extract.json and the closing line count the fallbacks."""
     import pyarrow.parquet as pq
 
@@ -157,7 +157,8 @@ def test_cascade_sends_the_doubtful_pages_to_trafilatura_and_says_so(shared_dir,
     cascade, fast, slow = get_engine("cascade"), get_engine("textsieve"), get_engine("trafilatura")
     assert cascade.cascade and cascade.settings["fallback"]["engine"] == "trafilatura"
     spec = json.loads(MODEL_PATH.read_bytes())
-    assert spec["cascade"]["share"] == 0.025 and spec["cascade"]["held_out"]["f1"] > 0.925
+    assert spec["cascade"]["share"] == 0.04 and spec["cascade"]["held_out"]["f1"] > 0.925
+    assert cascade.settings["fallback"]["priority_above"] == spec["cascade"]["priority"]
     src = tmp_path / "pages"
     src.mkdir()
     paths: dict[str, str] = {}

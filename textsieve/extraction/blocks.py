@@ -198,7 +198,8 @@ class BlockModel:
         self.sha256 = sha256
         self.threshold = float(spec["threshold"])
         cascade = spec.get("cascade") or {}
-        self.fallback_doubt = float(cascade.get("doubt", math.inf))  # `doubt` above it: the fallback engine
+        #: `fallback_priority` above it: the cascade's fallback engine takes the page
+        self.fallback_priority = float(cascade.get("priority", math.inf))
         self.depth = int(spec["depth"])
         self.init = float(spec["init"])
         self.rate = float(spec["learning_rate"])
@@ -253,6 +254,18 @@ def doubt(blocks: list[Block], probabilities: np.ndarray) -> float:
         return 1.0
     words = np.array([b.words for b in blocks], dtype=np.float64)
     return float((words * np.minimum(probabilities, 1.0 - probabilities)).sum() / max(words.sum(), 1.0))
+
+
+#: pages shorter than this many characters count as this long in `fallback_priority`
+MIN_PAGE_CHARS = 1000
+
+
+def fallback_priority(page_doubt: float, page_chars: int) -> float:
+    """How much sending a page to the cascade's fallback is worth for its cost: its `doubt` (what
+    could be gained) per 100,000 characters of HTML (what trafilatura's time grows with). Ranking by
+    doubt alone sent the larger pages, which cost trafilatura ~2x its mean time; per character,
+    4% of the pages cost less than 3% did by doubt alone, for the same held-out F1."""
+    return page_doubt * 100_000 / max(page_chars, MIN_PAGE_CHARS)
 
 
 @lru_cache(maxsize=4)

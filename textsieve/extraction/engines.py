@@ -283,7 +283,7 @@ register_engine("trafilatura", _trafilatura(fast=False),
 register_engine("textsieve", _textsieve,
                 description="resiliparse main content, blocks kept by a learned classifier: ~7x faster, lower F1")
 register_engine("cascade", _cascade,
-                description="textsieve, and trafilatura for the pages its block classifier is least sure of (~3%)")
+                description="textsieve, and trafilatura for the pages its block classifier doubts most (~4%)")
 register_engine("textsieve-rules", _textsieve_rules,
                 description="resiliparse main content plus the rule post-filters alone (textsieve before the model)")
 register_engine("resiliparse", _resiliparse, description="resiliparse extract_plain_text(main_content=True)")

@@ -39,7 +39,16 @@ from typing import Any
 
 import numpy as np
 
-from textsieve.extraction.blocks import Block, BlockModel, RuleView, doubt, features, load_model, parse_blocks
+from textsieve.extraction.blocks import (
+    Block,
+    BlockModel,
+    RuleView,
+    doubt,
+    fallback_priority,
+    features,
+    load_model,
+    parse_blocks,
+)
 from textsieve.extraction.engines import Engine, Extracted, dist_version
 from textsieve.native import find_words
 
@@ -248,13 +257,13 @@ def _check_hit(data: bytes, low: bytes, i: int, edits: dict[int, tuple[int, byte
 def build_engine(learned: bool = True, fallback: Engine | None = None) -> Engine:
     """The registered ``textsieve`` engine (the learned block classifier over rules 0-2); with
     ``learned=False``, ``textsieve-rules`` (rules 0-2 alone); with a ``fallback`` engine, ``cascade``:
-    a page whose `doubt` is above the model's ``fallback_doubt`` is extracted by ``fallback`` instead
+    a page whose `fallback_priority` is above the model's is extracted by ``fallback`` instead
     (the title stays resiliparse's). resiliparse is imported here, lazily."""
     from resiliparse.extract.html2text import extract_plain_text
     from resiliparse.parse.html import HTMLTree
 
     model = load_model() if learned or fallback is not None else None
-    if fallback is not None and model is not None and not math.isfinite(model.fallback_doubt):
+    if fallback is not None and model is not None and not math.isfinite(model.fallback_priority):
         raise ValueError("the block model has no cascade threshold (retrain it with block_training)")
 
     def run(html: str, url: str | None) -> Extracted:
@@ -266,7 +275,7 @@ def build_engine(learned: bool = True, fallback: Engine | None = None) -> Engine
         text, page_doubt = learned_blocks(minimal, model)
         if fallback is None:
             return Extracted(text, title or None)
-        if page_doubt > model.fallback_doubt:
+        if fallback_priority(page_doubt, len(html)) > model.fallback_priority:
             return Extracted(fallback.run(html, url).text, title or None, "fallback")
         return Extracted(text, title or None, "fast")
 
@@ -277,5 +286,5 @@ def build_engine(learned: bool = True, fallback: Engine | None = None) -> Engine
     if fallback is None:
         return Engine("textsieve", version, settings, run)
     settings["fallback"] = {"engine": fallback.name, "version": fallback.version, "settings": fallback.settings,
-                            "doubt_above": model.fallback_doubt}
+                            "priority_above": model.fallback_priority}
     return Engine("cascade", f"{version}+{fallback.name}-{fallback.version}", settings, run, cascade=True)
