@@ -249,7 +249,7 @@ class BlockModel:
 def doubt(blocks: list[Block], probabilities: np.ndarray) -> float:
     """How unsure the classifier is about a page: the expected share of its words on the wrong side
     (each block's words times min(p, 1 - p), over all words); 1.0 for a page without blocks. The
-    cascade sends the pages above `BlockModel.fallback_doubt` to trafilatura."""
+    cascade ranks pages by it per character (`fallback_priority`)."""
     if not blocks:
         return 1.0
     words = np.array([b.words for b in blocks], dtype=np.float64)

@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from textsieve.extraction.blocks import (
+    SENTENCE_END,
     Block,
     BlockModel,
     RuleView,
@@ -79,7 +80,6 @@ SETTINGS: dict[str, Any] = {
     "max_link_density": MAX_LINK_DENSITY, "tail_after": TAIL_AFTER, "max_marker_words": MAX_MARKER_WORDS,
 }
 
-_SENTENCE_END = ('.', '!', '?', ':', '"', '“', '”', '»', '«', '…')
 
 #: Section labels that open what follows a main text (related links, sharing, newsletter,
 #: comments, author box, tags); matched against a whole short line, case-insensitively.
@@ -109,7 +109,7 @@ TAIL_MARKER = re.compile(r"""^(?:
 def _score(text: str, words: int, link_density: float) -> float:
     if link_density > MAX_LINK_DENSITY:
         return -SHORT_PENALTY - words * link_density
-    if words >= PROSE_WORDS or (words >= 5 and text.endswith(_SENTENCE_END)):
+    if words >= PROSE_WORDS or (words >= 5 and text.endswith(SENTENCE_END)):
         return float(words)
     return -SHORT_PENALTY
 
@@ -158,16 +158,19 @@ def rules_text(minimal_html: str) -> str:
 def learned_text(minimal_html: str, model: BlockModel) -> str:
     """The main text chosen block by block by the learned classifier (`blocks`), which reads rules
     1 and 2's decisions among its features."""
-    return learned_blocks(minimal_html, model)[0]
+    return _kept_text(*learned_blocks(minimal_html, model), model)
 
 
-def learned_blocks(minimal_html: str, model: BlockModel) -> tuple[str, float]:
-    """The learned classifier's text and its `doubt` about the page."""
+def learned_blocks(minimal_html: str, model: BlockModel) -> tuple[list[Block], np.ndarray]:
+    """The page's blocks and the learned classifier's probability for each."""
     blocks = parse_blocks(minimal_html)
     if not blocks:
-        return "", doubt(blocks, np.zeros(0))
-    probs = model.probabilities(features(blocks, rule_decisions(blocks)))
-    return "\n".join(b.text for b, p in zip(blocks, probs) if p > model.threshold), doubt(blocks, probs)
+        return blocks, np.zeros(0)
+    return blocks, model.probabilities(features(blocks, rule_decisions(blocks)))
+
+
+def _kept_text(blocks: list[Block], probs: np.ndarray, model: BlockModel) -> str:
+    return "\n".join(b.text for b, p in zip(blocks, probs) if p > model.threshold)
 
 
 _CONTENT_WORDS = re.compile(rb"content|article|entry|main|body|text|story|post", re.IGNORECASE)
@@ -275,12 +278,12 @@ def build_engine(learned: bool = True, fallback: Engine | None = None) -> Engine
         minimal = extract_plain_text(tree, **RESILIPARSE_OPTIONS)
         if model is None:
             return Extracted(rules_text(minimal), title or None)
-        text, page_doubt = learned_blocks(minimal, model)
+        blocks, probs = learned_blocks(minimal, model)
         if fallback is None:
-            return Extracted(text, title or None)
-        if fallback_priority(page_doubt, len(html)) > model.fallback_priority:
+            return Extracted(_kept_text(blocks, probs, model), title or None)
+        if fallback_priority(doubt(blocks, probs), len(html)) > model.fallback_priority:
             return Extracted(fallback.run(html, url).text, title or None, "fallback")
-        return Extracted(text, title or None, "fast")
+        return Extracted(_kept_text(blocks, probs, model), title or None, "fast")
 
     version = f"{dist_version('textsieve')}+resiliparse-{dist_version('resiliparse')}"
     if model is None:
