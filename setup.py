@@ -29,5 +29,12 @@ setup(
             extra_compile_args=["-O3", "-std=gnu11", "-ffp-contract=off"],
             optional=True,
         ),
+        Extension(  # py3langid's DFA walk and scores: language id without importing numba
+            "textsieve.native._langid",
+            sources=["textsieve/native/langid_kernels.c"],
+            extra_compile_args=["-O3", "-std=gnu11", "-ffp-contract=off"],
+            libraries=["m"],
+            optional=True,
+        ),
     ]
 )

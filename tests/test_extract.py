@@ -22,6 +22,7 @@ from _files import read_jsonl
 
 import textsieve as ts
 from textsieve.errors import TextsieveError
+from textsieve.native import langid_scores
 from textsieve.sample_crawl import build_sample_crawl
 from textsieve.stages.sources.extract import ExtractConfig, ExtractResult
 
@@ -182,6 +183,20 @@ def test_dev_warcs_give_text_not_markup(shared_dir, tmp_path):
     assert res.documents == len(recs) > 20
     assert not any("<div" in r["text"] or "<script" in r["text"] for r in recs)
     assert all(r["id"].startswith("urn:uuid:") and r["url"] for r in recs)
+
+
+def test_extract_with_language_id_never_loads_numba(crawl, tmp_path):
+    """Language id on every extracted page runs in C (`native/langid_kernels.c`): importing numba
+    and loading its cached kernels cost ~0.65 s per `textsieve extract` run, and ~125 MB."""
+    if langid_scores() is None:
+        pytest.skip("the C library _langid is not built")
+    code = ("import sys, json\nfrom textsieve.cli import main\n"
+            f"rc = main(['extract', {str(crawl)!r}, '--workers', '1', '-q', '--output', {str(tmp_path / 'out')!r}])\n"
+            "print(json.dumps({'rc': rc, 'numba': 'numba' in sys.modules}))\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(res.stdout.strip().splitlines()[-1]) == {"rc": 0, "numba": False}, res.stderr
+    recs = _records(tmp_path / "out")
+    assert recs and sum(r["lang"] == "en" for r in recs) > len(recs) / 2
 
 
 def test_inputs_that_are_not_web_pages_are_refused(tmp_path):

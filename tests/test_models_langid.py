@@ -13,8 +13,10 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
+import textsieve.models.langid as langid
 from textsieve.io.attributes import without_conveniences
 from textsieve.models.langid import Py3LangId, prepare
+from textsieve.models.langid_tables import cache_dir
 from textsieve.stages.annotate.annotate import AnnotateConfig, run_annotate
 
 pytest.importorskip("py3langid")
@@ -38,6 +40,9 @@ def py3() -> Py3LangId:
 
 
 def test_fast_path_equals_py3langid(shared_dir, py3):
+    from py3langid.langid import MODEL_FILE, LanguageIdentifier
+
+    reference = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
     texts = [d["text"] for d in _dev_docs(shared_dir, limit=400)] + ["", "\n\n", "ÉCRIT EN MAJUSCULES", "a"]
     assert py3.fast
     langs, probs = py3.predict(texts)
@@ -45,13 +50,56 @@ def test_fast_path_equals_py3langid(shared_dir, py3):
         prepared = prepare(text)
         if not prepared.strip():
             continue
-        ref_lang, ref_p = py3.ident.classify(prepared)
+        ref_lang, ref_p = reference.classify(prepared)
         if lang is None:  # no byte n-gram feature: py3langid's answer is a uniform guess
             assert ref_p < 0.05, text[:80]
             continue
         assert lang == ref_lang and p == pytest.approx(ref_p, abs=1e-3), text[:80]
     assert langs[-4] is None and np.isnan(probs[-4])  # empty text: unknown, not a uniform guess
     assert sum(lang is not None for lang in langs) >= 400
+
+
+def test_c_and_numba_kernels_give_the_same_doubles(shared_dir, py3, monkeypatch):
+    """The C pass (`native/langid_kernels.c`) and the numba walk + scores it replaces, bit for bit,
+    on real text and odd input (empty, all caps, CJK, lone surrogates)."""
+    if langid.langid_scores() is None:
+        pytest.skip("the C library _langid is not built")
+    texts = [d["text"] for d in _dev_docs(shared_dir, limit=600)]
+    texts += ["", "\n\n", "ÉCRIT EN MAJUSCULES", "日本語のテキストです", "x\ud800y", "a"]
+    c_langs, c_probs, c_best = py3.predict_full(texts)
+    monkeypatch.setattr(langid, "langid_scores", lambda: None)
+    n_langs, n_probs, n_best = py3.predict_full(texts)
+    assert c_langs == n_langs
+    assert np.array_equal(c_probs, n_probs, equal_nan=True)
+    pick = frozenset({"en", "de", "fr"})
+    assert c_best(pick)[0] == n_best(pick)[0]
+    assert np.array_equal(c_best(pick)[1], n_best(pick)[1], equal_nan=True)
+
+
+def test_model_tables_are_cached_once_and_a_damaged_cache_is_rebuilt(shared_dir, tmp_path, monkeypatch):
+    """The first load writes py3langid's arrays to $XDG_CACHE_HOME/textsieve/py3langid-VERSION-SHA/;
+    later loads map them and predict the same; a damaged cache is read from the package again and
+    replaced; a cache folder that cannot be written only means no cache."""
+    texts = [d["text"] for d in _dev_docs(shared_dir, limit=50)]
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    folder = cache_dir()
+    assert folder is not None and folder.parent == tmp_path / "cache" / "textsieve"
+    first = Py3LangId()
+    assert first.ident is not None and folder.is_dir()  # read from the package, then cached
+    expect = first.predict(texts)
+    again = Py3LangId()
+    assert again.ident is None and isinstance(again.tables.ptc, np.memmap)  # mapped from the cache
+    assert again.predict(texts)[0] == expect[0] and np.array_equal(again.predict(texts)[1], expect[1])
+
+    (folder / "ptc.npy").write_bytes((folder / "ptc.npy").read_bytes()[:1000])  # a truncated table
+    damaged = Py3LangId()
+    assert damaged.ident is not None and damaged.predict(texts)[0] == expect[0]
+    assert Py3LangId().ident is None  # the damaged cache was replaced
+    assert [p.name for p in folder.parent.iterdir()] == [folder.name]  # nothing left beside it
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "file-not-folder"))
+    (tmp_path / "file-not-folder").write_text("x")
+    assert Py3LangId().predict(texts)[0] == expect[0]
 
 
 def _write(path: Path, docs: list[dict]) -> str:

@@ -4,10 +4,12 @@ Two models, one kind (`langid`):
 
 * built-in `builtin:py3langid` (the `py3langid` wheel: a naive Bayes model over byte n-grams,
   97 languages, ships its weights, works offline). Its byte-DFA walk is pure Python in the
-  package (~400-700 docs/s on web text); we run the same walk and the same scoring as numba
-  kernels over the whole batch (~10x faster) and fall back to the package's `classify` if its
-  internals change. A test checks that labels equal `classify`'s on the dev corpus and
-  probabilities agree within 1e-3 (py3langid sums float32 in BLAS order, we sum in float64).
+  package (~400-700 docs/s on web text); we run the same walk and the same scoring in one C pass
+  over the whole batch (`native/langid_kernels.c`; numba kernels, same doubles, without the C
+  library) and fall back to the package's `classify` if its internals change. The model's arrays
+  are read once per machine and then mapped from the user's cache (`langid_tables`). A test
+  checks that labels equal `classify`'s on the dev corpus and probabilities agree within 1e-3
+  (py3langid sums float32 in BLAS order, we sum in float64).
 * fastText `lid.176.bin` / `.ftz` (CCNet's model) when the user gives `--models lid=PATH` and a
   fastText wheel is installed.
 
@@ -28,11 +30,12 @@ import math
 import unicodedata
 from collections.abc import Callable
 
-import numba
 import numpy as np
 
 from textsieve.models.fasttext_io import fasttext_labels_count, load_fasttext, predict_ranked
+from textsieve.models.langid_tables import LangIdTables, cache_dir, load_cached, save, tables_from_identifier
 from textsieve.models.registry import register_model_kind
+from textsieve.native import langid_scores
 from textsieve.signals.registry import DocScores, Signal, round8
 from textsieve.text.batch_encoding import encode_batch
 from textsieve.text.views import BatchViews
@@ -87,56 +90,26 @@ class FastTextLangId:
         return out, p, best_of
 
 
-@numba.njit(cache=True, nogil=True)
-def _walk(buf, doc_off, nextmove, rowbase, out_feat, n_feat):  # pragma: no cover - numba
-    """py3langid's `visit_counts` for every document: the DFA walk over UTF-8 bytes, giving each
-    document's (feature, count) pairs in order of first occurrence (as Python's Counter)."""
-    n_docs = len(doc_off) - 1
-    slot = np.full(n_feat, -1, dtype=np.int64)
-    feats = np.empty(len(buf) + 1, dtype=np.int64)
-    counts = np.zeros(len(buf) + 1, dtype=np.int64)
-    feat_off = np.zeros(n_docs + 1, dtype=np.int64)
-    k = 0
-    for d in range(n_docs):
-        start = k
-        state = 0
-        for i in range(doc_off[d], doc_off[d + 1]):
-            state = nextmove[rowbase[state] + buf[i]]
-            f = out_feat[state]
-            if f >= 0:
-                s = slot[f]
-                if s < 0:
-                    slot[f] = k
-                    feats[k] = f
-                    counts[k] = 1
-                    k += 1
-                else:
-                    counts[s] += 1
-        for j in range(start, k):
-            slot[feats[j]] = -1
-        feat_off[d + 1] = k
-    return feats[:k], counts[:k], feat_off
+def _batch_scores(buf: np.ndarray, off: np.ndarray, t: LangIdTables) -> tuple[np.ndarray, np.ndarray]:
+    """py3langid's raw naive Bayes scores (documents x classes, float64) of the documents
+    ``buf[off[d]:off[d + 1]]`` and whether each reached any feature (none: py3langid guesses
+    uniformly; we say unknown): the C kernel, or the numba pair computing the same doubles."""
+    kernel = langid_scores()
+    n_docs, n_classes = len(off) - 1, t.ptc.shape[1]
+    if kernel is not None:
+        scores = np.empty((n_docs, n_classes), dtype=np.float64)
+        n_features = np.empty(n_docs, dtype=np.int64)
+        arrays = (buf, off, t.nextmove, t.rowbase, t.out_feat, t.ptc, t.pc)
+        assert all(a.flags.c_contiguous for a in arrays)
+        if kernel(buf.ctypes.data, off.ctypes.data, n_docs, t.nextmove.ctypes.data, t.rowbase.ctypes.data,
+                  t.out_feat.ctypes.data, t.ptc.shape[0], t.ptc.ctypes.data, t.pc.ctypes.data, n_classes,
+                  scores.ctypes.data, n_features.ctypes.data):
+            raise MemoryError("language id: no memory for the batch's feature table")
+        return scores, n_features > 0
+    from textsieve.models import langid_numba  # here: numba is imported only without the C library
 
-
-@numba.njit(cache=True, nogil=True)
-def _scores(feats, counts, feat_off, ptc, pc):  # pragma: no cover - numba
-    """py3langid's naive Bayes scores `log1p(counts) @ ptc[feats] + pc` for every document, fused
-    (no gathered copy of the table rows), accumulated in float64. py3langid sums in float32 in
-    BLAS order; scores are sums of thousands of log-probabilities, so its rounding error reaches
-    ~1e-4 in the final probability, and ours is smaller."""
-    n = len(feat_off) - 1
-    n_classes = ptc.shape[1]
-    out = np.zeros((n, n_classes), dtype=np.float64)
-    for d in range(n):
-        acc = out[d]
-        for j in range(feat_off[d], feat_off[d + 1]):
-            w = np.log1p(np.float64(counts[j]))
-            row = ptc[feats[j]]
-            for c in range(n_classes):
-                acc[c] += w * row[c]
-        for c in range(n_classes):
-            acc[c] += pc[c]
-    return out
+    feats, counts, feat_off = langid_numba.walk(buf, off, t.nextmove, t.rowbase, t.out_feat, t.ptc.shape[0])
+    return langid_numba.scores(feats, counts, feat_off, t.ptc, t.pc), feat_off[1:] > feat_off[:-1]
 
 
 class Py3LangId:
@@ -150,18 +123,18 @@ class Py3LangId:
                              "pip install 'py3langid>=0.4,<0.5'; or give a fastText model: --models lid=lid.176.bin") \
                 from None
 
-        self.ident = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
-        self.fast = all(hasattr(self.ident, a) for a in ("tk_nextmove", "tk_row", "tk_output", "nb_ptc", "nb_pc",
-                                                         "nb_classes", "_alias_pairs"))
-        if self.fast:
-            ident = self.ident
-            self.nextmove = np.frombuffer(ident.tk_nextmove, dtype=np.dtype(f"u{ident.tk_nextmove.itemsize}"))
-            self.rowbase = np.asarray(ident.tk_row, dtype=np.int64) << 8
-            self.out_feat = np.asarray(ident.tk_output, dtype=np.int64)
-            self.classes = list(ident.nb_classes)
-            # float32 once (57 MB): the fused kernel reads rows of it directly
-            self.ptc = np.ascontiguousarray(ident.nb_ptc, dtype=np.float32)
-            self.pc = np.ascontiguousarray(ident.nb_pc, dtype=np.float32)
+        folder = cache_dir()
+        #: the model's arrays for the batch kernels (None: py3langid's internals changed, use `ident`)
+        self.tables = load_cached(folder) if folder is not None else None
+        self.ident = None
+        if self.tables is None:
+            self.ident = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+            if all(hasattr(self.ident, a) for a in ("tk_nextmove", "tk_row", "tk_output", "nb_ptc", "nb_pc",
+                                                    "nb_classes", "_alias_pairs")):
+                self.tables = tables_from_identifier(self.ident)
+                if folder is not None:
+                    save(self.tables, folder)
+        self.fast = self.tables is not None
 
     @staticmethod
     def _nfc(text: str) -> str:
@@ -178,7 +151,9 @@ class Py3LangId:
         """`predict` plus the best language of a given set for each text, from the same scores."""
         prepared = [prepare(t) for t in texts]
         if not self.fast:
-            ranked = [self.ident.rank(t) if t.strip() else [] for t in prepared]
+            ident = self.ident
+            assert ident is not None
+            ranked = [ident.rank(t) if t.strip() else [] for t in prepared]
             slow_langs: list[str | None] = [r[0][0] if r else None for r in ranked]
             top = np.array([r[0][1] if r else math.nan for r in ranked], dtype=np.float64)
 
@@ -187,22 +162,21 @@ class Py3LangId:
                 return [g for g, _ in picks], np.array([p for _, p in picks], dtype=np.float64)
 
             return slow_langs, top, best_slow
+        tables = self.tables
+        assert tables is not None
         buf, off = encode_batch([self._nfc(t) for t in prepared])
-        ident = self.ident
-        feats, counts, feat_off = _walk(buf, off, self.nextmove, self.rowbase, self.out_feat, ident.nb_ptc.shape[0])
-        scores = _scores(feats, counts, feat_off, self.ptc, self.pc)
+        scores, has_features = _batch_scores(buf, off, tables)
         scores *= (1.0 / np.sqrt(np.maximum(np.diff(off), 1)))[:, None]  # py3langid's temperature
         scores -= scores.max(axis=1, keepdims=True)
         np.exp(scores, out=scores)
         scores /= scores.sum(axis=1, keepdims=True)
-        for i, j in ident._alias_pairs:  # labels with two columns (srl -> sr): fold into the first
+        for i, j in tables.alias_pairs:  # labels with two columns (srl -> sr): fold into the first
             scores[:, i] += scores[:, j]
             scores[:, j] = 0.0
         best = scores.argmax(axis=1)
-        has_features = feat_off[1:] > feat_off[:-1]  # none: py3langid guesses uniformly; we say unknown
-        langs: list[str | None] = [self.classes[b] if ok else None for b, ok in zip(best.tolist(), has_features)]
+        langs: list[str | None] = [tables.classes[b] if ok else None for b, ok in zip(best.tolist(), has_features)]
         probs = np.where(has_features, scores[np.arange(len(texts)), best], np.nan)
-        classes = self.classes
+        classes = tables.classes
 
         def best_of(allowed: frozenset[str]) -> tuple[list[str | None], np.ndarray]:
             cols = np.array([c for c, g in enumerate(classes) if g in allowed], dtype=np.int64)

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from textsieve.models.format import ModelFormatError, file_fingerprint, is_model_file, load_model_file, save_model
 from textsieve.models.ngram_lm_model import (
     TOKENIZER,
     BackoffTables,
@@ -204,7 +205,6 @@ def train_lm(cfg: LMTrainConfig) -> LMTrainResult:
                "median_perplexity_in_sample": float(np.median(in_sample))}
     training = {"fingerprint": content_sha, "documents": len(texts), "inputs": list(cfg.corpus),
                 "text_field": cfg.text_field}
-    from textsieve.models.format import save_model
 
     fp = save_model(cfg.output, KIND, params, lm.tables.arrays(), training, metrics)
     if cfg.arpa:
@@ -233,7 +233,6 @@ def _gzip_mtime() -> float | None:
 # ---------------------------------------------------------------------------------------------
 
 def load_lm(path: str) -> PerplexityModel:
-    from textsieve.models.format import ModelFormatError, is_model_file, load_model_file
 
     if not is_model_file(path):
         return load_arpa(path)
@@ -254,7 +253,6 @@ def load_lm(path: str) -> PerplexityModel:
 def load_arpa(path: str) -> PerplexityModel:
     import fsspec
 
-    from textsieve.models.format import ModelFormatError, file_fingerprint
 
     compression = "gzip" if path.lower().endswith(".gz") else None
     try:

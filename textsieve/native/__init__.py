@@ -5,7 +5,8 @@ numba and runs one kernel carries about 125 MB of LLVM and numba state, more tha
 install compiles annotate's numba kernels for ~8 s before its first document. A C library adds
 well under 1 MB and nothing to wait for. ``_rpv2_minhash`` holds the MinHash signatures,
 ``_annotate_scan`` annotate's raw-text scan, word statistics and normalization, ``_extract`` the
-extraction engine's boilerplate-word search and block classifier. When a
+extraction engine's boilerplate-word search and block classifier, ``_langid`` py3langid's walk and
+scores (language id in `extract` and `annotate` without numba). When a
 library was not built (no C compiler at install time) or when ``TEXTSIEVE_NATIVE=0`` is set, the
 accessors return None and callers use the numba kernels (or Python), which compute the same values.
 """
@@ -145,3 +146,11 @@ def find_words():
     """The C function ``ts_find_words`` (every occurrence of a few words in one pass;
     ``extract_kernels.c``), or None: the caller runs one ``bytes.find`` loop per word then."""
     return _function("ts_find_words", [_P, _I64, _P, _P, _I64, _P, _P, _I64], "_extract", restype=_I64)
+
+
+@functools.lru_cache(maxsize=1)
+def langid_scores():
+    """The C function ``ts_langid_scores`` (py3langid's DFA walk and naive Bayes scores for a batch;
+    ``langid_kernels.c``), or None: the caller uses the numba kernels then, with the same arithmetic."""
+    return _function("ts_langid_scores", [_P, _P, _I64, _P, _P, _P, _I64, _P, _P, _I64, _P, _P], "_langid",
+                     restype=_I64)
