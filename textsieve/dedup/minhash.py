@@ -260,8 +260,11 @@ def bands_arrow(sig: np.ndarray, valid: np.ndarray, threshold: float, num_perm: 
         n * bands,
         [None, pa.py_buffer(value_offsets), pa.py_buffer(data)],
     )
-    list_offsets = pa.array(np.arange(n + 1, dtype=np.int32) * np.int32(bands), type=pa.int32())
-    return pa.ListArray.from_arrays(list_offsets, binary, mask=pa.array(~valid))
+    # from buffers, as the rest: `pa.array` would import pandas (textsieve.io.arrow_arrays says why)
+    list_offsets = pa.Array.from_buffers(pa.int32(), n + 1, [None, pa.py_buffer(np.arange(n + 1, dtype=np.int32)
+                                                                                  * np.int32(bands))])
+    mask = pa.Array.from_buffers(pa.bool_(), n, [None, pa.py_buffer(np.packbits(~valid, bitorder="little"))])
+    return pa.ListArray.from_arrays(list_offsets, binary, mask=mask)
 
 
 def id_int(doc_id: str) -> int:

@@ -84,7 +84,7 @@ def _dictionary_columns(schema: pa.Schema) -> bool | list[str]:
     if not len(kept):
         return []
     buf = io.BytesIO()  # the kept fields' leaf column paths, from an empty file of those fields
-    pq.write_table(kept.empty_table(), buf)
+    pq.write_table(pa.Table.from_batches([], schema=kept), buf)  # (`empty_table` imports pandas)
     meta = pq.ParquetFile(io.BytesIO(buf.getvalue())).schema
     offsets = {f"{f.name}.list.element.{leaf}" for f in kept if spans(f.type) for leaf in ("start", "end")}
     return [p for p in (meta.column(i).path for i in range(len(meta))) if p not in offsets]
@@ -104,12 +104,16 @@ def huge_rows(table: pa.Table) -> list[int]:
     for column, field in zip(table.columns, table.schema):
         t = field.type
         if pa.types.is_list(t) or pa.types.is_large_list(t):
-            big = pc.greater_equal(pc.list_value_length(column), HUGE_ROW_ITEMS)
+            lengths, limit = pc.list_value_length(column), HUGE_ROW_ITEMS
         elif pa.types.is_string(t) or pa.types.is_binary(t) or pa.types.is_large_string(t) \
                 or pa.types.is_large_binary(t):
-            big = pc.greater_equal(pc.binary_length(column), HUGE_ROW_BYTES)
+            lengths, limit = pc.binary_length(column), HUGE_ROW_BYTES
         else:
             continue
+        longest = pc.max(lengths).as_py()
+        if longest is None or longest < limit:
+            continue  # the common case, asked without a Python scalar (that would import pandas)
+        big = pc.greater_equal(lengths, limit)
         marks = big if marks is None else pc.or_kleene(marks, big)
     if marks is None:
         return []

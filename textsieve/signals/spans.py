@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from textsieve.io.arrow_arrays import numeric_array
 from textsieve.signals.registry import DocScores, LineScores, Scores, Signal
 from textsieve.text import raw_kernel as rk
 from textsieve.text.views import BatchViews
@@ -42,9 +43,8 @@ def line_spans(name: str, dtype: str = "int") -> pa.Field:
 
 def _struct(starts: np.ndarray, ends: np.ndarray, values: np.ndarray, valid: np.ndarray | None,
             dtype: str) -> pa.StructArray:
-    np_type = np.int64 if dtype == "int" else np.float64
-    scores = pa.array(np.asarray(values, dtype=np_type), mask=None if valid is None else ~valid)
-    return pa.StructArray.from_arrays([pa.array(starts, pa.int64()), pa.array(ends, pa.int64()), scores],
+    scores = numeric_array(values, pa.int64() if dtype == "int" else pa.float64(), valid)
+    return pa.StructArray.from_arrays([numeric_array(starts, pa.int64()), numeric_array(ends, pa.int64()), scores],
                                       names=["start", "end", "score"])
 
 
@@ -54,7 +54,7 @@ def to_arrow(sig: Signal, scores: Scores, views: BatchViews) -> pa.Array:
     if isinstance(scores, DocScores):
         offsets = np.arange(n + 1, dtype=np.int32)
         items = _struct(np.zeros(n, dtype=np.int64), views.lengths, scores.values, scores.valid, sig.dtype)
-        return pa.ListArray.from_arrays(pa.array(offsets), items, type=span_type(sig.dtype))
+        return pa.ListArray.from_arrays(numeric_array(offsets, pa.int32()), items, type=span_type(sig.dtype))
     assert isinstance(scores, LineScores)
     starts = views.line(rk.L_START)
     ends = views.line(rk.L_END)
@@ -71,4 +71,4 @@ def to_arrow(sig: Signal, scores: Scores, views: BatchViews) -> pa.Array:
             valid = np.insert(np.ones(len(scores.values), bool) if valid is None else valid, at, False)
             line_off = line_off + np.searchsorted(empty, np.arange(n + 1), side="left")
     items = _struct(starts, ends, values, valid, sig.dtype)
-    return pa.ListArray.from_arrays(pa.array(line_off.astype(np.int32)), items, type=span_type(sig.dtype))
+    return pa.ListArray.from_arrays(numeric_array(line_off, pa.int32()), items, type=span_type(sig.dtype))

@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-import numpy as np
 import pyarrow as pa
 
 from textsieve.dedup import minhash
 from textsieve.exec.arrow_memory import lean_arrow_memory
+from textsieve.io.arrow_arrays import numeric_array, repeated_string, string_array
 from textsieve.io.attributes import LENGTH_COLUMN, SCORE_SUFFIX
 from textsieve.signals import REGISTRY, Signal
 from textsieve.signals.spans import span_type, to_arrow
@@ -154,11 +154,10 @@ def annotate_batch(task: BatchTask) -> pa.RecordBatch:
         auto = (moved, confidence(det, p))
     n = views.n_docs
     columns: list[pa.Array] = [
-        pa.array(task.ids, pa.string()),
-        pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, dtype=np.int32)), pa.array([task.shard]))
-        .cast(pa.string()),
-        pa.array(task.rows, pa.int64()),
-        pa.array(views.lengths, pa.int64()),
+        string_array(task.ids),
+        repeated_string(task.shard, n),
+        numeric_array(task.rows, pa.int64()),
+        numeric_array(views.lengths, pa.int64()),
     ]
     model_sigs: dict[str, Signal] = _STATE["model_sigs"]
     minhash_cols: list[pa.Array] | None = None
@@ -179,13 +178,12 @@ def annotate_batch(task: BatchTask) -> pa.RecordBatch:
             views.release("normalized_utf8", "normalized", "_words")
         scores = null_where_lacking(sig, sig.fn(views), lacking)
         if sig.dtype == "str":
-            outputs[i] = pa.array(list(scores.values), pa.string(),
-                                  mask=None if scores.valid is None else ~np.asarray(scores.valid))
+            outputs[i] = string_array(list(scores.values), scores.valid)
             continue
         outputs[i] = to_arrow(sig, scores, views)
         if sig.level == "doc":
-            scalars.append(pa.array(np.asarray(scores.values, dtype=np.int64 if sig.dtype == "int" else np.float64),
-                                    mask=None if scores.valid is None else ~np.asarray(scores.valid)))
+            scalars.append(numeric_array(scores.values, pa.int64() if sig.dtype == "int" else pa.float64(),
+                                         scores.valid))
     columns += [c for c in outputs if c is not None]
     if setup.minhash:
         columns += minhash_cols if minhash_cols is not None else _minhash(views, setup.minhash)
