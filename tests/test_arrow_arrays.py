@@ -7,7 +7,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from textsieve.io.arrow_arrays import bool_array, numeric_array, repeated_string, string_array
+from textsieve.io.arrow_arrays import numeric_array, repeated_string, string_array
 
 
 @pytest.mark.parametrize("type_", [pa.int64(), pa.int32(), pa.float64(), pa.uint8()])
@@ -33,7 +33,6 @@ def test_string_arrays_equal_pa_array():
         string_array(["lone \ud800 surrogate"])
 
 
-def test_repeated_string_and_bools():
+def test_repeated_string():
     assert repeated_string("shard-0001.jsonl.gz", 4).equals(pa.array(["shard-0001.jsonl.gz"] * 4, pa.string()))
-    flags = np.array([True, False, True, True, False, False, True, False, True], bool)
-    assert bool_array(flags).equals(pa.array(flags, pa.bool_()))
+    assert repeated_string("x", 0).equals(pa.array([], pa.string()))

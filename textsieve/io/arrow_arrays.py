@@ -37,12 +37,6 @@ def numeric_array(values: np.ndarray | Sequence[float] | Sequence[int], type: pa
     return pa.Array.from_buffers(type, len(data), [bitmap, pa.py_buffer(data)], null_count=nulls)
 
 
-def bool_array(values: np.ndarray) -> pa.Array:
-    """``pa.array(values, pa.bool_())`` for a NumPy bool array."""
-    flags = np.asarray(values, dtype=bool)
-    return pa.Array.from_buffers(pa.bool_(), len(flags), [None, pa.py_buffer(np.packbits(flags, bitorder="little"))])
-
-
 def string_array(values: Sequence[str | None], valid: np.ndarray | None = None) -> pa.Array:
     """``pa.array(values, pa.string(), mask=~valid)``: None (or an invalid row) is null; a lone
     surrogate raises UnicodeEncodeError, as it does there."""
