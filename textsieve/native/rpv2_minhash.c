@@ -45,39 +45,36 @@ static inline __attribute__((always_inline)) uint32_t load_be32(const uint8_t *p
     return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | (uint32_t)p[3];
 }
 
-/* One SHA-1 compression of LANES blocks; w holds the 16 message words of every lane. */
+/* One SHA-1 round: e += rotl(a, 5) + f + k + w, then the registers rotate (the renaming is free
+ * once the rounds are unrolled). */
+#define SHA1_ROUND(f, k, wt)                                                                         \
+    do {                                                                                            \
+        v8u tmp_ = rotl(a, 5) + (f) + e + splat(k) + (wt);                                          \
+        e = d;                                                                                      \
+        d = c;                                                                                      \
+        c = rotl(b, 30);                                                                            \
+        b = a;                                                                                      \
+        a = tmp_;                                                                                   \
+    } while (0)
+
+/* Message word t >= 16, computed in place in the 16-word ring. */
+#define SHA1_SCHEDULE(t) (w[(t) & 15] = rotl(w[((t) - 3) & 15] ^ w[((t) - 8) & 15] ^ w[((t) - 14) & 15] ^ w[(t) & 15], 1))
+
+/* One SHA-1 compression of LANES blocks; w holds the 16 message words of every lane. The four
+ * 20-round phases are separate fully unrolled loops: one loop over 80 rounds with a branch on the
+ * round number kept a jump and a computed ring index in every round (1.4x slower). */
 static inline __attribute__((always_inline)) void compress(v8u st[5], v8u w[16]) {
     v8u a = st[0], b = st[1], c = st[2], d = st[3], e = st[4];
-    for (int t = 0; t < 80; t++) {
-        v8u wt;
-        if (t < 16) {
-            wt = w[t];
-        } else {
-            wt = rotl(w[(t - 3) & 15] ^ w[(t - 8) & 15] ^ w[(t - 14) & 15] ^ w[t & 15], 1);
-            w[t & 15] = wt;
-        }
-        v8u f;
-        uint32_t k;
-        if (t < 20) {
-            f = (b & c) | (~b & d);
-            k = 0x5A827999u;
-        } else if (t < 40) {
-            f = b ^ c ^ d;
-            k = 0x6ED9EBA1u;
-        } else if (t < 60) {
-            f = (b & c) | (b & d) | (c & d);
-            k = 0x8F1BBCDCu;
-        } else {
-            f = b ^ c ^ d;
-            k = 0xCA62C1D6u;
-        }
-        v8u tmp = rotl(a, 5) + f + e + splat(k) + wt;
-        e = d;
-        d = c;
-        c = rotl(b, 30);
-        b = a;
-        a = tmp;
-    }
+#pragma GCC unroll 16
+    for (int t = 0; t < 16; t++) SHA1_ROUND((b & c) | (~b & d), 0x5A827999u, w[t]);
+#pragma GCC unroll 4
+    for (int t = 16; t < 20; t++) SHA1_ROUND((b & c) | (~b & d), 0x5A827999u, SHA1_SCHEDULE(t));
+#pragma GCC unroll 20
+    for (int t = 20; t < 40; t++) SHA1_ROUND(b ^ c ^ d, 0x6ED9EBA1u, SHA1_SCHEDULE(t));
+#pragma GCC unroll 20
+    for (int t = 40; t < 60; t++) SHA1_ROUND((b & c) | (b & d) | (c & d), 0x8F1BBCDCu, SHA1_SCHEDULE(t));
+#pragma GCC unroll 20
+    for (int t = 60; t < 80; t++) SHA1_ROUND(b ^ c ^ d, 0xCA62C1D6u, SHA1_SCHEDULE(t));
     st[0] += a;
     st[1] += b;
     st[2] += c;
