@@ -20,10 +20,23 @@ def clustered(tmp_path_factory) -> Path:
     from textsieve.cli import main
     from textsieve.sample import build_sample
 
+    import pyarrow.parquet as pq
+
     root = tmp_path_factory.mktemp("rehydrate")
-    build_sample(str(root / "s.jsonl.gz"), max_docs=120)
+    # The sample is built from the machine's own Python and Debian files, which may hold near
+    # duplicates of each other (two packages' copyright files): take 120 documents that are not.
+    build_sample(str(root / "s.jsonl.gz"), max_docs=160)
     with gzip.open(root / "s.jsonl.gz", "rt", encoding="utf-8") as fh:
-        docs = [json.loads(x) for x in fh]
+        pool = [json.loads(x) for x in fh]
+    (root / "pool").mkdir()
+    (root / "pool" / "pool.jsonl").write_text("".join(json.dumps(d) + "\n" for d in pool), encoding="utf-8")
+    assert main(["annotate", str(root / "pool" / "pool.jsonl"), "-o", str(root / "pool" / "attrs"), "--signals",
+                 "minhash", "--workers", "1", "-q"]) == 0
+    assert main(["dedup", "fuzzy", str(root / "pool" / "attrs"), "--workers", "1", "-q"]) == 0
+    sizes = pq.read_table(root / "pool" / "attrs" / "sets" / "dedup_fuzzy" / "pool.parquet").column(
+        "dup_fuzzy_t80_size").to_pylist()
+    docs = [d for d, size in zip(pool, sizes) if not size or size == 1][:120]
+    assert len(docs) == 120
     extra = [dict(docs[i], id=f"{docs[i]['id']}#copy{k}") for i, n in ((3, 1), (10, 2), (20, 4), (30, 6))
              for k in range(n)]
     with open(root / "docs.jsonl", "w", encoding="utf-8") as fh:
