@@ -17,10 +17,10 @@ from textsieve.recipes.language import Recipe, RecipeError
 def clustered(tmp_path_factory) -> Path:
     """120 sample documents, 4 of them copied 1, 2, 4 and 6 more times under other ids, annotated
     (MinHash only) and fuzzily deduplicated: clusters of 2, 3, 5 and 7 documents."""
+    import pyarrow.parquet as pq
+
     from textsieve.cli import main
     from textsieve.sample import build_sample
-
-    import pyarrow.parquet as pq
 
     root = tmp_path_factory.mktemp("rehydrate")
     # The sample is built from the machine's own Python and Debian files, which may hold near
