@@ -61,16 +61,14 @@ static int is_stop(const uint32_t *cps, int64_t s, int64_t e, uint64_t h, int64_
  * a language's sorted hashes took ~8 dependent steps (30% of the scan's time on the dev corpus).
  * Built per call (ctypes releases the GIL: calls may run at once). */
 typedef struct {
-    int32_t *slots;
-    int64_t *off, *mask;
-    int64_t n_langs;
+    int32_t *slots;      /* every language's table, one after the other */
+    int64_t *off, *mask; /* per language slot: where its table starts, its size - 1 */
 } StopTables;
 
 static inline uint64_t stop_slot(uint64_t h) { return (h ^ (h >> 29)) * 0x9E3779B97F4A7C15ULL >> 20; }
 
 /* 0, or -1 without memory (then is_stop's binary search is used). */
 static int build_stop_tables(StopTables *t, int64_t n_langs, const uint64_t *sw_hash, const int64_t *sw_lang_off) {
-    t->n_langs = n_langs;
     t->off = malloc((size_t)(n_langs + 1) * sizeof(int64_t));
     t->mask = malloc((size_t)(n_langs > 0 ? n_langs : 1) * sizeof(int64_t));
     t->slots = NULL;
