@@ -19,7 +19,10 @@ Then issue 28's targets, MET or NOT MET, beside the figures its text gives for t
 (1,889 docs/s per core against a floor of 13,442 in one run, 14%; a 15.8 s kernel compile on a
 first run; 503 MB peak for one worker; 2 workers at 0.68x one worker).
 
-Usage: python benchmarks/annotate.py [--input PATH] [--reference-docs N]
+With --baseline DIR (a checkout of an earlier tree, its C kernels built in place), also that tree's
+1-worker run beside this one's, alternating, and the ratio.
+
+Usage: python benchmarks/annotate.py [--input PATH] [--reference-docs N] [--baseline DIR [--rounds N]]
 """
 
 from __future__ import annotations
@@ -63,7 +66,9 @@ path, out, workers, resources = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.
 cfg = AnnotateConfig(inputs=[path], output=out, workers=workers, resources=resources, progress=False)
 res = run_annotate(cfg)
 me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-print(json.dumps({"documents": res.documents, "seconds": res.seconds, "compile": res.compile_seconds,
+import textsieve
+tree = str(textsieve.__file__).rsplit("/textsieve/", 1)[0]
+print(json.dumps({"tree": tree, "documents": res.documents, "seconds": res.seconds, "compile": res.compile_seconds,
                   "compiled": res.kernels_compiled, "main_cpu": me.ru_utime + me.ru_stime,
                   "workers_cpu": kids.ru_utime + kids.ru_stime, "main_mb": me.ru_maxrss / 1024,
                   "worker_mb": kids.ru_maxrss / 1024}))
@@ -155,6 +160,10 @@ def main() -> int:
     ap.add_argument("--input", default=str(SHARED / "corpora/dev/web_sample.jsonl.gz"))
     ap.add_argument("--resources", default=str(SHARED / "golden/rpv2_resources"))
     ap.add_argument("--reference-docs", type=int, default=1000)
+    ap.add_argument("--baseline", default="", help="a checkout of an earlier textsieve tree, its C kernels built "
+                    "in place (python setup.py build_ext --inplace): its 1-worker annotate runs alternately with "
+                    "this tree's and the ratio is printed")
+    ap.add_argument("--rounds", type=int, default=3, help="alternating runs per tree for --baseline")
     args = ap.parse_args()
     if not Path(args.input).exists():
         print(f"input not found: {args.input} (set TEXTSIEVE_SHARED)", file=sys.stderr)
@@ -209,7 +218,31 @@ def main() -> int:
               f"{mark(speedup >= 1.8)} (the rest of the machine used {idle:.0%} of its CPU during the run, load "
               f"{f['load']:.2f} before it; the reader's "
               f"share of the run's CPU {share:.1%})")
+    if args.baseline:
+        side_by_side(args.input, resources, str(Path(args.baseline).resolve()), args.rounds)
     return 0
+
+
+def side_by_side(path: str, resources: Path, baseline: str, rounds: int) -> None:
+    """The baseline tree's 1-worker annotate and this tree's, alternating (so a slow spell of the
+    machine lands on both), `rounds` each: median docs per CPU-second and peak RSS, and the ratio."""
+    import statistics
+
+    def rate(f: dict) -> float:
+        return f["documents"] / (f["main_cpu"] + f["workers_cpu"])
+
+    base, cur = [], []
+    for _ in range(rounds):
+        base.append(annotate(path, 1, resources, env={"PYTHONPATH": baseline}))
+        cur.append(annotate(path, 1, resources))
+    if base[0]["tree"] != baseline:
+        sys.exit(f"--baseline: the child imported textsieve from {base[0]['tree']}, not {baseline}")
+    b, c = statistics.median(map(rate, base)), statistics.median(map(rate, cur))
+    bm, cm = statistics.median(f["main_mb"] for f in base), statistics.median(f["main_mb"] for f in cur)
+    print(f"\nside by side, 1 worker, median of {rounds} alternating runs each:")
+    print(f"  baseline {baseline}: {b:,.0f} docs/s per core, peak {bm:.0f} MB")
+    print(f"  this tree {cur[0]['tree']}: {c:,.0f} docs/s per core, peak {cm:.0f} MB")
+    print(f"  this tree / baseline: {c / b:.2f}x the speed, {cm / bm:.2f}x the memory")
 
 
 if __name__ == "__main__":
