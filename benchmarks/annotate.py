@@ -89,8 +89,9 @@ def annotate(path: str, workers: int, resources: Path, env: dict[str, str] | Non
         load = float(Path("/proc/loadavg").read_text().split()[0])
         tick = os.sysconf("SC_CLK_TCK")
         j0, c0, w0 = _busy_jiffies(), resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
+        # cwd: not this checkout, which `python -c` would put first on sys.path (before a --baseline tree)
         p = subprocess.run([sys.executable, "-c", CHILD, path, out, str(workers), str(resources)],
-                           capture_output=True, text=True, env={**os.environ, **(env or {})})
+                           capture_output=True, text=True, env={**os.environ, **(env or {})}, cwd=out)
         j1, c1, w1 = _busy_jiffies(), resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
         if p.returncode:
             sys.exit(f"annotate failed:\n{p.stderr[-2000:]}")
