@@ -192,6 +192,30 @@ def test_big_gzip_member_is_verified_ahead_within_the_hold_limit(tmp_path, web_l
     assert docs == [] and "its 60 decoded line(s) from line 1 on are left out" in skip.reason
 
 
+def test_held_member_output_is_let_go_chunk_by_chunk(tmp_path, web_lines, monkeypatch) -> None:
+    """The output held back until a member verifies is released as the reader consumes it: each
+    chunk passed on is dropped from the held list, so a worker does not keep a member's first
+    `HOLD_BYTES` (16 MB) alive while it annotates them (issue 28's memory)."""
+    monkeypatch.setattr(compression, "HOLD_BYTES", 1 << 20)
+    sizes: list[int] = []
+    real = compression._release
+
+    def watching(held: list[bytes], consumed: int):
+        for item in real(held, consumed):
+            yield item
+            sizes.append(sum(len(h) for h in held))
+
+    monkeypatch.setattr(compression, "_release", watching)
+    path = tmp_path / "one.jsonl.gz"
+    path.write_bytes(gzip.compress(b"".join(line + b"\n" for line in web_lines[:200]), mtime=0))
+    with open(path, "rb") as raw:
+        chunks = [c for c, _ in compression.iter_chunks(raw, "gzip", chunk_size=1 << 16)]
+    assert len(sizes) == len(chunks) > 10  # every chunk came through the held list
+    assert sizes == sorted(sizes, reverse=True) and sizes[-1] == 0 and sizes[0] < sum(len(c) for c in chunks)
+    docs, skipped = _read(path, "skip")
+    assert [d.id for d in docs] == _ids(web_lines[:200]) and skipped == []
+
+
 @MODES
 def test_zstd_checksum_error_drops_the_rows_of_the_damaged_frame(tmp_path, web_lines, mode) -> None:
     """The same for zstd frames written with a content checksum. Before: a damaged checksum of

@@ -51,7 +51,7 @@ def _shared_bounds(views: BatchViews, key: str, offsets: np.ndarray, starts: np.
     """The Arrow offsets, starts and ends of one level's spans, built once per batch: every
     document-level signal has the same spans, and so has every line-level one, so their columns
     share these buffers (a batch's line-level columns were ~2/3 copies of the same starts and
-    ends, and annotate's writer holds 4,096 rows of them before a row group is written)."""
+    ends, and annotate's writer holds 2,048 rows of them before a row group is written)."""
     got = views.cache.get(key)
     if got is None:
         got = views.cache[key] = (numeric_array(offsets, pa.int32()), numeric_array(starts, pa.int64()),

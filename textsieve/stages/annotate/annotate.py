@@ -138,7 +138,7 @@ class AnnotateConfig:
     resources: str | None = option(None, help="word-list folder laid over the bundled RPv2 lists (else "
                                               "$TEXTSIEVE_RESOURCES, else the one `textsieve resources add` "
                                               "filled)", metavar="DIR")
-    batch_size: int = option(500, help="documents per work unit")
+    batch_size: int = option(250, help="documents per work unit")
     memory: str = memory_option(MEMORY_SPENT_ON)
     overwrite: bool = option(False, help="recompute shards that already exist")
     progress: bool = progress_option()

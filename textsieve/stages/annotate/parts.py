@@ -41,11 +41,12 @@ log = logging.getLogger("textsieve.annotate")
 
 #: rows per row group of an attribute shard. Why not the writers' 8,192: annotate's rows are large
 #: (~11 KB in Arrow on the dev corpus, most of it line spans), and the main process holds a row
-#: group while it fills and again while it is encoded. Measured on the dev corpus: one worker's
-#: peak 330 -> 264 MB, the main process of two workers 400 -> 308 MB; the file 0.3% larger; select
-#: as fast (its reads go by column and row-group range). 2,048 rows saved ~35 MB more but made the
-#: file 1.5% larger, or cost 3% more CPU with a stronger zstd level to win the size back.
-ROW_GROUP_ROWS = 4096
+#: group while it fills and again while it is encoded. Measured on the dev corpus, one worker's
+#: peak: 8,192 rows 330 MB, 4,096 rows 264 MB (later 235 MB), 2,048 rows (with 250-document
+#: work units and the shared-piece combine of `io.arrow_combine`) 188 MB, under issue 28's 200 MB.
+#: The price: the file is ~1.5% larger (more row groups, each with its own page headers and
+#: statistics); select reads by column and row-group range and is as fast.
+ROW_GROUP_ROWS = 2048
 
 PARTS_SUFFIX = ".parts"
 PART_STAGE = "annotate-part"  # `stage` in a part's footer
