@@ -18,6 +18,7 @@ from typing import Any, Generic, TypeVar
 
 from textsieve import extensions
 from textsieve.errors import TextsieveError
+from textsieve.exec import batch_transport
 from textsieve.exec.clean_spawn import clean_spawn_context
 
 T = TypeVar("T")
@@ -49,6 +50,8 @@ def ordered_map(fn: Callable[[T], R], tasks: Iterable[T], *, workers: int,
     limit = max_pending or 2 * workers
     # workers first repeat the run-time registrations of extension signals/kinds/readers
     initializer, initargs = extensions.worker_initializer(initializer, initargs)
+    # and send their Arrow results with shared buffers once (`batch_transport`)
+    initializer, initargs = _start_worker, (initializer, initargs)
     # spawn, not fork: the parent holds Arrow thread pools and progress threads that must not
     # be duplicated mid-operation into children. The clean-main context keeps workers from
     # re-running the caller's script (safe without a main guard, see `clean_spawn`), and the
@@ -77,6 +80,14 @@ def ordered_map(fn: Callable[[T], R], tasks: Iterable[T], *, workers: int,
     finally:
         # on an error or an abandoned iterator, drop queued work instead of computing it
         pool.shutdown(wait=finished, cancel_futures=not finished)
+
+
+def _start_worker(initializer: Callable[..., Any] | None, initargs: tuple) -> None:
+    """A pool worker's first step: results go back through `batch_transport`, then the caller's
+    initializer runs."""
+    batch_transport.register()
+    if initializer is not None:
+        initializer(*initargs)
 
 
 class InlineRunner(Generic[T, R]):
