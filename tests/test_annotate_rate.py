@@ -86,3 +86,27 @@ def test_compiled_kernels_counts_compiles_not_calls() -> None:
         assert kernel_timing.compiled_kernels((__name__,)) == before + 1
     finally:
         del globals()["_twice_kernel"]
+
+
+def test_main_process_warms_up_only_where_workers_share_a_compile(monkeypatch) -> None:
+    """With several workers and every kernel in C there is nothing to compile once for all of
+    them, so the main process does not spend ~0.2 s on a warm-up before the pool starts; one
+    worker, models, extension or numba-only signals, or libraries not built, keep it."""
+    from textsieve import native
+    from textsieve.stages.annotate.worker import WorkerSetup, warm_up_here
+
+    rpv2 = tuple(n for n, s in annotate_mod.REGISTRY.items() if s.group in ("natural_language", "repetition",
+                                                                              "lines", "content"))
+    setup = WorkerSetup(rpv2, ("rpv2",), {}, {})
+    built = all(k() is not None for k in (native.scan_raw, native.word_stats, native.normalize_collapse,
+                                          native.bad_word_hits, native.rpv2_signatures))
+    assert warm_up_here(setup, 2) is (not built)
+    assert warm_up_here(setup, 1)
+    assert warm_up_here(WorkerSetup(rpv2, ("rpv2",), {}, {}, models=(("m", "m.json"),)), 2)
+    assert warm_up_here(WorkerSetup(rpv2, ("rpv2",), {}, {}, lang_model="ft176"), 2)
+    assert warm_up_here(WorkerSetup(rpv2, ("fast",), {}, {}), 2)
+    code = [n for n, s in annotate_mod.REGISTRY.items() if s.group == "rpv1_code"][:1]
+    assert warm_up_here(WorkerSetup(rpv2 + tuple(code), ("rpv2",), {}, {}), 2)
+    if built:
+        monkeypatch.setattr(native, "word_stats", lambda: None)
+        assert warm_up_here(setup, 2)

@@ -88,6 +88,7 @@ from textsieve.stages.annotate.worker import (
     load_models,
     output_schema,
     warm_up,
+    warm_up_here,
 )
 from textsieve.stages.descriptor import PROGRESS_REASON, CliSpec, Layout, Outcome, Stage, absolute, key_of
 from textsieve.stages.planning import Corpus, PlannedSet, StagePlan
@@ -461,7 +462,7 @@ def _run_annotate(cfg: AnnotateConfig) -> AnnotateResult:
     schema = output_schema(signals, with_minhash, load_models(plan.models)[1], plan.signals)
     mapper, workers = _executor(cfg)
     max_chars = batch_chars(cfg.memory, workers)
-    if todo:  # compile (or load) the kernels before the clock of the first batch starts
+    if todo and warm_up_here(setup, workers):  # compile (or load) the kernels before the first batch's clock
         result.compile_seconds, result.kernels_compiled = timed(lambda: warm_up(setup))
     progress = Progress("annotate", total_bytes=sum(s.size for s in todo), enabled=cfg.progress)
     readers: dict[str, UniqueIdReader] = {}

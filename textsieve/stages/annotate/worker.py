@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
+from textsieve import native
 from textsieve.dedup import minhash
 from textsieve.exec.arrow_memory import lean_arrow_memory
 from textsieve.io.arrow_arrays import numeric_array, repeated_string, string_array
@@ -212,6 +213,26 @@ def _schema(setup: WorkerSetup) -> pa.Schema:
         schema = output_schema(setup.signals, setup.minhash, _STATE["model_sigs"], setup.model_signals)
         _STATE["schema"], _STATE["schema_setup"] = schema, setup
     return schema
+
+
+#: signal groups computed by the C kernels alone when the native libraries are built
+C_KERNEL_GROUPS = frozenset({"natural_language", "repetition", "lines", "content"})
+
+
+def warm_up_here(setup: WorkerSetup, workers: int) -> bool:
+    """Whether the main process should run `warm_up` before the pool starts. Its purpose is that
+    several workers do not each compile the same numba kernels on a first run; with one worker it
+    costs nothing (the first batch would pay it otherwise). When every kernel a run needs is C
+    (the default signals and RPv2 MinHash, no models, the libraries built), there is nothing to
+    share, and the main process of a 2-worker run paid ~0.2 s (tables, libraries, a batch) before
+    the workers could start."""
+    if workers <= 1 or setup.models or setup.lang_model or setup.minhash not in ((), ("rpv2",)):
+        return True
+    if any(REGISTRY[name].group not in C_KERNEL_GROUPS or not REGISTRY[name].builtin for name in setup.signals):
+        return True
+    kernels = (native.scan_raw, native.word_stats, native.normalize_collapse, native.bad_word_hits,
+               native.rpv2_signatures)
+    return any(kernel() is None for kernel in kernels)
 
 
 def warm_up(setup: WorkerSetup) -> None:
