@@ -13,7 +13,9 @@ Prints, from one run on the same documents (the dev corpus by default):
      kernels are not built);
   4. how idle the machine was: the 1-minute load average before each run and the CPU the rest
      of the machine used during it (/proc/stat busy time minus the run's own);
-  5. a straightforward pure-Python implementation of the same signals (textsieve.signals.reference,
+  5. 1 worker and all cores on the same documents cut into 2 shards per core, where each worker
+     annotates whole shards and the main process only hands them out (`stages.annotate.shards`);
+  6. a straightforward pure-Python implementation of the same signals (textsieve.signals.reference,
      the executable spec) plus MinHash with hashlib and NumPy permutations, on a subset.
 Then issue 28's targets, MET or NOT MET, beside the figures its text gives for the earlier tree
 (1,889 docs/s per core against a floor of 13,442 in one run, 14%; a 15.8 s kernel compile on a
@@ -120,6 +122,23 @@ def first_run(path: str, resources: Path, docs: int = 200) -> dict:
         return fig
 
 
+def split_input(path: str, parts: int, folder: Path) -> str:
+    """`path`'s documents as `parts` .jsonl.gz shards of consecutive lines, about equal in bytes,
+    in `folder` (returned)."""
+    with gzip.open(path, "rb") as fh:
+        lines = fh.read().splitlines(keepends=True)
+    total, at, cut = sum(map(len, lines)), 0, [0]
+    for i, line in enumerate(lines):
+        at += len(line)
+        if at >= total * len(cut) / parts and len(cut) < parts:
+            cut.append(i + 1)
+    cut.append(len(lines))
+    for k in range(parts):
+        with gzip.open(folder / f"part-{k:02d}.jsonl.gz", "wb", compresslevel=6) as out:
+            out.writelines(lines[cut[k]:cut[k + 1]])
+    return str(folder)
+
+
 def pure_python_minhash(text: str, a: np.ndarray, b: np.ndarray) -> list | None:
     """MinHash as a straightforward implementation would write it: hashlib per shingle, NumPy
     wrapping uint64 arithmetic for the permutations."""
@@ -178,6 +197,11 @@ def main() -> int:
     runs = [(1, annotate(args.input, 1, resources))]
     if cores > 1:
         runs.append((cores, annotate(args.input, cores, resources)))
+    multi: list[tuple[int, dict]] = []
+    if cores > 1:  # the same documents as several shards: workers take whole shards (stages.annotate.shards)
+        with tempfile.TemporaryDirectory() as tmp:
+            shards = split_input(args.input, 2 * cores, Path(tmp))
+            multi = [(1, annotate(shards, 1, resources)), (cores, annotate(shards, cores, resources))]
     rn, rs = reference(args.input, args.reference_docs, resources)
     ref = rn / rs
     print(f"{'run':<34} {'docs':>7} {'seconds':>8} {'docs/s/core':>12} {'of floor':>9} {'main MB':>8} "
@@ -190,6 +214,13 @@ def main() -> int:
         print(f"{f'annotate, {w} worker' + ('s' if w > 1 else ''):<34} {f['documents']:>7} {f['seconds']:>8.2f} "
               f"{rate:>12,.0f} {rate / floor:>9.1%} {f['main_mb']:>8.0f} {worker_mb:>9} {share:>9.1%} "
               f"{f['load']:>5.2f} {f['others_cpu']:>9.1f}s")
+    for w, f in multi:
+        rate = f["documents"] / (f["main_cpu"] + f["workers_cpu"])
+        share = f["main_cpu"] / max(1e-9, f["main_cpu"] + f["workers_cpu"])
+        worker_mb = f"{f['worker_mb']:.0f}" if w > 1 else "-"
+        label = f"annotate, {w} worker{'s' if w > 1 else ''}, {2 * cores} shards"
+        print(f"{label:<34} {f['documents']:>7} {f['seconds']:>8.2f} {rate:>12,.0f} {rate / floor:>9.1%} "
+              f"{f['main_mb']:>8.0f} {worker_mb:>9} {share:>9.1%} {f['load']:>5.2f} {f['others_cpu']:>9.1f}s")
     print(f"{'pure-Python reference (spec twin)':<34} {rn:>7} {rs:>8.2f} {ref:>12,.0f}")
     one = runs[0][1]["documents"] / (runs[0][1]["main_cpu"] + runs[0][1]["workers_cpu"])  # docs per CPU-second
     one_wall = runs[0][1]["documents"] / runs[0][1]["seconds"]
@@ -218,7 +249,15 @@ def main() -> int:
         print(f"  4. {w} workers >= 1.8x one worker (docs/s, wall clock): {speedup:.2f}x [0.68x]: "
               f"{mark(speedup >= 1.8)} (the rest of the machine used {idle:.0%} of its CPU during the run, load "
               f"{f['load']:.2f} before it; the reader's "
-              f"share of the run's CPU {share:.1%})")
+              f"share of the run's CPU {share:.1%}; one shard: the main process reads and writes for both)")
+    if multi:
+        (_, f1), (w, fw) = multi
+        speedup = (fw["documents"] / fw["seconds"]) / (f1["documents"] / f1["seconds"])
+        share = fw["main_cpu"] / max(1e-9, fw["main_cpu"] + fw["workers_cpu"])
+        wmb = fw["worker_mb"]
+        print(f"     the same documents as {2 * cores} shards, whole shards per worker: {w} workers {speedup:.2f}x one "
+              f"worker: {mark(speedup >= 1.8)} (the main process's share of the CPU {share:.1%}; each worker "
+              f"{wmb:.0f} MB: {mark(wmb <= 200)})")
     if args.baseline:
         side_by_side(args.input, resources, str(Path(args.baseline).resolve()), args.rounds)
     return 0

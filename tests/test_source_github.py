@@ -428,7 +428,8 @@ def test_signals_read_the_meta_only_when_shipped_and_parquet_sources_carry_it(tm
 def test_annotate_ships_meta_to_workers_only_for_a_signal_that_needs_it(tmp_path: Path) -> None:
     from textsieve.io.paths import expand_inputs
     from textsieve.io.readers import ReadOptions, ShardReader
-    from textsieve.stages.annotate.annotate import AnnotateConfig, _batches
+    from textsieve.stages.annotate.annotate import AnnotateConfig
+    from textsieve.stages.annotate.shards import batches as _batches
 
     a = _export(tmp_path / "src" / "github_000.gz", ["json/tool.py"])
     assert main(["source", "github", str(a), "-o", str(tmp_path / "docs"), "-q", "--workers", "1"]) == 0

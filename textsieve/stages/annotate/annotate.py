@@ -39,14 +39,14 @@ from textsieve.exec.budget import memory_plan
 from textsieve.exec.local import default_workers, ordered_map
 from textsieve.exec.progress import Progress
 from textsieve.interop.hf import dataset_inputs
-from textsieve.io.attributes import META_KEY, add_store_readme
+from textsieve.io.attributes import add_store_readme
 from textsieve.io.ids import UniqueIdReader, effective_mode
 from textsieve.io.leftovers import remove_stale_temps
 from textsieve.io.limits import DEFAULT_MAX_DOC_BYTES, MAX_DOC_BYTES_HELP, parse_max_doc_bytes
 from textsieve.io.overlap import check_apart
-from textsieve.io.paths import Shard, expand_inputs
+from textsieve.io.paths import expand_inputs
 from textsieve.io.publish import FOLDER_SUMMARY, Publication
-from textsieve.io.readers import ReadOptions, ShardReader
+from textsieve.io.readers import ReadOptions
 from textsieve.io.safe_paths import safe_rel
 from textsieve.options import (
     address_option,
@@ -79,6 +79,17 @@ from textsieve.stages.annotate.lang import (
 )
 from textsieve.stages.annotate.parts import Resume, ShardOutput
 from textsieve.stages.annotate.plan import SUMMARY, AnnotateError, output_rel, plan_shards, warn_markup
+from textsieve.stages.annotate.shards import (
+    MAX_BATCH_CHARS,
+    ShardContext,
+    ShardDone,
+    ShardJob,
+    annotate_shard,
+    batches,
+    by_whole_shards,
+    finish_shard,
+    init_shard_worker,
+)
 from textsieve.stages.annotate.worker import (
     AUTO_LANG,
     BatchTask,
@@ -99,7 +110,6 @@ if TYPE_CHECKING:  # pyarrow is only named in annotations here; the workers and 
 log = logging.getLogger("textsieve.annotate")
 
 
-MAX_BATCH_CHARS = 4_000_000  # a batch this large keeps a worker busy ~1 s; huge docs go alone
 #: Peak memory per character of a batch while a worker computes it (the texts, their views and the
 #: kernels' tables), measured: a 30M-character document adds 388 MB to an idle worker's RSS.
 WORKER_BYTES_PER_CHAR = 13
@@ -314,12 +324,6 @@ def _fingerprint(cfg: AnnotateConfig, signals: tuple[str, ...], with_minhash: tu
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def _lang_of(doc_lang: str | None, default: str | None) -> str | None:
-    if doc_lang:
-        return str(doc_lang).strip().lower()
-    return default
-
-
 def batch_chars(memory: str | int, workers: int) -> int:
     """The most characters of text one batch holds under `--memory` with `workers` workers
     (`MEMORY_SPENT_ON`): every worker computing a batch and two more waiting for each, within
@@ -335,52 +339,6 @@ def holds_huge_document(task: BatchTask, max_chars: int) -> bool:
     and its ~3x larger attribute row were copied both ways, and with 2 workers a 30 MB document
     cost 37x its size across the process tree."""
     return any(len(t) > max_chars for t in task.texts)
-
-
-def _batches(shard: Shard, reader: ShardReader, cfg: AnnotateConfig,
-             resume: Resume | None = None, max_chars: int = MAX_BATCH_CHARS,
-             with_meta: bool = False) -> Iterator[BatchTask]:
-    """Cut a shard's documents into tasks of at most batch_size docs / `max_chars` chars
-    (`with_meta`: each document's meta goes along, for a signal that needs it).
-
-    A task never straddles a part boundary (every `part_size` documents), so each part is
-    computed from the same batches whether or not the run was interrupted before it. The
-    documents of `resume`'s finished parts are read (for the bad-record list and the reader
-    position) but not sent out; the last of them must be the one the parts end with."""
-    resume = resume or Resume(cfg.part_size)
-    part_size, skip = resume.part_size, resume.documents
-    task = BatchTask(shard.rel, [], [], [], [], [])
-    chars = 0
-    index = 0  # documents of the shard read so far
-    for doc in reader:
-        index += 1
-        if index <= skip:
-            if index == skip and (doc.row, doc.id) != (resume.last_row, resume.last_id):
-                raise AnnotateError(
-                    f"{shard.path}: row {doc.row} is {doc.id!r}, but the finished parts of an interrupted run end "
-                    f"with row {resume.last_row} {resume.last_id!r}: the source changed; delete "
-                    f"{resume.parts[-1].rpartition('/')[0]} (or use --overwrite) to start the shard again")
-            continue
-        task.ids.append(doc.id)
-        task.rows.append(doc.row)
-        task.texts.append(doc.text)
-        task.langs.append(_lang_of(doc.lang, cfg.lang))
-        task.urls.append(doc.url)
-        if with_meta:
-            task.metas.append(doc.meta)
-        chars += len(doc.text)
-        if len(task.ids) >= cfg.batch_size or chars >= max_chars or index % part_size == 0:
-            task.bytes_mark = reader.bytes_read
-            yield task
-            task = BatchTask(shard.rel, [], [], [], [], [])
-            chars = 0
-    if index < skip:
-        raise AnnotateError(f"{shard.path} has {index} document(s), but the finished parts of an interrupted run "
-                            f"hold {skip}: the source changed; delete {resume.parts[-1].rpartition('/')[0]} (or "
-                            "use --overwrite) to start the shard again")
-    task.bytes_mark = reader.bytes_read
-    task.last = True
-    yield task  # possibly empty: marks the end of the shard so its file gets closed
 
 
 EMBED_SIGNAL = "embed"
@@ -465,84 +423,51 @@ def _run_annotate(cfg: AnnotateConfig) -> AnnotateResult:
     if todo and warm_up_here(setup, workers):  # compile (or load) the kernels before the first batch's clock
         result.compile_seconds, result.kernels_compiled = timed(lambda: warm_up(setup))
     progress = Progress("annotate", total_bytes=sum(s.size for s in todo), enabled=cfg.progress)
-    readers: dict[str, UniqueIdReader] = {}
     id_mode = effective_mode(cfg.dedupe_ids, cfg.on_error)  # repeated ids in a shard: fail or rename
-
-    def tasks() -> Iterator[BatchTask]:
-        for shard in todo:
-            reader = UniqueIdReader(shard, options, id_mode)
-            readers[shard.rel] = reader
-            yield from _batches(shard, reader, cfg, resumes[shard.rel], max_chars, with_meta)
-
-    writer: ShardOutput | None = None
-    current: str | None = None
-    n_docs = 0
+    list_signals = tuple(name for name in signals if REGISTRY[name].word_lists)
+    run_meta: dict[str, Any] = {"fingerprint": fingerprint, "signals": list(signals), "minhash": list(with_minhash),
+                                "lang": cfg.lang, "lang_field": cfg.lang_field}
+    if plan.models:
+        run_meta.update(model_signals=list(plan.signals), models=plan.records)
+    ctx = ShardContext(cfg, fs, schema, options, id_mode, max_chars, with_meta, run_meta, list_signals)
+    jobs = {s.rel: ShardJob(ctx, s, pub.staged(safe_rel(output_rel(s.rel))), resumes[s.rel] or Resume(cfg.part_size),
+                            shard_fps[s.rel]) for s in todo}
+    run_langs = LangTally()  # --lang auto: fallbacks and confidence
     done_bytes = 0
-    shard_by_rel = {s.rel: s for s in todo}
-    list_signals = [name for name in signals if REGISTRY[name].word_lists]
-    no_lists: Counter[str] = Counter()  # the current shard's documents without their word lists
-    shard_langs, run_langs = LangTally(), LangTally()  # --lang auto: fallbacks and confidence
+
+    def account(done: ShardDone) -> None:
+        """A finished shard: published with the run, counted in the result."""
+        nonlocal done_bytes
+        rel = done.rel
+        pub.add(safe_rel(output_rel(rel)), shard_fps[rel], settings=fingerprint)
+        done_bytes += jobs[rel].shard.size
+        result.shards_written.append(rel)
+        result.renamed_ids += done.renamed
+        if done.first_rename is not None:
+            log.warning("%s: renamed %d repeated id(s), first: %s: %r -> %r", rel, done.renamed,
+                        *done.first_rename.values())
+        if list_signals:
+            for lang, n in done.no_lists.items():
+                result.langs_without_word_lists[lang] = result.langs_without_word_lists.get(lang, 0) + n
+        if cfg.lang == AUTO_LANG:
+            run_langs.merge(done.langs)
+        log.info("%s: done, %d document(s)", rel, done.documents)
+        result.documents += done.documents
+        result.skipped_records += done.skipped
+        if done.first_skip is not None:
+            log.warning("%s: skipped %d bad record(s), first: %s: %s", rel, done.skipped,
+                        done.first_skip["location"], done.first_skip["reason"])
+
     try:
-        # a document over a batch's budget is annotated here, not shipped to a worker (InlineRunner)
-        for task, batch in mapper(annotate_batch, tasks(), workers=workers, initializer=init_worker,
-                                  initargs=(setup,), inline=partial(holds_huge_document, max_chars=max_chars)):
-            batch, lacking = pop_counts(batch)
-            batch, auto = pop_lang_auto(batch)
-            rel = task.shard
-            if writer is None or rel != current:  # a shard's first batch (the writer is None between shards)
-                current = rel
-                writer = ShardOutput(fs, pub.staged(safe_rel(output_rel(rel))), schema, resumes[rel], shard_fps[rel],
-                                     shard_by_rel[rel])
-                n_docs = writer.resume.documents  # those of finished parts, which are not recomputed
-                no_lists = Counter(writer.resume.counts)
-                shard_langs = LangTally()
-            no_lists.update(lacking)
-            shard_langs.add(auto)
-            if batch.num_rows:
-                writer.write(batch, no_lists)
-            n_docs += batch.num_rows
-            progress.update(docs=batch.num_rows, bytes_done=done_bytes + task.bytes_mark,
-                            shard=rel if task.last else None)
-            reader = readers[rel]
-            if task.last:
-                del readers[rel]  # its id table is one shard's: held for every shard, it grew with the corpus
-                skipped = [asdict(s) for s in reader.skipped]
-                meta = {"version": __version__, "fingerprint": fingerprint, "shard_fingerprint": shard_fps[rel],
-                        "source": shard_by_rel[rel].path,
-                        "source_shard": asdict(shard_by_rel[rel]), "read_options": asdict(options),
-                        "shard": rel, "documents": n_docs, "skipped_records": len(skipped),
-                        "skipped": skipped[:1000], "signals": list(signals), "minhash": list(with_minhash),
-                        "lang": cfg.lang, "lang_field": cfg.lang_field, **reader.ids.meta()}
-                result.renamed_ids += reader.ids.renamed
-                if reader.ids.renamed:
-                    log.warning("%s: renamed %d repeated id(s), first: %s: %r -> %r", rel, reader.ids.renamed,
-                                *reader.ids.examples[0].values())
-                if plan.models:
-                    meta["model_signals"] = list(plan.signals)
-                    meta["models"] = plan.records
-                if list_signals:  # {lang: documents} whose word-list signals are null
-                    meta["langs_without_word_lists"] = dict(sorted(no_lists.items()))
-                    for lang, n in no_lists.items():
-                        result.langs_without_word_lists[lang] = result.langs_without_word_lists.get(lang, 0) + n
-                if cfg.lang == AUTO_LANG:  # per shard; a resumed shard counts its new parts only
-                    meta.update(shard_langs.record())
-                    run_langs.merge(shard_langs)
-                writer.add_metadata({META_KEY: json.dumps(meta).encode()})
-                writer.close()
-                writer = None
-                pub.add(safe_rel(output_rel(rel)), shard_fps[rel], settings=fingerprint)
-                done_bytes += shard_by_rel[rel].size
-                result.shards_written.append(rel)
-                log.info("%s: done, %d document(s)", rel, n_docs)
-                result.documents += n_docs
-                result.skipped_records += len(skipped)
-                if skipped:
-                    log.warning("%s: skipped %d bad record(s), first: %s: %s", rel, len(skipped),
-                                skipped[0]["location"], skipped[0]["reason"])
-                current = None
-    except BaseException as exc:
-        if writer is not None:
-            writer.abort(exc)
+        if by_whole_shards(todo, cfg.output, workers, cfg.executor):
+            # each worker reads, annotates and writes whole shards; nothing passes through here
+            for job, done in mapper(annotate_shard, list(jobs.values()), workers=workers,
+                                    initializer=init_shard_worker, initargs=(setup, os.getpid())):
+                account(done)
+                progress.update(docs=done.documents - job.resume.documents, bytes_done=done_bytes, shard=job.shard.rel)
+        else:
+            _by_batches(cfg, jobs, mapper, workers, setup, progress, account)
+    except BaseException:
         pub.abandon()  # keeps the staging folder when it holds finished work for a re-run
         raise
     finally:
@@ -558,11 +483,65 @@ def _run_annotate(cfg: AnnotateConfig) -> AnnotateResult:
                      ", ".join(f"{k} {v}" for k, v in list(result.lang_fallbacks.items())[:10]))
     if result.langs_without_word_lists:
         result.langs_without_word_lists = dict(sorted(result.langs_without_word_lists.items()))
-        log.warning(no_lists_warning(result.langs_without_word_lists, list_signals, lists))
+        log.warning(no_lists_warning(result.langs_without_word_lists, list(list_signals), lists))
     _write_summary(fs, pub, cfg, result, fingerprint)
     add_store_readme(pub)
     pub.commit()
     return result
+
+
+def _by_batches(cfg: AnnotateConfig, jobs: dict[str, ShardJob], mapper: Any, workers: int, setup: WorkerSetup,
+                progress: Progress, account: Any) -> None:
+    """Annotate the shards batch by batch (`shards` says when and why): this process reads and
+    cuts them, the mapper's workers compute, and the results are written here in input order."""
+    readers: dict[str, UniqueIdReader] = {}
+    ctx = next(iter(jobs.values())).ctx if jobs else None
+
+    def tasks() -> Iterator[BatchTask]:
+        for job in jobs.values():
+            reader = UniqueIdReader(job.shard, job.ctx.options, job.ctx.id_mode)
+            readers[job.shard.rel] = reader
+            yield from batches(job.shard, reader, cfg, job.resume, job.ctx.max_chars, job.ctx.with_meta)
+
+    writer: ShardOutput | None = None
+    current: str | None = None
+    n_docs = 0
+    done_bytes = 0
+    no_lists: Counter[str] = Counter()  # the current shard's documents without their word lists
+    shard_langs = LangTally()
+    max_chars = ctx.max_chars if ctx is not None else MAX_BATCH_CHARS
+    try:
+        # a document over a batch's budget is annotated here, not shipped to a worker (InlineRunner)
+        for task, batch in mapper(annotate_batch, tasks(), workers=workers, initializer=init_worker,
+                                  initargs=(setup,), inline=partial(holds_huge_document, max_chars=max_chars)):
+            batch, lacking = pop_counts(batch)
+            batch, auto = pop_lang_auto(batch)
+            rel = task.shard
+            job = jobs[rel]
+            if writer is None or rel != current:  # a shard's first batch (the writer is None between shards)
+                current = rel
+                writer = ShardOutput(job.ctx.fs, job.staged, job.ctx.schema, job.resume, job.shard_fp, job.shard)
+                n_docs = writer.resume.documents  # those of finished parts, which are not recomputed
+                no_lists = Counter(writer.resume.counts)
+                shard_langs = LangTally()
+            no_lists.update(lacking)
+            shard_langs.add(auto)
+            if batch.num_rows:
+                writer.write(batch, no_lists)
+            n_docs += batch.num_rows
+            progress.update(docs=batch.num_rows, bytes_done=done_bytes + task.bytes_mark,
+                            shard=rel if task.last else None)
+            if task.last:
+                reader = readers.pop(rel)  # its id table is one shard's: held for every shard, it grew with the corpus
+                done = finish_shard(job, writer, reader, n_docs, no_lists, shard_langs)
+                writer = None
+                done_bytes += job.shard.size
+                account(done)
+                current = None
+    except BaseException as exc:
+        if writer is not None:
+            writer.abort(exc)
+        raise
 
 
 def _executor(cfg: AnnotateConfig):
