@@ -15,7 +15,8 @@ Prints, from one run on the same documents (the dev corpus by default):
      of the machine used during it (/proc/stat busy time minus the run's own);
   5. 1 worker and all cores on the same documents cut into 2 shards per core, where each worker
      annotates whole shards and the main process only hands them out (`stages.annotate.shards`);
-  6. a straightforward pure-Python implementation of the same signals (textsieve.signals.reference,
+  6. the machine's own ceiling: how much faster N copies of a pure CPU loop finish than one;
+  7. a straightforward pure-Python implementation of the same signals (textsieve.signals.reference,
      the executable spec) plus MinHash with hashlib and NumPy permutations, on a subset.
 Then issue 28's targets, MET or NOT MET, beside the figures its text gives for the earlier tree
 (1,889 docs/s per core against a floor of 13,442 in one run, 14%; a 15.8 s kernel compile on a
@@ -24,7 +25,7 @@ first run; 503 MB peak for one worker; 2 workers at 0.68x one worker).
 With --baseline DIR (a checkout of an earlier tree, its C kernels built in place), also that tree's
 1-worker run beside this one's, alternating, and the ratio.
 
-Usage: python benchmarks/annotate.py [--input PATH] [--reference-docs N] [--baseline DIR [--rounds N]]
+Usage: python benchmarks/annotate.py [--input PATH] [--reference-docs N] [--scaling-rounds N] [--baseline DIR [--rounds N]]
 """
 
 from __future__ import annotations
@@ -122,6 +123,27 @@ def first_run(path: str, resources: Path, docs: int = 200) -> dict:
         return fig
 
 
+SPIN = "x = 0\nfor i in range(12_000_000):\n    x += i * i\n"
+
+
+def parallel_ceiling(cores: int, rounds: int = 5) -> list[float]:
+    """How much faster `cores` copies of a pure CPU loop finish than one, measured `rounds` times
+    (one, then the copies): the most any process pool can gain on this machine. Virtual cores that
+    share a physical core, or a busy host, give less than `cores`x even with no work in common."""
+    ratios = []
+    for _ in range(rounds):
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-c", SPIN], check=True)
+        one = time.perf_counter() - t
+        t = time.perf_counter()
+        procs = [subprocess.Popen([sys.executable, "-c", SPIN]) for _ in range(cores)]
+        for p in procs:
+            p.wait()
+        many = time.perf_counter() - t
+        ratios.append(cores * one / many)
+    return sorted(ratios)
+
+
 def split_input(path: str, parts: int, folder: Path) -> str:
     """`path`'s documents as `parts` .jsonl.gz shards of consecutive lines, about equal in bytes,
     in `folder` (returned)."""
@@ -184,6 +206,7 @@ def main() -> int:
                     "in place (python setup.py build_ext --inplace): its 1-worker annotate runs alternately with "
                     "this tree's and the ratio is printed")
     ap.add_argument("--rounds", type=int, default=3, help="alternating runs per tree for --baseline")
+    ap.add_argument("--scaling-rounds", type=int, default=3, help="1-worker/all-cores pairs on the shard copy")
     args = ap.parse_args()
     if not Path(args.input).exists():
         print(f"input not found: {args.input} (set TEXTSIEVE_SHARED)", file=sys.stderr)
@@ -198,10 +221,14 @@ def main() -> int:
     if cores > 1:
         runs.append((cores, annotate(args.input, cores, resources)))
     multi: list[tuple[int, dict]] = []
+    pairs: list[float] = []  # speedups of cores workers over one, on the shards, run pair after pair
     if cores > 1:  # the same documents as several shards: workers take whole shards (stages.annotate.shards)
         with tempfile.TemporaryDirectory() as tmp:
             shards = split_input(args.input, 2 * cores, Path(tmp))
-            multi = [(1, annotate(shards, 1, resources)), (cores, annotate(shards, cores, resources))]
+            for _ in range(args.scaling_rounds):
+                multi = [(1, annotate(shards, 1, resources)), (cores, annotate(shards, cores, resources))]
+                pairs.append(multi[0][1]["seconds"] / multi[1][1]["seconds"])
+    ceiling = parallel_ceiling(cores) if cores > 1 else [1.0]
     rn, rs = reference(args.input, args.reference_docs, resources)
     ref = rn / rs
     print(f"{'run':<34} {'docs':>7} {'seconds':>8} {'docs/s/core':>12} {'of floor':>9} {'main MB':>8} "
@@ -251,13 +278,18 @@ def main() -> int:
               f"{f['load']:.2f} before it; the reader's "
               f"share of the run's CPU {share:.1%}; one shard: the main process reads and writes for both)")
     if multi:
+        import statistics
+
         (_, f1), (w, fw) = multi
-        speedup = (fw["documents"] / fw["seconds"]) / (f1["documents"] / f1["seconds"])
+        speedup, top = statistics.median(pairs), statistics.median(ceiling)
         share = fw["main_cpu"] / max(1e-9, fw["main_cpu"] + fw["workers_cpu"])
         wmb = fw["worker_mb"]
         print(f"     the same documents as {2 * cores} shards, whole shards per worker: {w} workers {speedup:.2f}x one "
-              f"worker: {mark(speedup >= 1.8)} (the main process's share of the CPU {share:.1%}; each worker "
-              f"{wmb:.0f} MB: {mark(wmb <= 200)})")
+              f"worker (median of {len(pairs)} pairs, {min(pairs):.2f}-{max(pairs):.2f}): {mark(speedup >= 1.8)} "
+              f"(the main process's share of the CPU {share:.1%}; each worker {wmb:.0f} MB: {mark(wmb <= 200)})")
+        print(f"     this machine's ceiling: {w} copies of a pure CPU loop finish {top:.2f}x faster than one (median "
+              f"of {len(ceiling)}, {ceiling[0]:.2f}-{ceiling[-1]:.2f}), so {w} workers on whole shards reach "
+              f"{speedup / top:.0%} of what {w} processes gain here")
     if args.baseline:
         side_by_side(args.input, resources, str(Path(args.baseline).resolve()), args.rounds)
     return 0
