@@ -25,7 +25,8 @@ first run; 503 MB peak for one worker; 2 workers at 0.68x one worker).
 With --baseline DIR (a checkout of an earlier tree, its C kernels built in place), also that tree's
 1-worker run beside this one's, alternating, and the ratio.
 
-Usage: python benchmarks/annotate.py [--input PATH] [--reference-docs N] [--scaling-rounds N] [--baseline DIR [--rounds N]]
+Usage: python benchmarks/annotate.py [--input PATH] [--reference-docs N] [--scaling-rounds N]
+                                     [--baseline DIR [--rounds N]]
 """
 
 from __future__ import annotations
