@@ -35,11 +35,14 @@ def default_workers() -> int:
 
 def ordered_map(fn: Callable[[T], R], tasks: Iterable[T], *, workers: int,
                 initializer: Callable[..., Any] | None = None, initargs: tuple = (),
-                max_pending: int | None = None, inline: Callable[[T], bool] | None = None) -> Iterator[tuple[T, R]]:
+                max_pending: int | None = None, inline: Callable[[T], bool] | None = None,
+                settle: bool = False) -> Iterator[tuple[T, R]]:
     """Yield (task, fn(task)) in task order, computing up to `workers` tasks at once.
 
     A task for which `inline(task)` is true is computed in this process once every earlier task
-    is done (`InlineRunner`): a task too big to copy to a worker and its result back."""
+    is done (`InlineRunner`): a task too big to copy to a worker and its result back. On an error
+    (or an abandoned iterator) the tasks not started are dropped; `settle` waits for the running
+    ones to end before the error goes on, for tasks that write files themselves."""
     if workers <= 1:
         if initializer is not None:
             initializer(*initargs)
@@ -79,7 +82,7 @@ def ordered_map(fn: Callable[[T], R], tasks: Iterable[T], *, workers: int,
         finished = True
     finally:
         # on an error or an abandoned iterator, drop queued work instead of computing it
-        pool.shutdown(wait=finished, cancel_futures=not finished)
+        pool.shutdown(wait=finished or settle, cancel_futures=not finished)
 
 
 def _start_worker(initializer: Callable[..., Any] | None, initargs: tuple) -> None:

@@ -77,7 +77,7 @@ from textsieve.stages.annotate.lang import (
     pop_counts,
     pop_lang_auto,
 )
-from textsieve.stages.annotate.parts import Resume, ShardOutput
+from textsieve.stages.annotate.parts import ShardOutput
 from textsieve.stages.annotate.plan import SUMMARY, AnnotateError, output_rel, plan_shards, warn_markup
 from textsieve.stages.annotate.shards import (
     MAX_BATCH_CHARS,
@@ -430,7 +430,7 @@ def _run_annotate(cfg: AnnotateConfig) -> AnnotateResult:
     if plan.models:
         run_meta.update(model_signals=list(plan.signals), models=plan.records)
     ctx = ShardContext(cfg, fs, schema, options, id_mode, max_chars, with_meta, run_meta, list_signals)
-    jobs = {s.rel: ShardJob(ctx, s, pub.staged(safe_rel(output_rel(s.rel))), resumes[s.rel] or Resume(cfg.part_size),
+    jobs = {s.rel: ShardJob(ctx, s, pub.staged(safe_rel(output_rel(s.rel))), resumes[s.rel],
                             shard_fps[s.rel]) for s in todo}
     run_langs = LangTally()  # --lang auto: fallbacks and confidence
     done_bytes = 0
@@ -461,8 +461,10 @@ def _run_annotate(cfg: AnnotateConfig) -> AnnotateResult:
     try:
         if by_whole_shards(todo, cfg.output, workers, cfg.executor):
             # each worker reads, annotates and writes whole shards; nothing passes through here
+            # (settle: after an error, the other workers finish their shard before the run gives up,
+            # so nothing writes into the staging folder once the error is out)
             for job, done in mapper(annotate_shard, list(jobs.values()), workers=workers,
-                                    initializer=init_shard_worker, initargs=(setup, os.getpid())):
+                                    initializer=init_shard_worker, initargs=(setup, os.getpid()), settle=True):
                 account(done)
                 progress.update(docs=done.documents - job.resume.documents, bytes_done=done_bytes, shard=job.shard.rel)
         else:

@@ -1,6 +1,7 @@
-"""Arrow results sent back from pool workers (`exec.batch_transport`): the same batch arrives,
-schema metadata included, with buffers that several columns shared sent and held once; layouts
-the walker does not take go pyarrow's own way."""
+"""The local process pool (`exec.local`): Arrow results come back through `exec.batch_transport`
+(the same batch, schema metadata included, with buffers several columns shared sent and held
+once; layouts the walker does not take go pyarrow's own way), and `settle` lets running tasks end
+before an error reaches the caller."""
 
 from __future__ import annotations
 
@@ -75,3 +76,28 @@ def test_pool_workers_send_batches_through_it():
     assert all(b.equals(_batch(40, s)) for b, s in zip(got, [1, 2, 3]))
     starts = {got[0].column(i).values.field(0).buffers()[1].address for i in range(3)}
     assert len(starts) == 1  # rebuilt over one shared buffer: it came through the transport
+
+
+def _fail_or_write(task: tuple[int, str]) -> int:
+    import time
+    from pathlib import Path
+
+    index, path = task
+    if index == 0:
+        time.sleep(0.3)  # the other task is running by then
+        raise ValueError("task 0 failed")
+    time.sleep(1.0)
+    Path(path).write_text("written")
+    return index
+
+
+@pytest.mark.parametrize("settle", [True, False])
+def test_settle_lets_running_tasks_end_before_the_error_goes_on(tmp_path, settle):
+    """Tasks that write files themselves (annotate's whole shards): with `settle`, a running task
+    ends before the error reaches the caller, so nothing writes after it; without, the caller
+    gets the error at once."""
+    mark = tmp_path / "written"
+    with pytest.raises(ValueError, match="task 0 failed"):
+        for _ in ordered_map(_fail_or_write, [(0, str(mark)), (1, str(mark))], workers=2, settle=settle):
+            pass
+    assert mark.exists() is settle
