@@ -114,7 +114,7 @@ SLOW_TESTS = {
     "test_dedup_lines.py::test_killed_run_publishes_nothing_and_resumes",
     "test_annotate.py::test_empty_and_huge_documents",
     "test_annotate_whole_shards.py::test_workers_end_with_a_killed_run_and_the_rerun_equals_a_clean_run",
-    "test_pipeline.py::test_example_pipeline_runs_on_the_sample_and_records_its_resolved_config",  # 6 s: a whole pipeline
+    "test_pipeline.py::test_example_pipeline_runs_on_the_sample_and_records_its_resolved_config",  # 6 s: a pipeline
     "test_extract.py::test_dev_warcs_give_text_not_markup",  # 3.5 s: every dev WARC record
     "test_annotate_whole_shards.py::test_a_failing_shard_fails_the_run_in_one_line_and_a_rerun_resumes",
     "test_annotate.py::test_golden_files_exact_through_cli_and_export",

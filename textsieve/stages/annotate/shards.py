@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import ctypes
 import json
-import logging
 import os
 import signal
 import sys
@@ -41,8 +40,6 @@ from textsieve.stages.annotate.parts import Resume, ShardOutput
 from textsieve.stages.annotate.plan import AnnotateError
 from textsieve.stages.annotate.worker import AUTO_LANG, BatchTask, WorkerSetup, annotate_batch, init_worker
 
-log = logging.getLogger("textsieve.annotate")
-
 MAX_BATCH_CHARS = 4_000_000  # a batch this large keeps a worker busy ~1 s; huge docs go alone
 
 
@@ -55,6 +52,7 @@ class BatchSettings(Protocol):
 
 
 def lang_of(doc_lang: str | None, default: str | None) -> str | None:
+    """A document's language as the word lists name it (lower case), else the run's default."""
     if doc_lang:
         return str(doc_lang).strip().lower()
     return default
