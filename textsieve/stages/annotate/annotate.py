@@ -425,11 +425,10 @@ def _run_annotate(cfg: AnnotateConfig) -> AnnotateResult:
     progress = Progress("annotate", total_bytes=sum(s.size for s in todo), enabled=cfg.progress)
     id_mode = effective_mode(cfg.dedupe_ids, cfg.on_error)  # repeated ids in a shard: fail or rename
     list_signals = tuple(name for name in signals if REGISTRY[name].word_lists)
-    run_meta: dict[str, Any] = {"fingerprint": fingerprint, "signals": list(signals), "minhash": list(with_minhash),
-                                "lang": cfg.lang, "lang_field": cfg.lang_field}
-    if plan.models:
-        run_meta.update(model_signals=list(plan.signals), models=plan.records)
-    ctx = ShardContext(cfg, fs, schema, options, id_mode, max_chars, with_meta, run_meta, list_signals)
+    run_meta = {"signals": list(signals), "minhash": list(with_minhash), "lang": cfg.lang, "lang_field": cfg.lang_field}
+    models_meta = {"model_signals": list(plan.signals), "models": plan.records} if plan.models else {}
+    ctx = ShardContext(cfg, fs, schema, options, id_mode, max_chars, with_meta, fingerprint, run_meta, models_meta,
+                       list_signals)
     jobs = {s.rel: ShardJob(ctx, s, pub.staged(safe_rel(output_rel(s.rel))), resumes[s.rel],
                             shard_fps[s.rel]) for s in todo}
     run_langs = LangTally()  # --lang auto: fallbacks and confidence
@@ -468,7 +467,7 @@ def _run_annotate(cfg: AnnotateConfig) -> AnnotateResult:
                 account(done)
                 progress.update(docs=done.documents - job.resume.documents, bytes_done=done_bytes, shard=job.shard.rel)
         else:
-            _by_batches(cfg, jobs, mapper, workers, setup, progress, account)
+            _by_batches(ctx, jobs, mapper, workers, setup, progress, account)
     except BaseException:
         pub.abandon()  # keeps the staging folder when it holds finished work for a re-run
         raise
@@ -492,18 +491,17 @@ def _run_annotate(cfg: AnnotateConfig) -> AnnotateResult:
     return result
 
 
-def _by_batches(cfg: AnnotateConfig, jobs: dict[str, ShardJob], mapper: Any, workers: int, setup: WorkerSetup,
+def _by_batches(ctx: ShardContext, jobs: dict[str, ShardJob], mapper: Any, workers: int, setup: WorkerSetup,
                 progress: Progress, account: Any) -> None:
     """Annotate the shards batch by batch (`shards` says when and why): this process reads and
     cuts them, the mapper's workers compute, and the results are written here in input order."""
     readers: dict[str, UniqueIdReader] = {}
-    ctx = next(iter(jobs.values())).ctx if jobs else None
 
     def tasks() -> Iterator[BatchTask]:
         for job in jobs.values():
-            reader = UniqueIdReader(job.shard, job.ctx.options, job.ctx.id_mode)
+            reader = UniqueIdReader(job.shard, ctx.options, ctx.id_mode)
             readers[job.shard.rel] = reader
-            yield from batches(job.shard, reader, cfg, job.resume, job.ctx.max_chars, job.ctx.with_meta)
+            yield from batches(job.shard, reader, ctx.cfg, job.resume, ctx.max_chars, ctx.with_meta)
 
     writer: ShardOutput | None = None
     current: str | None = None
@@ -511,18 +509,17 @@ def _by_batches(cfg: AnnotateConfig, jobs: dict[str, ShardJob], mapper: Any, wor
     done_bytes = 0
     no_lists: Counter[str] = Counter()  # the current shard's documents without their word lists
     shard_langs = LangTally()
-    max_chars = ctx.max_chars if ctx is not None else MAX_BATCH_CHARS
     try:
         # a document over a batch's budget is annotated here, not shipped to a worker (InlineRunner)
         for task, batch in mapper(annotate_batch, tasks(), workers=workers, initializer=init_worker,
-                                  initargs=(setup,), inline=partial(holds_huge_document, max_chars=max_chars)):
+                                  initargs=(setup,), inline=partial(holds_huge_document, max_chars=ctx.max_chars)):
             batch, lacking = pop_counts(batch)
             batch, auto = pop_lang_auto(batch)
             rel = task.shard
             job = jobs[rel]
             if writer is None or rel != current:  # a shard's first batch (the writer is None between shards)
                 current = rel
-                writer = ShardOutput(job.ctx.fs, job.staged, job.ctx.schema, job.resume, job.shard_fp, job.shard)
+                writer = ShardOutput(ctx.fs, job.staged, ctx.schema, job.resume, job.shard_fp, job.shard)
                 n_docs = writer.resume.documents  # those of finished parts, which are not recomputed
                 no_lists = Counter(writer.resume.counts)
                 shard_langs = LangTally()

@@ -131,7 +131,9 @@ class ShardContext:
     id_mode: str
     max_chars: int
     with_meta: bool
-    meta: dict[str, Any]  # the run's fields of every shard's footer
+    fingerprint: str  # the run's settings
+    meta: dict[str, Any]  # the run's fields of every shard's footer: signals, minhash, lang, lang_field
+    models_meta: dict[str, Any]  # with --models: model_signals and models (after the ids' fields)
     list_signals: tuple[str, ...]
 
 
@@ -166,14 +168,10 @@ def finish_shard(job: ShardJob, writer: ShardOutput, reader: UniqueIdReader, doc
     """Write the shard's footer and close its file (its parts merged); one code path for both ways."""
     ctx, rel = job.ctx, job.shard.rel
     skipped = [asdict(s) for s in reader.skipped]
-    meta = {"version": __version__, "fingerprint": ctx.meta["fingerprint"], "shard_fingerprint": job.shard_fp,
+    meta = {"version": __version__, "fingerprint": ctx.fingerprint, "shard_fingerprint": job.shard_fp,
             "source": job.shard.path, "source_shard": asdict(job.shard), "read_options": asdict(ctx.options),
             "shard": rel, "documents": documents, "skipped_records": len(skipped), "skipped": skipped[:1000],
-            **{k: v for k, v in ctx.meta.items() if k not in ("fingerprint", "models", "model_signals")},
-            **reader.ids.meta()}
-    if "models" in ctx.meta:
-        meta["model_signals"] = ctx.meta["model_signals"]
-        meta["models"] = ctx.meta["models"]
+            **ctx.meta, **reader.ids.meta(), **ctx.models_meta}
     if ctx.list_signals:  # {lang: documents} whose word-list signals are null
         meta["langs_without_word_lists"] = dict(sorted(no_lists.items()))
     if ctx.cfg.lang == AUTO_LANG:  # per shard; a resumed shard counts its new parts only
