@@ -6,6 +6,13 @@ the tree's summed RSS can miss a short peak between two polls, so this sums, ove
 ever seen in the tree, the largest `VmHWM` (the kernel's own per-process peak RSS) it showed:
 an upper bound of the tree's true peak, which is what a "peak <= budget" test needs. Linux only
 (/proc).
+
+A child caught between `fork` and `exec` (a spawned worker's first microseconds) still maps its
+parent's pages, so its RSS reads as the parent's: counting it would add the parent's peak twice
+(seen under `pytest -n auto`, where the machine is loaded and the window is wider). `exec` starts
+a fresh `VmHWM`, so a process whose command line changed since the last poll has its peak taken
+anew, and one whose command line is still its parent's is not counted until it execs (textsieve
+starts every worker with `spawn`, never a bare `fork`).
 """
 
 from __future__ import annotations
@@ -26,6 +33,15 @@ def _children(pid: int) -> list[int]:
     except OSError:
         pass
     return out
+
+
+def _cmdline(pid: int) -> bytes:
+    """The command line of `pid` (b"" when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return fh.read()
+    except OSError:
+        return b""
 
 
 def _hwm(pid: int) -> int:
@@ -65,6 +81,7 @@ def run_measured(cmd: list[str], env: Mapping[str, str] | None = None, interval:
     proc = subprocess.Popen(cmd, env=dict(env) if env is not None else None, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     peaks: dict[int, int] = {}
+    images: dict[int, bytes] = {}  # pid -> the command line its peak belongs to
     deadline = time.monotonic() + timeout
     out_chunks: list[str] = []
     import threading
@@ -79,11 +96,17 @@ def run_measured(cmd: list[str], env: Mapping[str, str] | None = None, interval:
         t.start()
     try:
         while proc.poll() is None:
-            stack = [proc.pid]
+            stack: list[tuple[int, bytes | None]] = [(proc.pid, None)]
             while stack:
-                pid = stack.pop()
-                peaks[pid] = max(peaks.get(pid, 0), _hwm(pid))
-                stack += _children(pid)
+                pid, parent_cmdline = stack.pop()
+                cmdline = _cmdline(pid)
+                if cmdline and cmdline != parent_cmdline:  # not a fork that has yet to exec
+                    hwm = _hwm(pid)
+                    if images.get(pid) != cmdline:  # a new image: its own peak starts here
+                        images[pid], peaks[pid] = cmdline, hwm
+                    else:
+                        peaks[pid] = max(peaks[pid], hwm)
+                stack += [(child, cmdline) for child in _children(pid)]
             if time.monotonic() > deadline:
                 proc.kill()
                 raise AssertionError(f"timed out: {cmd}")
