@@ -19,6 +19,7 @@ evaluated in C (`native.tree_raw`, ~10 us a page) or, without a C compiler at in
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import html as html_lib
 import json
@@ -31,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from textsieve.native import parse_blocks as native_parse_blocks
 from textsieve.native import tree_raw
 
 MODEL_PATH = Path(__file__).resolve().parent / "models" / "blocks.json"
@@ -57,9 +59,37 @@ class Block:
         return self.kind == "h"
 
 
+#: `Block.kind` by the C kernel's kind code
+_KINDS = ("", "p", "h", "pre")
+
+
 def parse_blocks(minimal_html: str) -> list[Block]:
     """The non-empty blocks of resiliparse's minimal-HTML output. An ``<a>`` resiliparse left
-    unclosed is an empty (image) link and counts no text."""
+    unclosed is an empty (image) link and counts no text.
+
+    The C kernel (`native.parse_blocks`, ~0.05 ms a dev page against ~0.5 ms here) gives the same
+    blocks; a page holding what only Python decodes exactly (an entity other than the four
+    resiliparse writes) is parsed here."""
+    kernel = native_parse_blocks()
+    if kernel is not None:
+        data = minimal_html.encode("utf-8", "surrogatepass")
+        room = data.count(b"\n") + 1
+        text = ctypes.create_string_buffer(len(data) + 1)
+        info = np.empty((room, 4), np.int64)
+        found = kernel(data, len(data), text, info.ctypes.data, room)
+        if found >= 0:
+            used = int(info[found - 1, 0]) if found else 0
+            joined = text.raw.decode("utf-8", "surrogatepass")[:used] if found else ""
+            out, start = [], 0
+            for end, kind, linked, words in info[:found].tolist():
+                out.append(Block(joined[start:end], _KINDS[kind], min(1.0, linked / (end - start)), words))
+                start = end
+            return out
+    return _parse_blocks_python(minimal_html)
+
+
+def _parse_blocks_python(minimal_html: str) -> list[Block]:
+    """`parse_blocks` in Python (without the C kernel, and for the pages it leaves to Python)."""
     out = []
     for raw in minimal_html.split("\n"):
         s = raw.strip()

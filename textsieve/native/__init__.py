@@ -5,7 +5,7 @@ numba and runs one kernel carries about 125 MB of LLVM and numba state, more tha
 install compiles annotate's numba kernels for ~8 s before its first document. A C library adds
 well under 1 MB and nothing to wait for. ``_rpv2_minhash`` holds the MinHash signatures,
 ``_annotate_scan`` annotate's raw-text scan, word statistics and normalization, ``_extract`` the
-extraction engine's boilerplate-word search and block classifier, ``_langid`` py3langid's walk and
+extraction engine's boilerplate marking, block parsing and block classifier, ``_langid`` py3langid's walk and
 scores (language id in `extract` and `annotate` without numba). When a
 library was not built (no C compiler at install time) or when ``TEXTSIEVE_NATIVE=0`` is set, the
 accessors return None and callers use the numba kernels (or Python), which compute the same values.
@@ -142,10 +142,18 @@ def tree_raw():
 
 
 @functools.lru_cache(maxsize=1)
-def find_words():
-    """The C function ``ts_find_words`` (every occurrence of a few words in one pass;
-    ``extract_kernels.c``), or None: the caller runs one ``bytes.find`` loop per word then."""
-    return _function("ts_find_words", [_P, _I64, _P, _P, _I64, _P, _P, _I64], "_extract", restype=_I64)
+def boilerplate_edits():
+    """The C function ``ts_boilerplate_edits`` (`sieve.mark_boilerplate`'s edits in one pass;
+    ``extract_kernels.c``), or None: the caller finds and checks the words in Python then."""
+    return _function("ts_boilerplate_edits", [_P, _I64, _P, _P, _I64, _I64, _P, _P, _P, _I64], "_extract",
+                     restype=_I64)
+
+
+@functools.lru_cache(maxsize=1)
+def parse_blocks():
+    """The C function ``ts_parse_blocks`` (`blocks.parse_blocks` over resiliparse's minimal HTML;
+    ``extract_kernels.c``), or None: the caller parses the lines in Python then."""
+    return _function("ts_parse_blocks", [_P, _I64, _P, _P, _I64], "_extract", restype=_I64)
 
 
 @functools.lru_cache(maxsize=1)
