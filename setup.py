@@ -23,10 +23,11 @@ setup(
             libraries=["m"],
             optional=True,
         ),
-        Extension(  # the extraction engine's kernels: boilerplate words, the block classifier's trees
+        Extension(  # the extraction engine's kernels: boilerplate marking, blocks, features, the classifier's trees
             "textsieve.native._extract",
             sources=["textsieve/native/extract_kernels.c"],
-            extra_compile_args=["-O3", "-std=gnu11", "-ffp-contract=off"],
+            extra_compile_args=["-O3", "-std=gnu11", "-ffp-contract=off", "-Wno-psabi"],
+            libraries=["m"],
             optional=True,
         ),
         Extension(  # py3langid's DFA walk and scores: language id without importing numba

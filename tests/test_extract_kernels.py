@@ -145,3 +145,32 @@ def test_without_the_kernels_pages_come_out_the_same(monkeypatch):
     assert sieve.mark_boilerplate(page) == marked and 'class="author footer"' in marked
     assert blocks.parse_blocks(extract_plain_text(HTMLTree.parse(marked), **sieve.RESILIPARSE_OPTIONS)) == parsed
     assert [b.text for b in parsed][:2] == ["Title", "One & two, a link ."]  # a closing tag is a space
+
+
+def test_features_equal_numpy_on_random_pages():
+    """Random pages of random blocks (capitals whose lower case is longer, digits, commas,
+    separators, sentence ends, links, every kind) and random rule views: the C matrix is the NumPy
+    matrix, double for double."""
+    if native.block_features() is None:
+        pytest.skip("the _extract C library is not built")
+    rng = random.Random(11)
+    pieces = ["Word", "word", "İstanbul", "ΣΊΣΥΦΟΣ", "3,14", "|", "©", "»", "«", "…", ".", "!", "?", ":", '"', "“", "”",
+              ",", "ß", "ǅ", "x", "12", "😀", "\ud800"]
+    for _ in range(700):
+        n = rng.randint(1, 30)
+        page = []
+        for _ in range(n):
+            words = ("".join(rng.choice(pieces) for _ in range(rng.randint(1, 3))) for _ in range(rng.randint(1, 25)))
+            text = " ".join(words)
+            page.append(blocks.Block(text, rng.choice(blocks._KINDS), rng.choice([0.0, 1.0, rng.random()]),
+                                     len(text.split())))
+        if rng.random() < 0.3:
+            page[rng.randrange(n)] = page[0]  # a repeated block
+        start = rng.randint(0, n)
+        end = rng.randint(start, n)
+        rules = (start, end, [rng.randint(0, 1) for _ in range(n)], [rng.randint(0, 1) for _ in range(n)],
+                 rng.randint(0, n))
+        got, want = blocks.features(page, rules), blocks._features_numpy(page, rules)
+        assert got.shape == want.shape == (n, len(blocks.FEATURES))
+        assert np.array_equal(got, want), [blocks.FEATURES[j] for j in sorted(set(np.argwhere(got != want)[:, 1]))]
+    assert blocks.features([], (0, 0, [], [], 0)).shape == (0, len(blocks.FEATURES))

@@ -157,6 +157,14 @@ def parse_blocks():
 
 
 @functools.lru_cache(maxsize=1)
+def block_features():
+    """The C function ``ts_block_features`` (`blocks.features`' matrix in one pass;
+    ``extract_kernels.c``), or None: the caller builds it with NumPy then."""
+    return _function("ts_block_features", [_I64] + [_P] * 10 + [_I64, _P, _I64, _I64, _P, _P, _I64, _I64, _P],
+                     "_extract", restype=None)
+
+
+@functools.lru_cache(maxsize=1)
 def langid_scores():
     """The C function ``ts_langid_scores`` (py3langid's DFA walk and naive Bayes scores for a batch;
     ``langid_kernels.c``), or None: the caller uses the numba kernels then, with the same arithmetic."""

@@ -2,6 +2,7 @@
  *
  * ts_boilerplate_edits: sieve.mark_boilerplate's edits (boilerplate words in class/id values), one pass.
  * ts_parse_blocks: blocks.parse_blocks over resiliparse's minimal-HTML output.
+ * ts_block_features: blocks.features' matrix.
  * ts_tree_raw: gradient-boosted decision trees for many rows at once (the block classifier, blocks.py).
  *
  * Every tree is a run of nodes in one array (tree t starts at offsets[t]); a leaf's children are
@@ -9,6 +10,7 @@
  * its feature, rounded to float32 as scikit-learn rounds its inputs, is <= the node's float64
  * threshold. The raw score is accumulated tree by tree in scikit-learn's order
  * (raw = init; raw += rate * leaf), so the NumPy fallback and scikit-learn give the same doubles. */
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -400,4 +402,108 @@ int64_t ts_parse_blocks(const uint8_t *s, int64_t n, uint8_t *text, int64_t *inf
         ls = le + 1;
     }
     return n_blocks;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * ts_block_features: blocks.features' matrix (n rows of blocks.FEATURES, row-major) in one pass,
+ * with the same double arithmetic as its NumPy twin (blocks._features_numpy). What needs Python's
+ * Unicode tables or NumPy's own arithmetic comes in ready: log1p of the words and characters
+ * (np.log1p), whether each text starts with a capital (str.isupper), whether it recurs on the
+ * page, and the window link density column (np.convolve, which may sum through BLAS), written at
+ * column `window_col` by the caller. The texts come as one UTF-32 array (block b is
+ * text[cp_end[b - 1] .. cp_end[b])) beside its str.lower() (same length), or, when lowering changed
+ * the length, a 0/1 array that says which code points lowering changes (lowered_is_flags = 1).
+ * ------------------------------------------------------------------------------------------- */
+
+static inline int sentence_end_cp(uint32_t c) {
+    return c == '.' || c == '!' || c == '?' || c == ':' || c == '"' || c == 0x201C || c == 0x201D || c == 0xBB ||
+           c == 0xAB || c == 0x2026;
+}
+
+void ts_block_features(int64_t n, const double *words, const double *chars, const double *link, const int64_t *kind,
+                       const double *log_words, const double *log_chars, const uint8_t *starts_upper,
+                       const uint8_t *repeated, const uint32_t *text, const uint32_t *lowered, int64_t lowered_is_flags,
+                       const int64_t *cp_end, int64_t start, int64_t end, const int64_t *kept, const int64_t *marker,
+                       int64_t cut, int64_t n_cols, double *out) {
+    enum { OWN = 13, NB = 7, PREV = OWN, NEXT = OWN + NB, CTX = OWN + 2 * NB, PROSE = CTX + 13 };
+    static const int nb_cols[NB] = {0, 1, 2, 3, 9, 10, 12}; /* blocks.NEIGHBOUR within OWN */
+    double total = 0.0, max_words = 0.0, span_words = 0.0, prose_total = 0.0;
+    int64_t first_prose = -1, last_prose = -1;
+    for (int64_t i = 0; i < n; i++) {
+        double *row = out + i * n_cols;
+        int64_t s0 = i ? cp_end[i - 1] : 0, s1 = cp_end[i];
+        int64_t digits = 0, upper = 0, commas = 0, separator = 0;
+        for (int64_t k = s0; k < s1; k++) {
+            uint32_t c = text[k];
+            digits += c >= '0' && c <= '9';
+            upper += lowered_is_flags ? lowered[k] != 0 : c != lowered[k];
+            commas += c == ',';
+            separator |= c == '|' || c == 0xA9 || (c == 0xBB && k < s0 + 3);
+        }
+        row[0] = log_words[i];
+        row[1] = log_chars[i];
+        row[2] = link[i];
+        row[3] = s1 > s0 && sentence_end_cp(text[s1 - 1]);
+        row[4] = starts_upper[i];
+        row[5] = (double)digits / chars[i];
+        row[6] = (double)upper / chars[i];
+        row[7] = (double)separator;
+        row[8] = (double)commas / (words[i] > 1.0 ? words[i] : 1.0);
+        row[9] = kind[i] == 1;
+        row[10] = kind[i] == 2;
+        row[11] = kind[i] == 3;
+        row[12] = kind[i] == 0;
+        total += words[i];
+        if (words[i] > max_words) max_words = words[i];
+        if (i >= start && i < end) span_words += words[i];
+        if (((words[i] >= 10) || (words[i] >= 5 && row[3] > 0)) && link[i] <= 0.5) {
+            if (first_prose < 0) first_prose = i;
+            last_prose = i;
+            prose_total += words[i];
+        }
+    }
+    if (total == 0.0) total = 1.0;
+    double before = 0.0, through = 0.0, log_n = log1p((double)n), log_total = log1p(total);
+    double biggest = max_words > 1.0 ? max_words : 1.0;
+    for (int64_t i = 0; i < n; i++) {
+        double *row = out + i * n_cols, index = (double)i;
+        for (int c = 0; c < NB; c++) {
+            row[PREV + c] = i > 0 ? out[(i - 1) * n_cols + nb_cols[c]] : 0.0;
+            row[NEXT + c] = i + 1 < n ? out[(i + 1) * n_cols + nb_cols[c]] : 0.0;
+        }
+        double *ctx = row + CTX;
+        ctx[0] = index / (double)n;
+        ctx[1] = before / total;
+        ctx[2] = (before + words[i]) / total;
+        ctx[3] = index >= (double)start && index < (double)end;
+        ctx[4] = (double)kept[i];
+        ctx[5] = (double)marker[i];
+        ctx[6] = index >= (double)cut;
+        ctx[7] = index < (double)start ? ((double)start - index) / (double)n
+                 : index >= (double)end ? (index - (double)end + 1.0) / (double)n : 0.0;
+        ctx[8] = log_n;
+        ctx[9] = log_total;
+        ctx[10] = span_words / total;
+        ctx[11] = repeated[i];
+        ctx[12] = i > 0 ? (double)kept[i - 1] : 0.0;
+        before += words[i];
+        double *pr = row + PROSE;
+        int is_prose = ((words[i] >= 10) || (words[i] >= 5 && row[3] > 0)) && link[i] <= 0.5;
+        double prose_words = is_prose ? words[i] : 0.0;
+        through += prose_words;
+        if (first_prose >= 0) {
+            pr[0] = (index - (double)first_prose) / (double)n;
+            pr[1] = (index - (double)last_prose) / (double)n;
+            pr[2] = (through - prose_words) / prose_total;
+            pr[3] = (prose_total - through) / prose_total;
+        } else {
+            pr[0] = pr[1] = pr[2] = pr[3] = 0.0;
+        }
+        pr[4] = words[i] / biggest;
+        pr[5] = 0.0; /* window link density: the caller's */
+        pr[6] = i >= 2 ? out[(i - 2) * n_cols + 0] : 0.0;
+        pr[7] = i >= 2 ? out[(i - 2) * n_cols + 2] : 0.0;
+        pr[8] = i + 2 < n ? out[(i + 2) * n_cols + 0] : 0.0;
+        pr[9] = i + 2 < n ? out[(i + 2) * n_cols + 2] : 0.0;
+    }
 }
