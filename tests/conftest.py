@@ -116,6 +116,9 @@ SLOW_TESTS = {
     "test_annotate_whole_shards.py::test_workers_end_with_a_killed_run_and_the_rerun_equals_a_clean_run",
     "test_pipeline.py::test_example_pipeline_runs_on_the_sample_and_records_its_resolved_config",  # 6 s: a pipeline
     "test_extract.py::test_dev_warcs_give_text_not_markup",  # 3.5 s: every dev WARC record
+    "test_annotate_whole_shards.py::test_shards_in_workers_give_the_one_worker_files",  # 4 s: 1 and 2 workers, twice
+    "test_extract.py::test_extract_with_language_id_never_loads_numba",  # 4 s: a fresh interpreter extracts
+    "test_output_checks.py::test_the_api_refuses_a_tokenizer_written_over_its_corpus",  # 3.8 s: trains a tokenizer
     "test_annotate_whole_shards.py::test_a_failing_shard_fails_the_run_in_one_line_and_a_rerun_resumes",
     "test_annotate.py::test_golden_files_exact_through_cli_and_export",
     "test_annotate.py::test_output_identical_for_any_worker_count_and_batch_size",
