@@ -15,6 +15,9 @@ Prints, from one run on the same documents (the dev corpus by default):
      of the machine used during it (/proc/stat busy time minus the run's own);
   5. 1 worker and all cores on the same documents cut into 2 shards per core, where each worker
      annotates whole shards and the main process only hands them out (`stages.annotate.shards`);
+  5b. the same pair on the dev corpus copied into 2 shards per core (4 copies on 2 cores: ~61,000
+     documents), where each worker's start-up (~0.5 CPU-s of imports) and the main process's
+     (~0.65 s before the first shard goes out) weigh 4x less: the steady-state scaling;
   6. the machine's own ceiling: how much faster N copies of a pure CPU loop finish than one;
   7. a straightforward pure-Python implementation of the same signals (textsieve.signals.reference,
      the executable spec) plus MinHash with hashlib and NumPy permutations, on a subset.
@@ -26,6 +29,7 @@ With --baseline DIR (a checkout of an earlier tree, its C kernels built in place
 1-worker run beside this one's, alternating, and the ratio.
 
 Usage: python benchmarks/annotate.py [--input PATH] [--reference-docs N] [--scaling-rounds N]
+                                     [--steady-rounds N]
                                      [--baseline DIR [--rounds N]]
 """
 
@@ -37,6 +41,7 @@ import hashlib
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -208,6 +213,8 @@ def main() -> int:
                     "this tree's and the ratio is printed")
     ap.add_argument("--rounds", type=int, default=3, help="alternating runs per tree for --baseline")
     ap.add_argument("--scaling-rounds", type=int, default=3, help="1-worker/all-cores pairs on the shard copy")
+    ap.add_argument("--steady-rounds", type=int, default=2, help="1-worker/all-cores pairs on the corpus copied "
+                    "into 2 shards per core (0: skip)")
     args = ap.parse_args()
     if not Path(args.input).exists():
         print(f"input not found: {args.input} (set TEXTSIEVE_SHARED)", file=sys.stderr)
@@ -229,6 +236,16 @@ def main() -> int:
             for _ in range(args.scaling_rounds):
                 multi = [(1, annotate(shards, 1, resources)), (cores, annotate(shards, cores, resources))]
                 pairs.append(multi[0][1]["seconds"] / multi[1][1]["seconds"])
+    steady: list[float] = []  # the same pairs on one copy of the corpus per shard
+    steady_docs = 0
+    if cores > 1 and args.steady_rounds:
+        with tempfile.TemporaryDirectory() as tmp:
+            for k in range(2 * cores):
+                shutil.copyfile(args.input, Path(tmp) / f"copy-{k:02d}.jsonl.gz")
+            for _ in range(args.steady_rounds):
+                one_run, all_run = annotate(tmp, 1, resources), annotate(tmp, cores, resources)
+                steady.append(one_run["seconds"] / all_run["seconds"])
+                steady_docs = one_run["documents"]
     ceiling = parallel_ceiling(cores) if cores > 1 else [1.0]
     rn, rs = reference(args.input, args.reference_docs, resources)
     ref = rn / rs
@@ -288,6 +305,11 @@ def main() -> int:
         print(f"     the same documents as {2 * cores} shards, whole shards per worker: {w} workers {speedup:.2f}x one "
               f"worker (median of {len(pairs)} pairs, {min(pairs):.2f}-{max(pairs):.2f}): {mark(speedup >= 1.8)} "
               f"(the main process's share of the CPU {share:.1%}; each worker {wmb:.0f} MB: {mark(wmb <= 200)})")
+        if steady:
+            med = statistics.median(steady)
+            print(f"     the corpus copied into {2 * cores} shards ({steady_docs:,} documents): {w} workers "
+                  f"{med:.2f}x one worker (median of {len(steady)} pairs, {min(steady):.2f}-{max(steady):.2f}): "
+                  f"{mark(med >= 1.8)}: start-up costs weigh less on a longer run")
         print(f"     this machine's ceiling: {w} copies of a pure CPU loop finish {top:.2f}x faster than one (median "
               f"of {len(ceiling)}, {ceiling[0]:.2f}-{ceiling[-1]:.2f}), so {w} workers on whole shards reach "
               f"{speedup / top:.0%} of what {w} processes gain here")

@@ -31,7 +31,6 @@ import fsspec
 import msgspec
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.json as pj
 import pyarrow.parquet as pq
 
@@ -200,6 +199,7 @@ def _without_lone_surrogates(data: bytes, path: str) -> tuple[bytes, int]:
 def read_documents(fs: fsspec.AbstractFileSystem, path: str) -> pa.Table:
     """The CCNet fields of a documents file, with `ts_length` (code points of raw_content) in
     place of the text (texts are re-read from the file when a selection is materialised)."""
+    import pyarrow.compute as pc  # lazily: ~45 ms the CLI would pay for every command
     table = _read_json(fs, path, _DOC_SCHEMA, "ignore")
     length = pc.utf8_length(table.column("raw_content")).cast(pa.int64())
     return table.drop_columns(["raw_content"]).append_column("ts_length", length)
@@ -281,6 +281,7 @@ def read_signals(fs: fsspec.AbstractFileSystem, path: str) -> SignalsFile:
 
 def nested_to_spans(arr: pa.Array, name: str, where: str) -> pa.Array:
     """list<list<T>> of [start, end, score] triples -> list<struct<start, end, score>>."""
+    import pyarrow.compute as pc  # lazily: ~45 ms the CLI would pay for every command
     inner = arr.flatten()
     if len(inner) and pc.any(pc.not_equal(pc.list_value_length(inner), 3)).as_py():
         raise ReleaseError(f"{where}: signal {name!r} holds a span that is not [start, end, score]")

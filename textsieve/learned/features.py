@@ -24,7 +24,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 AGGREGATES = ("mean", "sum", "min", "max")
 COMPARISONS = ("==", "!=", "<=", ">=", "<", ">")
@@ -89,6 +88,7 @@ def columns_of(names: list[str]) -> list[str]:
 
 def _scores(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(float scores of all spans flattened, per-document offsets, per-document null mask)."""
+    import pyarrow.compute as pc  # lazily: ~45 ms the CLI would pay for every command
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
     valid = ~np.asarray(column.is_null().to_numpy(zero_copy_only=False), dtype=bool)

@@ -45,7 +45,6 @@ from typing import Literal, TypeAlias
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 Texts: TypeAlias = Iterable[str | None] | pa.Array | pa.ChunkedArray
 KeyFn: TypeAlias = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -123,6 +122,7 @@ def xxh3_words(words: Sequence[str]) -> np.ndarray:
 def unicode_words(texts: Texts) -> tuple[np.ndarray, np.ndarray]:
     """`UNICODE_WORDS`' split, vectorised in Arrow: lower-case, split on runs of characters that
     are not letters, digits or '_', drop empty pieces, hash each distinct word once."""
+    import pyarrow.compute as pc  # lazily: ~45 ms the CLI would pay for every command
     arr = texts if isinstance(texts, (pa.Array, pa.ChunkedArray)) else pa.array(list(texts), type=pa.large_string())
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()

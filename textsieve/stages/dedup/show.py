@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from textsieve.dedup.corpus import ShardTable, first_lines, gather_texts, id_ints
@@ -23,6 +22,7 @@ def _thresholds(names: list[str]) -> list[str]:
 def find_cluster(directory: str, cluster: int, threshold: float | None = None) -> tuple[str, list[tuple[int, int]]]:
     """(column stem, [(shard index, local index)]) of the members of `cluster`; without a
     threshold, the lowest threshold whose column holds the cluster (its largest form)."""
+    import pyarrow.compute as pc  # lazily: ~45 ms the CLI would pay for every command
     table = ShardTable.open(directory)
     fs, by_rel = set_files(directory, FUZZY_SET)
     paths = list(by_rel.values())
@@ -84,6 +84,7 @@ def list_clusters(directory: str, threshold: float | None = None, top: int = DEF
     threshold, whose clusters are the largest): size, cluster id and the first line of its
     representative (the member whose id_int is the cluster id). Why: `--cluster ID` needs an id,
     and this is where a user finds one. Reads only the cluster columns plus a few texts."""
+    import pyarrow.compute as pc  # lazily: ~45 ms the CLI would pay for every command
     if top < 1:
         raise ValueError(f"dedup show: --top must be at least 1, not {top}")
     table = ShardTable.open(directory)
@@ -154,6 +155,8 @@ def show(directory: str, cluster: int | None = None, threshold: float | None = N
 def export_rpv2_clusters(directory: str, threshold: float, output: str) -> int:
     """Write RPv2's cluster file: `id`, `id_int`, `cluster_id` of documents in clusters of >= 2,
     ordered by (cluster_id, id_int). Returns the number of rows."""
+    import pyarrow.compute as pc  # lazily: ~45 ms the CLI would pay for every command
+
     from textsieve.io.locations import source_locations
     from textsieve.io.overlap import check_apart
 

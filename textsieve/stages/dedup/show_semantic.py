@@ -8,7 +8,6 @@ similarity is below 1 - eps), and the matrix shows where a cluster's chain runs.
 from __future__ import annotations
 
 import numpy as np
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from textsieve.dedup.corpus import ShardTable, first_lines, gather_texts
@@ -34,6 +33,7 @@ def _eps_text(stem: str) -> str:
 
 def _cluster_columns(directory: str, eps: float | None) -> tuple[ShardTable, str, list[str], list[tuple]]:
     """(table, stem, all stems, per shard (cluster values, keep, valid)) of the chosen eps."""
+    import pyarrow.compute as pc  # lazily: ~45 ms the CLI would pay for every command
     table = ShardTable.open(directory)
     fs, by_rel = set_files(directory, SEMANTIC_SET)
     paths = list(by_rel.values())

@@ -21,7 +21,6 @@ from dataclasses import asdict, dataclass, field
 
 import fsspec
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from textsieve._version import __version__
 from textsieve.display import result_display
@@ -70,6 +69,7 @@ class ImportDolmaResult:
 
 def _twin(spans: pa.Array) -> pa.Array:
     """Each row's single span score (null for none)."""
+    import pyarrow.compute as pc  # lazily: ~45 ms the CLI would pay for every command
     first = pc.list_element(pc.if_else(pc.greater(pc.list_value_length(spans), 0), spans,
                                        pa.nulls(len(spans), spans.type)), 0)
     return pc.struct_field(first, "score")
@@ -85,6 +85,8 @@ def _identity(fs: fsspec.AbstractFileSystem, paths: list[str]) -> str:
 
 def run_import_dolma(cfg: ImportDolmaConfig) -> ImportDolmaResult:
     """Import the Dolma attributes under `cfg.root` into `cfg.output` (see the module doc)."""
+    import pyarrow.compute as pc  # lazily: ~45 ms the CLI would pay for every command
+
     from textsieve.io.publish import Publication
 
     start = time.perf_counter()
