@@ -101,3 +101,24 @@ def test_settle_lets_running_tasks_end_before_the_error_goes_on(tmp_path, settle
         for _ in ordered_map(_fail_or_write, [(0, str(mark)), (1, str(mark))], workers=2, settle=settle):
             pass
     assert mark.exists() is settle
+
+
+def _thread_env(_task: int) -> tuple[str | None, str | None, str | None]:
+    import os
+
+    return os.environ.get("OPENBLAS_NUM_THREADS"), os.environ.get("OMP_NUM_THREADS"), os.environ.get("MKL_NUM_THREADS")
+
+
+def test_workers_start_with_one_math_thread_unless_the_caller_says_otherwise(monkeypatch):
+    """Pool workers get one OpenBLAS/OpenMP/MKL thread each (their threads spun on the other
+    workers' cores); a value the caller's environment sets is kept, and the caller's environment
+    is left as it was."""
+    import os
+
+    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    seen = {env for _, env in ordered_map(_thread_env, range(4), workers=2)}
+    assert seen == {("1", "3", "1")}
+    assert "OPENBLAS_NUM_THREADS" not in os.environ and "MKL_NUM_THREADS" not in os.environ
+    assert os.environ["OMP_NUM_THREADS"] == "3"

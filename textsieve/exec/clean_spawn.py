@@ -20,10 +20,17 @@ swap is held under a lock and lasts only as long as launching the child (picklin
 preparation data and process object), including respawns from a pool's helper threads.
 Scripts with a main guard, `python -m pkg.mod`, notebooks and the CLI behave as before, minus
 the needless re-import. Do not use this context for functions defined in `__main__`.
+
+Each worker also starts with one thread per math library (`WORKER_THREADS`, unless the caller's
+environment sets them): a worker is one core's share of the work, while OpenBLAS (loaded with
+NumPy) and OpenMP start as many threads as the machine has cores in every process, and those
+spin on the cores the other workers compute on. On the 2-core dev machine, 2 annotate workers on
+4 shards spent 7.4 CPU-s with them and 6.45 CPU-s without (wall 4.4 s -> 3.9 s).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import types
@@ -50,12 +57,32 @@ def bare_main() -> Iterator[None]:
                 sys.modules["__main__"] = saved
 
 
+#: the environment a worker starts with unless the caller's sets these: one thread per math library
+WORKER_THREADS = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+@contextmanager
+def worker_threads() -> Iterator[None]:
+    """While active, the `WORKER_THREADS` variables the environment lacks are set (a spawned child
+    inherits the environment as it is when it starts); they are removed again afterwards."""
+    with _SWAP_LOCK:
+        added = [name for name in WORKER_THREADS if name not in os.environ]
+        for name in added:
+            os.environ[name] = WORKER_THREADS[name]
+        try:
+            yield
+        finally:
+            for name in added:
+                os.environ.pop(name, None)
+
+
 class CleanMainProcess(mp_context.SpawnProcess):
-    """A spawned process whose preparation data carries no main module to re-import."""
+    """A spawned process whose preparation data carries no main module to re-import, started with
+    one thread per math library (`worker_threads`)."""
 
     @staticmethod
     def _Popen(process_obj: Any) -> Any:  # multiprocessing's hook name
-        with bare_main():
+        with bare_main(), worker_threads():
             return mp_context.SpawnProcess._Popen(process_obj)
 
 
