@@ -117,6 +117,33 @@ def test_optimal_param_matches_exact_integration(num_perm):
         assert mh.optimal_param(float(t), num_perm) == _exact_optimal_param(Fraction(t), num_perm)
 
 
+def _matrix_product_optimal_param(t: float, n: int) -> tuple[int, int]:
+    """`optimal_param` as it was written before it stopped calling LAPACK and BLAS (NumPy's
+    ``leggauss`` nodes, ``p @ w``)."""
+    bs = np.array([b for b in range(1, n + 1) for _ in range(1, n // b + 1)], dtype=np.float64)
+    rs = np.array([r for b in range(1, n + 1) for r in range(1, n // b + 1)], dtype=np.float64)
+    x, w = np.polynomial.legendre.leggauss(n // 2 + 8)
+
+    def area(lo: float, hi: float, false_negative: bool) -> np.ndarray:
+        s = (hi - lo) / 2.0 * x + (hi + lo) / 2.0
+        p = 1.0 - (1.0 - s[None, :] ** rs[:, None]) ** bs[:, None]
+        return (hi - lo) / 2.0 * ((1.0 - p if false_negative else p) @ w)
+
+    k = int(np.argmin(0.5 * area(0.0, t, False) + 0.5 * area(t, 1.0, True)))
+    return int(bs[k]), int(rs[k])
+
+
+@pytest.mark.parametrize("num_perm", [64, 128])
+def test_optimal_param_equals_the_matrix_product_form(num_perm):
+    """The band/row choice is the one NumPy's nodes and the BLAS product gave, on a grid of
+    thresholds; and the nodes and weights are NumPy's to a few ulps."""
+    x, w = mh.gauss_legendre(num_perm // 2 + 8)
+    nx, nw = np.polynomial.legendre.leggauss(num_perm // 2 + 8)
+    assert np.allclose(x, nx, rtol=0, atol=1e-15) and np.allclose(w, nw, rtol=0, atol=1e-14)
+    for t in np.round(np.arange(0.0, 1.0001, 0.02), 2):
+        assert mh.optimal_param(float(t), num_perm) == _matrix_product_optimal_param(float(t), num_perm), t
+
+
 def test_signature_key():
     assert [mh.signature_key(t) for t in mh.THRESHOLDS] == [
         "signature_sim1.0",
