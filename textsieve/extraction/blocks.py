@@ -143,6 +143,10 @@ def _char_shares(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
 
 
 _WINDOW_COL = FEATURES.index("window_link_density")
+#: the column layout `ts_block_features` writes; a feature list edited without the kernel falls
+#: back to `_features_numpy` instead of filling the wrong columns
+_C_LAYOUT = (len(OWN), len(NEIGHBOUR), len(CONTEXT), len(PROSE), tuple(_NEIGHBOUR_COLS), _WINDOW_COL) == (
+    13, 7, 13, 10, (0, 1, 2, 3, 9, 10, 12), 45)
 
 
 def features(blocks: list[Block], rules: RuleView) -> np.ndarray:
@@ -153,7 +157,7 @@ def features(blocks: list[Block], rules: RuleView) -> np.ndarray:
     n = len(blocks)
     if n == 0:
         return np.zeros((0, len(FEATURES)))
-    kernel = native_block_features()
+    kernel = native_block_features() if _C_LAYOUT else None
     if kernel is None:
         return _features_numpy(blocks, rules)
     start, end, kept, marker, cut = rules
