@@ -119,6 +119,9 @@ SLOW_TESTS = {
     "test_annotate_whole_shards.py::test_shards_in_workers_give_the_one_worker_files",  # 4 s: 1 and 2 workers, twice
     "test_extract.py::test_extract_with_language_id_never_loads_numba",  # 4 s: a fresh interpreter extracts
     "test_output_checks.py::test_the_api_refuses_a_tokenizer_written_over_its_corpus",  # 3.8 s: trains a tokenizer
+    "test_extract_blocks.py::test_cascade_sends_the_doubtful_pages_to_trafilatura_and_says_so",  # 2.9 s: 150 pages
+    "test_local_pool.py::test_settle_lets_running_tasks_end_before_the_error_goes_on[True]",  # 2.6 s: waits on a task
+    "test_models_langid.py::test_model_tables_are_cached_once_and_a_damaged_cache_is_rebuilt",  # 2.5 s: 3 model loads
     "test_annotate_whole_shards.py::test_a_failing_shard_fails_the_run_in_one_line_and_a_rerun_resumes",
     "test_annotate.py::test_golden_files_exact_through_cli_and_export",
     "test_annotate.py::test_output_identical_for_any_worker_count_and_batch_size",
