@@ -143,24 +143,26 @@ def gauss_legendre(n: int) -> tuple[np.ndarray, np.ndarray]:
     m = (n + 1) // 2
     z = np.cos(np.pi * (np.arange(m) + 0.75) / (n + 0.5))
     for _ in range(100):
-        p1, p2 = np.ones_like(z), np.zeros_like(z)
-        for j in range(1, n + 1):
-            p1, p2 = ((2 * j - 1) * z * p1 - (j - 1) * p2) / j, p1
-        dp = n * (z * p1 - p2) / (z * z - 1.0)
-        step = p1 / dp
+        value, slope = _legendre(n, z)
+        step = value / slope
         z = z - step
         if np.max(np.abs(step)) < 1e-16:
             break
-    p1, p2 = np.ones_like(z), np.zeros_like(z)
-    for j in range(1, n + 1):
-        p1, p2 = ((2 * j - 1) * z * p1 - (j - 1) * p2) / j, p1
-    dp = n * (z * p1 - p2) / (z * z - 1.0)
-    weights = 2.0 / ((1.0 - z * z) * dp * dp)
+    slope = _legendre(n, z)[1]
+    weights = 2.0 / ((1.0 - z * z) * slope * slope)
     # z descends from near 1 (to the middle node 0 when n is odd): mirrored for the negative half
     half = n // 2
     x = np.concatenate([-z[:half], z[half:], z[:half][::-1]])
     w = np.concatenate([weights[:half], weights[half:], weights[:half][::-1]])
     return x, w
+
+
+def _legendre(n: int, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The Legendre polynomial P_n and its derivative at `z`, by the three-term recurrence."""
+    p1, p2 = np.ones_like(z), np.zeros_like(z)
+    for j in range(1, n + 1):
+        p1, p2 = ((2 * j - 1) * z * p1 - (j - 1) * p2) / j, p1
+    return p1, n * (z * p1 - p2) / (z * z - 1.0)
 
 
 def signature_key(threshold: float) -> str:
