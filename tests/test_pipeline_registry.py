@@ -76,11 +76,15 @@ def test_the_commands_and_the_api_name_no_stage():
     none names a stage's command or API function, nor calls its run function; what is left there
     is commands that are not stages (`dedup show`, `recipes`, `train ...`) and groups. (A
     non-stage command may still import a stage's config to share its options: `dsir resample`
-    takes select's.)"""
+    takes select's.) `commands/index.py` is exempt: its table of which modules make each
+    top-level command is derived from the registry and checked against it (tests/test_cli_index.py),
+    and a command it does not know still gets the full build."""
     root = Path(textsieve.__file__).parent
     commands = {s.cli for s in STAGES} | {s.api_name for s in STAGES if s.call is not None}
     runs = {s.call.__name__ for s in STAGES if s.call is not None}
     for path in [root / "api.py", *sorted((root / "commands").glob("*.py"))]:
+        if path.name == "index.py":
+            continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
         made = [n.args[0] for n in ast.walk(tree) if isinstance(n, ast.Call) and n.args
                 and isinstance(n.func, ast.Attribute) and n.func.attr in ("parser", "add_parser", "group")]

@@ -7,9 +7,12 @@ import importlib
 import logging
 import os
 import sys
+from typing import NoReturn
 
 from textsieve._version import __version__
 from textsieve.commands import COMMAND_MODULES
+from textsieve.commands.index import command_word, needs
+from textsieve.commands.tree import CommandTree
 
 
 def _setup_logging(verbose: int, quiet: bool) -> None:
@@ -20,31 +23,71 @@ def _setup_logging(verbose: int, quiet: bool) -> None:
     set_library_level(library_level(verbose, quiet))  # extraction libraries log per page: not our errors
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="textsieve", description=(
+class _Stale(Exception):
+    """A parser built for one command turned the command line away."""
+
+
+class _OneCommandParser(argparse.ArgumentParser):
+    """The parser of `build_parser(command)` and of every subcommand under it: an error raises
+    instead of printing, and `main` parses again with every command. So an index that lags
+    behind the code (a new stage joining the `dedup` group) can never turn a valid command line
+    away, and errors read as they always did (`invalid choice`, with the full list)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise _Stale(message)
+
+
+def _top_parser(cls: type[argparse.ArgumentParser] = argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """`textsieve` without its commands: enough for `--version`."""
+    p = cls(prog="textsieve", description=(
         "Curate LLM pre-training text: compute RedPajama-V2 quality signals beside your documents, "
         "then dedup and select."))
     p.add_argument("--version", action="version", version=f"textsieve {__version__}")
+    return p
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The `textsieve` parser: every command, or, given a top-level `command` the index knows
+    (`commands.index`), only that command's (the rest are not imported; see the index on why)."""
+    only = needs(command)
+    p = _top_parser(argparse.ArgumentParser if only is None else _OneCommandParser)
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv for debug)")
     common.add_argument("-q", "--quiet", action="store_true", help="no progress bar, errors only")
-    # imported here, not at the top: they load pyarrow, which must not start before `main` has
-    # chosen its memory pool (ARROW_DEFAULT_MEMORY_POOL)
-    from textsieve.commands import stage_commands
-    from textsieve.commands.tree import CommandTree
-
     tree = CommandTree(p.add_subparsers(dest="command", required=True, metavar="COMMAND"), common)
-    for name in COMMAND_MODULES:  # first: they make the groups (`dedup`, `learn`) stage commands join
+    # the modules are imported here, not at the top: they load pyarrow, which must not start
+    # before `main` has chosen its memory pool (ARROW_DEFAULT_MEMORY_POOL)
+    for name in COMMAND_MODULES if only is None else only.command_modules:
+        # first: they make the groups (`dedup`, `learn`) stage commands join
         importlib.import_module(f"textsieve.commands.{name}").register(tree)
-    tree.order(stage_commands.register(tree))  # help lists the stages first, in run order
+    if only is None or only.stage_modules:
+        from textsieve.commands import stage_commands
+
+        some = None if only is None else [importlib.import_module(m).STAGE for m in only.stage_modules]
+        tree.order(stage_commands.register(tree, some))  # help lists the stages first, in run order
     return p
+
+
+def _parse(argv: list[str]) -> argparse.Namespace:
+    """`argv` parsed by its command's parser alone, or by the full one where that fails (an
+    error to print, a command the index does not know, a module it names that moved)."""
+    word = command_word(argv)
+    if needs(word) is not None:
+        try:
+            return build_parser(word).parse_args(argv)
+        except (_Stale, ImportError, AttributeError):
+            pass
+    return build_parser().parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     # Arrow's system allocator keeps the process peak near its live data (textsieve.exec.arrow_memory);
     # chosen before pyarrow is first imported so mimalloc never reserves its arenas.
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    if argv == ["--version"]:
+        _top_parser().parse_args(argv)  # prints the version and exits
+    args = _parse(argv)
     _setup_logging(getattr(args, "verbose", 0), getattr(args, "quiet", False))
     from textsieve.errors import TextsieveError
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 
 from textsieve.commands.options import ExamplesFormatter, add_config_options, config_from_args, examples, writes
 from textsieve.commands.tree import CommandTree
@@ -51,10 +52,11 @@ def register_stage(tree: CommandTree, stage: Stage) -> None:
         writes(p, stage.cli, *spec.writes)
 
 
-def register(tree: CommandTree) -> list[str]:
-    """Every stage's command; returns their paths in run order (the help lists them first)."""
+def register(tree: CommandTree, only: Sequence[Stage] | None = None) -> list[str]:
+    """Every stage's command (or those of `only`); returns their paths in run order (the help
+    lists them first)."""
     made = []
-    for stage in stages():
+    for stage in stages() if only is None else sorted(only, key=lambda s: s.order):
         if stage.cli_spec is not None:
             register_stage(tree, stage)
             made.append(stage.cli)

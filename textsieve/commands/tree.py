@@ -44,6 +44,10 @@ class CommandTree:
         self._parsers[path] = p
         return p
 
+    def paths(self) -> set[str]:
+        """Every command and group made so far (`dedup`, `dedup fuzzy`)."""
+        return set(self._parsers) | {path for path in self._subs if path}
+
     def describe_group(self, path: str, help: str) -> None:
         """The help line of group `path`, whoever creates it."""
         self._help[path] = help

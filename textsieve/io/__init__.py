@@ -13,9 +13,30 @@ WET (conversions) and folders of .txt files. See `paths` for the shard conventio
 suffixes=(".tsv",))` or a `textsieve.readers` entry point (docs/architecture.md, "Add a reader").
 """
 
-from .errors import InputError, SkippedRecord
-from .paths import Shard, detect_format, expand_inputs
-from .readers import ReadOptions, ShardReader, read_documents, register_reader, unregister_reader
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .errors import InputError, SkippedRecord
+    from .paths import Shard, detect_format, expand_inputs
+    from .readers import ReadOptions, ShardReader, read_documents, register_reader, unregister_reader
+
+#: each name's module; loaded on first use, so that importing one submodule (`io.overlap`, used
+#: while the CLI builds its options) does not load pyarrow and fsspec through the readers
+_WHERE = {"InputError": "errors", "SkippedRecord": "errors", "Shard": "paths", "detect_format": "paths",
+          "expand_inputs": "paths", "ReadOptions": "readers", "ShardReader": "readers",
+          "read_documents": "readers", "register_reader": "readers", "unregister_reader": "readers"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
 
 __all__ = [
     "InputError",

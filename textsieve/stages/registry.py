@@ -16,17 +16,21 @@ from textsieve.stages.descriptor import Stage
 
 
 @functools.cache
-def stages() -> tuple[Stage, ...]:
-    """The registered stages in run order."""
-    found: dict[str, Stage] = {}
+def stage_modules() -> tuple[tuple[str, Stage], ...]:
+    """(module name, its STAGE) for every registered stage, in run order."""
+    found: dict[str, tuple[str, Stage]] = {}
     for info in pkgutil.walk_packages(_package.__path__, f"{_package.__name__}."):
         stage = getattr(importlib.import_module(info.name), "STAGE", None)
         if isinstance(stage, Stage):
             if stage.name in found:
-                raise RuntimeError(f"two stages are named {stage.name!r}: {found[stage.name].config.__module__} "
-                                   f"and {info.name}")
-            found[stage.name] = stage
-    return tuple(sorted(found.values(), key=lambda s: s.order))
+                raise RuntimeError(f"two stages are named {stage.name!r}: {found[stage.name][0]} and {info.name}")
+            found[stage.name] = (info.name, stage)
+    return tuple(sorted(found.values(), key=lambda item: item[1].order))
+
+
+def stages() -> tuple[Stage, ...]:
+    """The registered stages in run order."""
+    return tuple(stage for _, stage in stage_modules())
 
 
 def stage(name: str) -> Stage:
