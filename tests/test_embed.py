@@ -229,16 +229,20 @@ def test_embedding_columns_are_written_without_a_dictionary(tmp_path):
     whatever dots the names hold."""
     import fsspec
 
-    from textsieve.io.atomic import AtomicParquetWriter, _dictionary_columns
+    from textsieve.io.atomic import AtomicParquetWriter, _column_layout
+
+    def dictionary(schema: pa.Schema) -> bool | list[str]:
+        return _column_layout(schema)[0]
 
     vec = pa.list_(pa.float16(), 4)
-    assert _dictionary_columns(pa.schema([("id", pa.string())])) is True
-    assert _dictionary_columns(pa.schema([("id", pa.string()), ("a", vec), ("a.b", pa.string()),
-                                          ("s", pa.list_(pa.int32()))])) == ["id", "a.b", "s.list.element"]
-    # MinHash band bytes are random too (a repeat is a near-duplicate): plain, alone or beside vectors
+    assert _column_layout(pa.schema([("id", pa.string())])) == (True, None)
+    assert dictionary(pa.schema([("id", pa.string()), ("a", vec), ("a.b", pa.string()),
+                                 ("s", pa.list_(pa.int32()))])) == ["id", "a.b", "s.list.element"]
+    # MinHash band bytes are random too (a repeat is a near-duplicate): no dictionary, alone or beside vectors
     bands = pa.list_(pa.binary())
-    assert _dictionary_columns(pa.schema([("id", pa.string()), ("signature_sim0.8", bands)])) == ["id"]
-    assert _dictionary_columns(pa.schema([("a", vec), ("b", bands), ("c", pa.int64())])) == ["c"]
+    assert _column_layout(pa.schema([("id", pa.string()), ("signature_sim0.8", bands)])) == \
+        (["id"], {"signature_sim0.8.list.element": "DELTA_LENGTH_BYTE_ARRAY"})
+    assert dictionary(pa.schema([("a", vec), ("b", bands), ("c", pa.int64())])) == ["c"]
     table = pa.table({"id": ["x", "y"], "e": to_arrow(np.ones((2, 4), np.float32))})
     w = AtomicParquetWriter(fsspec.filesystem("file"), str(tmp_path / "e.parquet"), table.schema)
     w.write(table)

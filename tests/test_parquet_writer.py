@@ -41,13 +41,28 @@ def test_same_rows_same_bytes_however_batched_with_a_huge_row(tmp_path: Path, mo
     assert pq.read_table(tmp_path / "one.parquet").equals(table)
 
 
-def test_span_offsets_are_plain_and_scores_use_a_dictionary(tmp_path: Path) -> None:
+def test_span_offsets_are_delta_coded_and_scores_use_a_dictionary(tmp_path: Path) -> None:
     """Offsets grow along a document, so a dictionary only costs (a 30 MB document's lines held
-    +120 MB of dictionary pages while written); scores repeat, so theirs stays."""
-    _write(tmp_path / "s.parquet", [_table([40, 3, 12])])
+    +120 MB of dictionary pages while written) and their differences are small; scores repeat,
+    so theirs stays. MinHash bands all have one length: stored once per block."""
+    table = _table([40, 3, 12]).append_column("signature_sim0.8", pa.array(
+        [[bytes([i, j]) * 4 for j in range(9)] for i in range(3)], pa.list_(pa.binary())))
+    _write(tmp_path / "s.parquet", [table])
     meta = pq.ParquetFile(tmp_path / "s.parquet").metadata.row_group(0)
     encodings = {meta.column(i).path_in_schema: meta.column(i).encodings for i in range(meta.num_columns)}
     for leaf in ("start", "end"):
+        assert "DELTA_BINARY_PACKED" in encodings[f"rps_lines_num_words.list.element.{leaf}"]
         assert not any("DICTIONARY" in e for e in encodings[f"rps_lines_num_words.list.element.{leaf}"])
+    assert "DELTA_LENGTH_BYTE_ARRAY" in encodings["signature_sim0.8.list.element"]
     assert any("DICTIONARY" in e for e in encodings["rps_lines_num_words.list.element.score"])
     assert any("DICTIONARY" in e for e in encodings["id"])
+    # every reader textsieve uses, and users' usual ones, read the delta pages back
+    assert pq.read_table(tmp_path / "s.parquet").equals(table)
+    import duckdb
+    import polars as pl
+
+    rows = duckdb.sql(f"SELECT rps_lines_num_words, \"signature_sim0.8\" FROM '{tmp_path / 's.parquet'}'").fetchall()
+    assert [r[0] for r in rows] == table.column("rps_lines_num_words").to_pylist()
+    assert [r[1] for r in rows] == table.column("signature_sim0.8").to_pylist()
+    assert pl.read_parquet(tmp_path / "s.parquet")["rps_lines_num_words"].to_list() == \
+        table.column("rps_lines_num_words").to_pylist()
