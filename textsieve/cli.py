@@ -84,6 +84,10 @@ def main(argv: list[str] | None = None) -> int:
     # Arrow's system allocator keeps the process peak near its live data (textsieve.exec.arrow_memory);
     # chosen before pyarrow is first imported so mimalloc never reserves its arenas.
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
+    # OpenBLAS starts a thread per core when NumPy loads, and each busy-waits 2^28 cycles before it
+    # sleeps: ~0.1 CPU-s of the other core for nothing in every command (and again after each BLAS
+    # call). 2^4 cycles: the same threads for the stages that multiply big matrices, asleep at once.
+    os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
     argv = sys.argv[1:] if argv is None else argv
     if argv == ["--version"]:
         _top_parser().parse_args(argv)  # prints the version and exits
