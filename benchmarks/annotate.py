@@ -70,6 +70,11 @@ def read_floor(path: str) -> tuple[int, float]:
 #: run in a fresh interpreter: annotate, then its own and its workers' CPU and peak RSS as JSON
 CHILD = r"""
 import json, resource, sys, time
+try:  # the environment `textsieve` sets before NumPy loads (a tree older than cli.process_defaults: none)
+    from textsieve.cli import process_defaults
+    process_defaults()
+except ImportError:
+    pass
 from textsieve.stages.annotate.annotate import AnnotateConfig, run_annotate
 path, out, workers, resources = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 cfg = AnnotateConfig(inputs=[path], output=out, workers=workers, resources=resources, progress=False)

@@ -68,6 +68,18 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return p
 
 
+def process_defaults() -> None:
+    """The environment `main` sets before pyarrow and NumPy first load (a value already set is
+    kept). Benchmarks that call the stages directly call this first, to run as the command does."""
+    # Arrow's system allocator keeps the process peak near its live data (textsieve.exec.arrow_memory);
+    # chosen before pyarrow is first imported so mimalloc never reserves its arenas.
+    os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
+    # OpenBLAS starts a thread per core when NumPy loads, and each busy-waits 2^28 cycles before it
+    # sleeps: ~0.1 CPU-s of the other core for nothing in every command (and again after each BLAS
+    # call). 2^4 cycles: the same threads for the stages that multiply big matrices, asleep at once.
+    os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+
+
 def _parse(argv: list[str]) -> argparse.Namespace:
     """`argv` parsed by its command's parser alone, or by the full one where that fails (an
     error to print, a command the index does not know, a module it names that moved)."""
@@ -81,13 +93,7 @@ def _parse(argv: list[str]) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    # Arrow's system allocator keeps the process peak near its live data (textsieve.exec.arrow_memory);
-    # chosen before pyarrow is first imported so mimalloc never reserves its arenas.
-    os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
-    # OpenBLAS starts a thread per core when NumPy loads, and each busy-waits 2^28 cycles before it
-    # sleeps: ~0.1 CPU-s of the other core for nothing in every command (and again after each BLAS
-    # call). 2^4 cycles: the same threads for the stages that multiply big matrices, asleep at once.
-    os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+    process_defaults()
     argv = sys.argv[1:] if argv is None else argv
     if argv == ["--version"]:
         _top_parser().parse_args(argv)  # prints the version and exits
