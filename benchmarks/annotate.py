@@ -17,7 +17,7 @@ Prints, from one run on the same documents (the dev corpus by default):
      annotates whole shards and the main process only hands them out (`stages.annotate.shards`);
   5b. the same pair on the dev corpus copied into 2 shards per core (4 copies on 2 cores: ~61,000
      documents), where each worker's start-up (~0.5 CPU-s of imports) and the main process's
-     (~0.65 s before the first shard goes out) weigh 4x less: the steady-state scaling;
+     (~0.45 s before the first shard goes out) weigh 4x less: the steady-state scaling;
   6. the machine's own ceiling: how much faster N copies of a pure CPU loop finish than one;
   7. a straightforward pure-Python implementation of the same signals (textsieve.signals.reference,
      the executable spec) plus MinHash with hashlib and NumPy permutations, on a subset.
