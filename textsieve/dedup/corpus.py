@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 
 from textsieve.dedup.partitions import as_bytes
 from textsieve.exec.local import ordered_map
+from textsieve.io.arrow_arrays import to_numpy
 from textsieve.io.atomic import AtomicParquetWriter
 from textsieve.io.attributes import META_KEY, attribute_shards, shard_rel, source_documents
 from textsieve.io.diskfull import disk_full_as_error
@@ -110,7 +111,7 @@ def source_rows(table: ShardTable, ordinals: np.ndarray) -> Iterable[tuple[int, 
     """Per shard holding some of the sorted `ordinals`: (shard index, local rows, its source
     metadata, the documents' source row numbers), for tasks that re-read texts."""
     for i, local in table.split(ordinals):
-        rows = table.read(i, ["row"]).column("row").to_numpy()[local]
+        rows = to_numpy(table.read(i, ["row"]).column("row"))[local]
         yield i, local, source_meta(table.fs, table.paths[i]), [int(r) for r in rows]
 
 

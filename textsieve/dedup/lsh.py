@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from textsieve.dedup.partitions import ROW
+from textsieve.io.arrow_arrays import to_numpy
 
 BAND_PREFIXES = {"rpv2": "signature_sim", "fast": "ts_fastsig_sim"}
 
@@ -37,12 +38,12 @@ def band_values(arr: pa.Array | pa.ChunkedArray, where: str) -> tuple[np.ndarray
     if not (pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type)) or not (
             pa.types.is_binary(arr.type.value_type) or pa.types.is_large_binary(arr.type.value_type)):
         raise BandError(f"{where}: expected list<binary> bands, found {arr.type}")
-    valid = np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    valid = np.asarray(to_numpy(arr.is_valid()), dtype=bool)
     flat = arr.flatten()  # skips the children of null lists
     n_valid = int(valid.sum())
     if n_valid == 0 or len(flat) == 0:
         return valid, np.zeros((0, 0, 0), dtype=np.uint32)
-    lengths = np.asarray(arr.value_lengths().to_numpy(zero_copy_only=False))[valid]
+    lengths = np.diff(to_numpy(arr.offsets))[valid]  # (value_lengths has nulls: to_numpy would load pandas)
     bands = int(lengths[0])
     if bands == 0 or np.any(lengths != bands):
         raise BandError(f"{where}: documents have different numbers of bands")

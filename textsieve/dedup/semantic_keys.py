@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 
 from textsieve.dedup.corpus import ShardTable
 from textsieve.errors import TextsieveError
+from textsieve.io.arrow_arrays import to_numpy
 from textsieve.io.attributes import LENGTH_COLUMN, attribute_set_dir, attribute_sets, attribute_shards
 
 POLICIES = ("first", "longest", "none")
@@ -99,5 +100,5 @@ def keep_keys(table: ShardTable, i: int, keep: str, source: str) -> np.ndarray:
     if len(col) != n:
         raise KeepColumnError(f"--keep {keep}: {len(col):,} values for the {n:,} documents of {table.rels[i]}")
     values = pc.cast(col, pa.float64())
-    out = pc.fill_null(values, float("-inf")).to_numpy(zero_copy_only=False)
+    out = to_numpy(pc.fill_null(values, float("-inf")))
     return np.asarray(out, dtype=np.float64)

@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 
 from textsieve.dedup.corpus import ShardTable
 from textsieve.embedding.store import EmbeddingsMissing, column_name, resolve_model, set_name
+from textsieve.io.arrow_arrays import to_numpy
 from textsieve.io.attributes import attribute_set_dir, attribute_shards
 from textsieve.io.publish import content_key, summary_of
 
@@ -80,7 +81,7 @@ class VectorSet:
                 if col.null_count:
                     raise EmbeddingsMissing(f"{self.paths[i]}: documents without an embedding in {self.column}")
                 flat = col.values.slice(col.offset * self.dim, len(col) * self.dim)
-                yield offset, np.asarray(flat.to_numpy(zero_copy_only=False), np.float16).reshape(len(col), self.dim)
+                yield offset, np.asarray(to_numpy(flat), np.float16).reshape(len(col), self.dim)
                 offset += rb.num_rows
 
     def take(self, ordinals: np.ndarray) -> dict[int, np.ndarray]:

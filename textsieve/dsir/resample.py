@@ -44,6 +44,7 @@ import pyarrow as pa
 from textsieve.display import result_display
 from textsieve.dsir.defaults import DEFAULT_MIN_TOKENS, DEFAULT_PRIOR_NGRAMS, DEFAULT_TEMPERATURE, WEIGHTS
 from textsieve.dsir.names import check_name, column_names, set_name
+from textsieve.io.arrow_arrays import to_numpy
 from textsieve.io.attributes import attribute_shards
 from textsieve.io.parquet_read import read_table
 from textsieve.tokenization.columns import aligned_counts, resolve_token_column
@@ -121,17 +122,17 @@ def load_scores(directory: str, names: list[str]) -> _Scores:
         tables = [read_table(fs.open(p, "rb"), columns=["id", "shard", "row", raw_col, norm_col, tok_col])
                   for p in paths]
         t = pa.concat_tables(tables)
-        keys = (t.column("shard").to_numpy(zero_copy_only=False).astype(object), t.column("row").to_numpy())
+        keys = (to_numpy(t.column("shard")).astype(object), to_numpy(t.column("row")))
         if base is None:
             base = _Scores(keys[0], keys[1].astype(np.int64),
-                           t.column("id").to_numpy(zero_copy_only=False).astype(object),
-                           t.column(tok_col).to_numpy().astype(np.int64), {})
+                           to_numpy(t.column("id")).astype(object),
+                           to_numpy(t.column(tok_col)).astype(np.int64), {})
         elif len(keys[1]) != len(base.row) or not (np.array_equal(keys[1], base.row)
                                                    and np.array_equal(keys[0], base.shard)):
             raise ValueError(f"DSIR target {name!r} was fit on other documents than {names[0]!r} "
                              f"in {directory}; refit both on the same annotated folder")
-        norm = t.column(norm_col).to_numpy(zero_copy_only=False)
-        base.scores[name] = (t.column(raw_col).to_numpy().astype(np.float64),
+        norm = to_numpy(t.column(norm_col))
+        base.scores[name] = (to_numpy(t.column(raw_col)).astype(np.float64),
                         np.asarray(norm, dtype=np.float64))  # nulls become NaN
     if base is None:
         raise ValueError("no DSIR target given")

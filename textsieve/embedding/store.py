@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from textsieve.errors import TextsieveError
+from textsieve.io.arrow_arrays import to_numpy as values_of
 from textsieve.io.attributes import attribute_set_dir
 from textsieve.io.parquet_read import read_table
 from textsieve.io.publish import SUMMARY
@@ -54,7 +55,7 @@ def to_numpy(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
         column = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
     dim = column.type.list_size
     flat = column.flatten() if column.offset == 0 else column.values.slice(column.offset * dim, len(column) * dim)
-    return np.asarray(flat.to_numpy(zero_copy_only=False), np.float32).reshape(len(column), dim)
+    return np.asarray(values_of(flat), np.float32).reshape(len(column), dim)
 
 
 def embedding_models(directory: str) -> list[str]:

@@ -27,6 +27,7 @@ import numpy as np
 import pyarrow as pa
 
 from textsieve.errors import TextsieveError
+from textsieve.io.arrow_arrays import to_numpy
 from textsieve.io.saved_datasets import saved_dataset_files
 
 MATERIALIZED_SUFFIX = ".parquet"
@@ -166,7 +167,7 @@ def attributes_as_columns(ds: Any, directory: str, columns: Sequence[str] | None
                       f"or rename it (ds.rename_column)")
     table = to_arrow(directory, ["shard", "row", *wanted], flat)
     shard_col = table.column("shard").to_pylist()
-    pos = np.asarray(table.column("row").to_numpy(zero_copy_only=False), dtype=np.int64) + np.fromiter(
+    pos = np.asarray(to_numpy(table.column("row")), dtype=np.int64) + np.fromiter(
         (offsets[s] for s in shard_col), np.int64, len(shard_col))
     if len(pos) and (pos.min() < 0 or pos.max() >= ds.num_rows):
         raise HfError(f"{directory}: attribute rows point past the dataset's {ds.num_rows:,} rows; "

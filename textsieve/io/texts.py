@@ -29,6 +29,7 @@ import fsspec
 import pyarrow as pa
 
 from textsieve.document import Document
+from textsieve.io.arrow_arrays import to_numpy
 from textsieve.io.attributes import attribute_shards, read_shard_meta, source_documents
 from textsieve.io.errors import InputError
 from textsieve.io.paths import Shard, expand_inputs
@@ -167,7 +168,7 @@ def shard_texts(fs: fsspec.AbstractFileSystem, path: str) -> tuple[pa.Table, lis
     rows, row-aligned: for a stage that computes one value per document from its text."""
     with fs.open(path, "rb") as fh:
         keys = read_table(fh, columns=list(KEY_COLUMNS))
-    rows = [int(r) for r in keys.column("row").to_numpy()]
+    rows = [int(r) for r in to_numpy(keys.column("row"))]
     return keys, aligned_source_texts(source_meta(fs, path), rows, path)
 
 

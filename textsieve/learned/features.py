@@ -25,6 +25,8 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from textsieve.io.arrow_arrays import to_numpy
+
 AGGREGATES = ("mean", "sum", "min", "max")
 COMPARISONS = ("==", "!=", "<=", ">=", "<", ">")
 _NAME = r"[A-Za-z_][A-Za-z0-9_.]*"
@@ -91,15 +93,15 @@ def _scores(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray,
     import pyarrow.compute as pc  # lazily: ~45 ms the CLI would pay for every command
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
-    valid = ~np.asarray(column.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+    valid = ~np.asarray(to_numpy(column.is_null()), dtype=bool)
     # `flatten` skips null lists; offsets of a sliced array need rebasing to its values.
     filled = pc.if_else(column.is_null(), pa.scalar([], type=column.type), column)
     if isinstance(filled, pa.ChunkedArray):
         filled = filled.combine_chunks()
-    offsets = np.asarray(filled.offsets.to_numpy(zero_copy_only=False), dtype=np.int64)
+    offsets = np.asarray(to_numpy(filled.offsets), dtype=np.int64)
     offsets = offsets - offsets[0]
     scores = filled.flatten().field("score")
-    values = np.asarray(pc.cast(scores, pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64)
+    values = np.asarray(to_numpy(pc.cast(scores, pa.float64())), dtype=np.float64)
     return values, offsets, ~valid
 
 

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from textsieve._version import __version__
+from textsieve.io.arrow_arrays import to_numpy
 from textsieve.io.parquet_read import read_table
 from textsieve.learned.features import columns_of, compute_features, feature_sql, parse_feature, sql_literal
 
@@ -308,7 +309,7 @@ def train(cfg: LearnConfig) -> LearnResult:
     unlabelled = 0
     for src in cfg.sources:
         table, names = read_source(src, names or cfg.features)
-        y = table.column("label").to_numpy(zero_copy_only=False)
+        y = to_numpy(table.column("label"))
         known = ~np.isnan(y.astype(np.float64))
         unlabelled += int((~known).sum())
         feats = compute_features(table, names)

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from textsieve.io.arrow_arrays import to_numpy
 from textsieve.learned.model import LearnConfig, LearnResult, read_source
 from textsieve.learned.views import FeatureSetError, embed_rows, embedding_info, ngram_matrix, shard_texts
 
@@ -48,7 +49,7 @@ def train_fused(cfg: LearnConfig, views: list[str]) -> LearnResult:
     embed_spec: dict[str, Any] | None = None
     for src in cfg.sources:
         table, names = read_source(src, names or cfg.features, need_signals="signals" in views)
-        y = table.column("label").to_numpy(zero_copy_only=False).astype(np.float64)
+        y = to_numpy(table.column("label")).astype(np.float64)
         known = ~np.isnan(y)
         unlabelled += int((~known).sum())
         where = [(r, int(p)) for r, p, k in zip(table.column("__rel").to_pylist(), table.column("__pos").to_pylist(),

@@ -46,6 +46,8 @@ from typing import Literal, TypeAlias
 import numpy as np
 import pyarrow as pa
 
+from textsieve.io.arrow_arrays import to_numpy
+
 Texts: TypeAlias = Iterable[str | None] | pa.Array | pa.ChunkedArray
 KeyFn: TypeAlias = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
@@ -129,13 +131,13 @@ def unicode_words(texts: Texts) -> tuple[np.ndarray, np.ndarray]:
     n = len(arr)
     arr = pc.fill_null(arr, "")
     pieces = pc.split_pattern_regex(pc.utf8_lower(arr), _SPLIT)
-    parent = np.asarray(pc.list_parent_indices(pieces).to_numpy(zero_copy_only=False), dtype=np.int64)
+    parent = np.asarray(to_numpy(pc.list_parent_indices(pieces)), dtype=np.int64)
     flat = pc.list_flatten(pieces)
-    keep = np.asarray(pc.greater(pc.utf8_length(flat), 0).to_numpy(zero_copy_only=False), dtype=bool)
+    keep = np.asarray(to_numpy(pc.greater(pc.utf8_length(flat), 0)), dtype=bool)
     flat = flat.filter(pa.array(keep))
     lengths = np.bincount(parent[keep], minlength=n).astype(np.int64)
     enc = pc.dictionary_encode(flat)
-    codes = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+    codes = np.asarray(to_numpy(enc.indices), dtype=np.int64)
     table = xxh3_words(enc.dictionary.to_pylist())
     return table[codes] if len(codes) else np.zeros(0, np.uint64), lengths
 

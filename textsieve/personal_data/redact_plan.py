@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from textsieve.errors import TextsieveError
+from textsieve.io.arrow_arrays import to_numpy
 from textsieve.personal_data.redact import PLACEHOLDERS, Region
 
 PII_SET = "pii"
@@ -150,7 +151,7 @@ def load_regions(sources: Sequence[RedactSource], rows: np.ndarray) -> list[list
         with fsspec.open(path, "rb") as fh:
             pf = pq.ParquetFile(fh)
             for batch in pf.iter_batches(batch_size=REGION_BATCH, columns=["row", column], use_threads=False):
-                got = batch.column(0).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+                got = to_numpy(batch.column(0)).astype(np.int64, copy=False)
                 pos = np.searchsorted(ordered, got)
                 hit = pos < len(ordered)
                 hit[hit] = ordered[pos[hit]] == got[hit]

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from textsieve.io.arrow_arrays import to_numpy
 from textsieve.recipes.sql import Compiled
 from textsieve.tokenization.columns import aligned_counts, read_token_counts, token_columns, token_info
 
@@ -44,11 +45,11 @@ def kept_tokens(directory: str, compiled: Compiled, threads: int | None = None) 
         return {}
     rel = connect(threads, schema_files(compiled.schema)).sql(selection_sql(compiled))
     t = rel.to_arrow_table() if hasattr(rel, "to_arrow_table") else rel.arrow()
-    shard = t.column("shard").to_numpy(zero_copy_only=False).astype(object)
-    row = t.column("row").to_numpy().astype(np.int64)
+    shard = to_numpy(t.column("shard")).astype(object)
+    row = to_numpy(t.column("row")).astype(np.int64)
     frac = None
     if "starts" in t.column_names:  # line rules: the kept characters' share of each document
-        length = t.column("_len").to_numpy().astype(np.float64)
+        length = to_numpy(t.column("_len")).astype(np.float64)
         kept = np.fromiter((int(np.sum(np.asarray(e, np.int64) - np.asarray(s, np.int64)))
                             for s, e in zip(t.column("starts").to_pylist(), t.column("ends").to_pylist())),
                            dtype=np.float64, count=t.num_rows)

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from textsieve.io.arrow_arrays import to_numpy
 from textsieve.recipes.language import Recipe, RecipeError, load_recipe
 from textsieve.recipes.sql import END, Compiled, element_field
 
@@ -58,10 +59,10 @@ def recipe_rows(directory: str, recipe: Recipe,
         if hi <= lo:
             continue
         part = table.slice(lo, hi - lo)
-        d: dict[str, Any] = {"rows": part.column("row").to_numpy().astype(np.int64),
+        d: dict[str, Any] = {"rows": to_numpy(part.column("row")).astype(np.int64),
                              "ids": part.column("id").to_pylist(),
-                             "lengths": part.column("_len").to_numpy().astype(np.int64),
-                             "counts": (part.column("_rep").to_numpy().astype(np.int64) if "_rep" in table.column_names
+                             "lengths": to_numpy(part.column("_len")).astype(np.int64),
+                             "counts": (to_numpy(part.column("_rep")).astype(np.int64) if "_rep" in table.column_names
                                         else np.ones(hi - lo, np.int64))}
         if has_lines:
             d["starts"] = [np.asarray(x, np.int64) for x in part.column("starts").to_pylist()]

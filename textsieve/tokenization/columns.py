@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from textsieve.errors import TextsieveError
+from textsieve.io.arrow_arrays import to_numpy
 from textsieve.io.parquet_read import read_table
 
 SET_PREFIX = "tokens_"
@@ -83,9 +84,9 @@ def aligned_counts(directory: str, column: str, shard: np.ndarray, row: np.ndarr
     A document missing from the set is an error naming the fix (the set was counted on other
     documents), never a silent 0."""
     t = read_token_counts(directory, column)
-    s = t.column("shard").to_numpy(zero_copy_only=False).astype(object)
-    r = t.column("row").to_numpy().astype(np.int64)
-    n = t.column(column).to_numpy(zero_copy_only=False).astype(np.int64)
+    s = to_numpy(t.column("shard")).astype(object)
+    r = to_numpy(t.column("row")).astype(np.int64)
+    n = to_numpy(t.column(column)).astype(np.int64)
     if len(s) == len(shard) and np.array_equal(r, row) and np.array_equal(s, shard):
         return n
     idx = _lookup(s, r, np.asarray(shard, dtype=object), np.asarray(row, dtype=np.int64))

@@ -60,6 +60,7 @@ from textsieve.dedup.ray_shuffle import RayKeyShuffle
 from textsieve.display import result_display
 from textsieve.exec.budget import MemoryPlan, memory_plan
 from textsieve.exec.progress import Progress
+from textsieve.io.arrow_arrays import to_numpy
 from textsieve.io.attributes import DOCS, attribute_shards, read_shard_meta, set_place, shard_rel, source_documents
 from textsieve.io.leftovers import finish_work, start_work, work_parent
 from textsieve.io.limits import DEFAULT_MAX_DOC_BYTES, parse_max_doc_bytes
@@ -443,7 +444,7 @@ def run_exact(cfg: ExactConfig) -> ExactResult:
                 at = ordinal
                 for b in shard_keys.batches(["h1", "h2"]):
                     rec = np.empty(b.num_rows, dtype=ROW)
-                    rec["h1"], rec["h2"] = b.column(0).to_numpy(), b.column(1).to_numpy()
+                    rec["h1"], rec["h2"] = to_numpy(b.column(0)), to_numpy(b.column(1))
                     rec["doc"] = np.arange(at, at + b.num_rows, dtype=np.uint64)
                     writer.add(rec)
                     at += b.num_rows

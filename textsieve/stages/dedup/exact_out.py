@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from textsieve.dedup.hashed import SCHEMA as HASHED_SCHEMA
 from textsieve.dedup.hashed import HashedShard
+from textsieve.io.arrow_arrays import to_numpy
 from textsieve.io.atomic import AtomicParquetWriter
 from textsieve.io.attributes import META_KEY
 
@@ -34,7 +35,7 @@ class BloomTables:
 
     def __iter__(self) -> Iterator[pa.Table]:
         for b in with_empty(self.hashed.batches()):
-            keep = ~self.bloom.test_add(b.column("h1").to_numpy(), b.column("h2").to_numpy())
+            keep = ~self.bloom.test_add(to_numpy(b.column("h1")), to_numpy(b.column("h2")))
             self.removed += int((~keep).sum())
             n = b.num_rows
             yield out_table(b, self.columns, pa.nulls(n, pa.uint64()), pa.nulls(n, pa.int64()), keep)

@@ -52,6 +52,7 @@ from textsieve.display import result_display
 from textsieve.exec.arrow_memory import lean_arrow_memory
 from textsieve.exec.budget import memory_plan
 from textsieve.exec.progress import Progress
+from textsieve.io.arrow_arrays import to_numpy
 from textsieve.io.atomic import AtomicParquetWriter
 from textsieve.io.attributes import LENGTH_COLUMN, META_KEY, open_set, set_place
 from textsieve.io.leftovers import finish_work, start_work, work_parent
@@ -245,7 +246,7 @@ def _nodes(cfg: FuzzyConfig, table: ShardTable, edges: dict[float, EdgeStore],
         allnodes = np.unique(np.concatenate([n for n, _ in comps.values()] or [np.zeros(0, np.uint64)]))
         if LENGTH_COLUMN in table.schema(0).names:  # annotate stores every document's length
             ii, _, ln = locate(table, allnodes, budget, LENGTH_COLUMN,
-                               lambda a: np.asarray(a.to_numpy(zero_copy_only=False), dtype=np.int64))
+                               lambda a: np.asarray(to_numpy(a), dtype=np.int64))
             lengths = (ii, ln if ln is not None and ii.shape[0] else np.zeros(0, np.int64))
         else:
             ii, ords, _ = locate(table, allnodes, budget)

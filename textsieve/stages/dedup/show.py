@@ -9,6 +9,7 @@ import pyarrow.parquet as pq
 
 from textsieve.dedup.corpus import ShardTable, first_lines, gather_texts, id_ints
 from textsieve.dedup.lsh import BAND_PREFIXES, band_values, estimated_jaccard, signature_column
+from textsieve.io.arrow_arrays import to_numpy
 from textsieve.io.atomic import AtomicParquetWriter
 from textsieve.io.attributes import attribute_shards, set_files
 from textsieve.io.parquet_read import read_table
@@ -35,8 +36,7 @@ def find_cluster(directory: str, cluster: int, threshold: float | None = None) -
         for i, rel in enumerate(table.rels):
             with fs.open(by_rel[rel], "rb") as fh:
                 col = read_table(fh, columns=[f"{stem}_cluster"]).column(0)
-            idx = np.flatnonzero(pc.fill_null(pc.equal(col, pa.scalar(cluster, pa.uint64())), False).to_numpy(
-                zero_copy_only=False))
+            idx = np.flatnonzero(to_numpy(pc.fill_null(pc.equal(col, pa.scalar(cluster, pa.uint64())), False)))
             hits += [(i, int(k)) for k in idx]
         if hits:
             return stem, hits
@@ -104,8 +104,8 @@ def list_clusters(directory: str, threshold: float | None = None, top: int = DEF
     for rel in table.rels:
         with fs.open(by_rel[rel], "rb") as fh:
             c = read_table(fh, columns=[col]).column(0)
-        valid = pc.is_valid(c).to_numpy(zero_copy_only=False)
-        per_shard.append((pc.fill_null(c, 0).to_numpy(zero_copy_only=False).astype(np.uint64), valid))
+        valid = to_numpy(pc.is_valid(c))
+        per_shard.append((to_numpy(pc.fill_null(c, 0)).astype(np.uint64), valid))
     everything = np.concatenate([v[m] for v, m in per_shard]) if per_shard else np.zeros(0, np.uint64)
     cids, sizes = np.unique(everything, return_counts=True)
     order = np.lexsort((cids, -sizes))[:top]  # largest first, ties by id

@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 
 from textsieve.dedup.corpus import ShardTable, first_lines, gather_texts
 from textsieve.dedup.semantic_vectors import VectorSet
+from textsieve.io.arrow_arrays import to_numpy
 from textsieve.io.attributes import set_files
 from textsieve.io.parquet_read import read_table
 from textsieve.stages.dedup.semantic import SEMANTIC_SET, SemanticError, ekey
@@ -53,9 +54,9 @@ def _cluster_columns(directory: str, eps: float | None) -> tuple[ShardTable, str
         with fs.open(by_rel[rel], "rb") as fh:
             t = read_table(fh, columns=[f"{stem}_cluster", f"{stem}_keep"])
         c = t.column(0)
-        per_shard.append((pc.fill_null(c, -1).to_numpy(zero_copy_only=False).astype(np.int64),
-                          t.column(1).to_numpy(zero_copy_only=False).astype(bool),
-                          pc.is_valid(c).to_numpy(zero_copy_only=False)))
+        per_shard.append((to_numpy(pc.fill_null(c, -1)).astype(np.int64),
+                          to_numpy(t.column(1)).astype(bool),
+                          to_numpy(pc.is_valid(c))))
     return table, stem, stems, per_shard
 
 

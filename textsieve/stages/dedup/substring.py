@@ -53,6 +53,7 @@ from textsieve.errors import TextsieveError
 from textsieve.exec.budget import MemoryPlan, memory_plan
 from textsieve.exec.local import default_workers, ordered_map
 from textsieve.exec.progress import Progress
+from textsieve.io.arrow_arrays import to_numpy
 from textsieve.io.attributes import open_set, set_place
 from textsieve.io.leftovers import finish_work, start_work
 from textsieve.io.locations import pool_workers, source_locations
@@ -151,7 +152,7 @@ class TokenCorpus:
 
     @classmethod
     def of(cls, spilled: list[Spilled]) -> TokenCorpus:
-        lens = [np.concatenate([b.column("tokens").to_numpy() for b in s.base_batches()] or [np.zeros(0, np.int64)])
+        lens = [np.concatenate([to_numpy(b.column("tokens")) for b in s.base_batches()] or [np.zeros(0, np.int64)])
                 for s in spilled]
         doc_len = np.concatenate(lens or [np.zeros(0, np.int64)]).astype(np.int64)
         tok_at = np.concatenate([[0], np.cumsum([s.n_tokens for s in spilled])]).astype(np.int64)
@@ -193,7 +194,7 @@ class TokenCorpus:
         if self.spilled[0].words:  # shard-local word ids -> one dictionary over the shards involved
             shards = list(dict.fromkeys(k for k, _ in pieces))
             vocabs = [self.spilled[k].vocab() for k in shards]
-            codes = pa.concat_arrays(vocabs).dictionary_encode().indices.to_numpy().astype(np.uint32)
+            codes = to_numpy(pa.concat_arrays(vocabs).dictionary_encode().indices).astype(np.uint32)
             at = np.concatenate([[0], np.cumsum([len(v) for v in vocabs])])
             mapping = {k: codes[at[i]:at[i + 1]] for i, k in enumerate(shards)}
             pieces = [(k, mapping[k][ids]) for k, ids in pieces]
@@ -228,7 +229,7 @@ def _tables(s: Spilled, marks: GroupFlags, tok_at: int) -> Iterator[pa.Table]:
     if not batches:
         batches = [pa.RecordBatch.from_pylist([], schema=BASE_SCHEMA)]
     for b in batches:
-        lens = b.column("tokens").to_numpy().astype(np.int64)
+        lens = to_numpy(b.column("tokens")).astype(np.int64)
         n = int(lens.sum())
         m = marks.slice(tok_at + at, tok_at + at + n) if n else np.zeros(0, np.uint8)
         doc_off, start, end, toks = runs(m, s.offsets(at, at + n), lens)
@@ -240,7 +241,7 @@ def _tables(s: Spilled, marks: GroupFlags, tok_at: int) -> Iterator[pa.Table]:
         count = np.diff(doc_off).astype(np.int64)
         chars = _seg_sum(end - start, doc_off)
         tokens = _seg_sum(toks, doc_off)
-        doc_chars = b.column("chars").to_numpy().astype(np.int64)
+        doc_chars = to_numpy(b.column("chars")).astype(np.int64)
         with np.errstate(invalid="ignore", divide="ignore"):
             frac = pa.array(chars / np.maximum(doc_chars, 1), pa.float64(), mask=doc_chars == 0)
         yield pa.Table.from_arrays(

@@ -48,6 +48,7 @@ import pyarrow.parquet as pq
 from textsieve.display import result_display
 from textsieve.dsir.names import check_name, column_names, set_name
 from textsieve.exec.progress import Progress
+from textsieve.io.arrow_arrays import to_numpy
 from textsieve.io.atomic import write_parquet_with_metadata
 from textsieve.io.attributes import META_KEY, attribute_shards, open_set, read_shard_meta, set_place, shard_rel
 from textsieve.io.leftovers import remove_stale_siblings
@@ -259,8 +260,8 @@ def run_fit(cfg: DsirFitConfig) -> DsirFitResult:
                 for fb in fbs:
                     raw_counts += np.bincount(fb.buckets, minlength=params.buckets)
             else:  # only the recipe's survivors make the raw side
-                keep = survivor_mask(keys.column("shard").to_numpy(zero_copy_only=False),
-                                     keys.column("row").to_numpy(), within)
+                keep = survivor_mask(to_numpy(keys.column("shard")),
+                                     to_numpy(keys.column("row")), within)
                 raw_counts += _masked_counts(fbs, keep, params.buckets)
             used += sum(fb.buckets.nbytes for fb in fbs)
             if used <= budget:

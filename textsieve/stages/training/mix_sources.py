@@ -37,6 +37,7 @@ import fsspec
 import numpy as np
 import pyarrow.parquet as pq
 
+from textsieve.io.arrow_arrays import to_numpy
 from textsieve.io.attributes import attribute_shards, shard_rel, source_documents
 from textsieve.io.fields import MISSING, FieldPath
 from textsieve.io.publish import PublishError, check_file, content_key, read_manifest, summary_of
@@ -191,7 +192,7 @@ def _attribute_langs(directory: str, pool: SourcePool) -> None:
                 sp.lang = source_langs(sp.meta, sp.rows) if lang_field else [None] * len(sp.rows)
                 continue
             t = pf.read(columns=["row", "ts_lang"], use_threads=False)  # see io.parquet_read
-        rows = t.column("row").to_numpy().astype(np.int64)
+        rows = to_numpy(t.column("row")).astype(np.int64)
         langs = t.column("ts_lang").to_pylist()
         at = np.searchsorted(rows, sp.rows)
         sp.lang = [langs[i] for i in at.tolist()]
