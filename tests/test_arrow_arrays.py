@@ -81,3 +81,29 @@ def test_a_source_stage_runs_without_pandas(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     loaded = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time")}
     assert "pyarrow" in loaded and "pandas" not in loaded
+
+
+def test_annotate_and_dedup_run_without_pandas(tmp_path):
+    """The same for annotate's main process and `dedup exact` / `dedup fuzzy` (their workers run the
+    same code): buffer-built columns and `to_numpy`, so no `pa.array` or pyarrow `to_numpy`."""
+    import json
+    import subprocess
+    import sys
+
+    words = "the quick brown fox jumps over the lazy dog while seven wizards quietly judge boxing".split()
+    docs = [" ".join(words[(i * 7 + k) % len(words)] for k in range(40 + i % 9)) for i in range(60)]
+    docs += docs[:10]  # exact repeats: a group for each dedup to find
+    src = tmp_path / "docs.jsonl"
+    src.write_text("".join(json.dumps({"id": f"d{i}", "text": t}) + "\n" for i, t in enumerate(docs)))
+    attrs = tmp_path / "attrs"
+
+    def loaded(*args: str) -> set[str]:
+        done = subprocess.run([sys.executable, "-X", "importtime", "-m", "textsieve.cli", *args, "-q"],
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time")}
+
+    for args in (["annotate", str(src), "-o", str(attrs), "--workers", "1"], ["dedup", "exact", str(attrs)],
+                 ["dedup", "fuzzy", str(attrs)]):
+        assert "pandas" not in loaded(*args), args
+    assert (attrs / "sets").is_dir()

@@ -15,7 +15,8 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 
-_NUMPY = {pa.int64(): np.int64, pa.int32(): np.int32, pa.float64(): np.float64, pa.uint8(): np.uint8}
+_NUMPY = {pa.int64(): np.int64, pa.int32(): np.int32, pa.float64(): np.float64, pa.uint8(): np.uint8,
+          pa.uint64(): np.uint64}
 #: every Arrow integer and float type's NumPy dtype (`to_numpy`)
 _NUMPY_OF = {pa.int8(): np.int8, pa.int16(): np.int16, pa.int32(): np.int32, pa.int64(): np.int64,
              pa.uint8(): np.uint8, pa.uint16(): np.uint16, pa.uint32(): np.uint32, pa.uint64(): np.uint64,
@@ -35,10 +36,18 @@ def _validity(valid: np.ndarray | None, n: int) -> tuple[pa.Buffer | None, int]:
 
 def numeric_array(values: np.ndarray | Sequence[float] | Sequence[int], type: pa.DataType,
                   valid: np.ndarray | None = None) -> pa.Array:
-    """``pa.array(values, type, mask=~valid)`` for int64, int32, float64 and uint8 ``type``."""
+    """``pa.array(values, type, mask=~valid)`` for int64, int32, float64, uint8 and uint64 ``type``."""
     data = np.ascontiguousarray(values, dtype=_NUMPY[type])
     bitmap, nulls = _validity(valid, len(data))
     return pa.Array.from_buffers(type, len(data), [bitmap, pa.py_buffer(data)], null_count=nulls)
+
+
+def bool_array(values: np.ndarray | Sequence[bool], valid: np.ndarray | None = None) -> pa.Array:
+    """``pa.array(values, pa.bool_(), mask=~valid)``, from a bit-packed buffer."""
+    data = np.asarray(values, dtype=bool)
+    bitmap, nulls = _validity(valid, len(data))
+    return pa.Array.from_buffers(pa.bool_(), len(data), [bitmap, pa.py_buffer(np.packbits(data, bitorder="little"))],
+                                 null_count=nulls)
 
 
 def string_array(values: Sequence[str | None], valid: np.ndarray | None = None) -> pa.Array:

@@ -60,7 +60,7 @@ from textsieve.dedup.ray_shuffle import RayKeyShuffle
 from textsieve.display import result_display
 from textsieve.exec.budget import MemoryPlan, memory_plan
 from textsieve.exec.progress import Progress
-from textsieve.io.arrow_arrays import to_numpy
+from textsieve.io.arrow_arrays import numeric_array, to_numpy
 from textsieve.io.attributes import DOCS, attribute_shards, read_shard_meta, set_place, shard_rel, source_documents
 from textsieve.io.leftovers import finish_work, start_work, work_parent
 from textsieve.io.limits import DEFAULT_MAX_DOC_BYTES, parse_max_doc_bytes
@@ -535,8 +535,8 @@ def _finish_exact(cfg, sources, work, writer, max_rows, set_root, fs, info, n_do
             keep[local] = nodes[lo:hi] == rep[lo:hi]
             at += n
             progress.advance(n, n)
-            yield out_table(b, exact_columns(prefix), pa.array(g, pa.uint64(), mask=~hit), pa.array(s, pa.int64()),
-                            keep)
+            yield out_table(b, exact_columns(prefix), numeric_array(g, pa.uint64(), valid=hit),
+                            numeric_array(s, pa.int64()), keep)  # (from buffers: `pa.array` loads pandas)
 
     for i in range(len(hashed)):
         write_tables(set_root, fs, sources[i].rel, tables(i), info)

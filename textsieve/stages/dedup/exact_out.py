@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from textsieve.dedup.hashed import SCHEMA as HASHED_SCHEMA
 from textsieve.dedup.hashed import HashedShard
-from textsieve.io.arrow_arrays import to_numpy
+from textsieve.io.arrow_arrays import bool_array, to_numpy
 from textsieve.io.atomic import AtomicParquetWriter
 from textsieve.io.attributes import META_KEY
 
@@ -57,8 +57,8 @@ def with_empty(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
 
 def out_table(b: pa.RecordBatch, columns: list[str], group: pa.Array, size: pa.Array, keep: np.ndarray) -> pa.Table:
     """An output slice: the batch's id, shard, row and the set's three columns."""
-    return pa.table([b.column("id"), b.column("shard"), b.column("row"), group, size, pa.array(keep, pa.bool_())],
-                    names=["id", "shard", "row", *columns])
+    return pa.Table.from_arrays([b.column("id"), b.column("shard"), b.column("row"), group, size, bool_array(keep)],
+                                names=["id", "shard", "row", *columns])
 
 
 def write_tables(set_root: str, fs: fsspec.AbstractFileSystem, rel: str, tables: Iterable[pa.Table],

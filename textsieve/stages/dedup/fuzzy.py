@@ -52,7 +52,7 @@ from textsieve.display import result_display
 from textsieve.exec.arrow_memory import lean_arrow_memory
 from textsieve.exec.budget import memory_plan
 from textsieve.exec.progress import Progress
-from textsieve.io.arrow_arrays import to_numpy
+from textsieve.io.arrow_arrays import bool_array, numeric_array, to_numpy
 from textsieve.io.atomic import AtomicParquetWriter
 from textsieve.io.attributes import LENGTH_COLUMN, META_KEY, open_set, set_place
 from textsieve.io.leftovers import finish_work, start_work, work_parent
@@ -278,10 +278,10 @@ def _columns(nodes: dict[float, _Nodes], ii: np.ndarray) -> dict[str, pa.Array]:
         pos = np.minimum(np.searchsorted(nd.ids, ii), max(0, nd.ids.shape[0] - 1))
         hit = (nd.ids[pos] == ii) if nd.ids.shape[0] else np.zeros(ii.shape[0], dtype=bool)
         cid = np.where(hit, nd.cid[pos] if nd.ids.shape[0] else 0, 0).astype(np.uint64)
-        cols[f"{tkey(t)}_cluster"] = pa.array(cid, type=pa.uint64(), mask=~hit)
-        cols[f"{tkey(t)}_size"] = pa.array(np.where(hit, nd.size[pos] if nd.ids.shape[0] else 1, 1), type=pa.int64())
-        cols[f"{tkey(t)}_keep"] = pa.array(np.where(hit, nd.keep[pos] if nd.ids.shape[0] else True, True),
-                                           type=pa.bool_())
+        # (built from buffers: `pa.array` would load pandas through pyarrow's shim)
+        cols[f"{tkey(t)}_cluster"] = numeric_array(cid, pa.uint64(), valid=hit)
+        cols[f"{tkey(t)}_size"] = numeric_array(np.where(hit, nd.size[pos] if nd.ids.shape[0] else 1, 1), pa.int64())
+        cols[f"{tkey(t)}_keep"] = bool_array(np.where(hit, nd.keep[pos] if nd.ids.shape[0] else True, True))
     return cols
 
 
