@@ -21,10 +21,11 @@ exact, so everything decoded is passed on and the truncation is reported.
 
 from __future__ import annotations
 
+import gzip
 import zlib
 from collections.abc import Callable, Iterator
 from types import ModuleType
-from typing import BinaryIO, Protocol, cast
+from typing import IO, Any, BinaryIO, Protocol, cast
 
 import zstandard
 
@@ -37,6 +38,15 @@ try:  # ISA-L's inflate: the same output as zlib's, 2-2.5x faster
 except ImportError:  # pragma: no cover - a platform without an isal wheel
     _inflate = zlib
     _INFLATE_ERRORS = (zlib.error,)
+
+try:  # ISA-L's deflate for the documents textsieve writes (`gzip_writer`)
+    from isal import igzip as _igzip
+except ImportError:  # pragma: no cover - a platform without an isal wheel
+    _igzip = None  # type: ignore[assignment]
+
+#: `gzip_writer`'s ISA-L level (its highest) and zlib's where ISA-L is missing
+ISAL_LEVEL = 3
+ZLIB_LEVEL = 6
 
 CHUNK_SIZE = 1 << 20  # read size from storage
 #: decompression step (compressed bytes): bounds what one damaged spot can take with it, and what
@@ -75,6 +85,20 @@ class _Decompressor(Protocol):
 
     @property
     def unused_data(self) -> bytes: ...
+
+
+def gzip_writer(fileobj: IO[bytes] | IO[Any]) -> BinaryIO:
+    """A gzip member written into `fileobj` (which stays open), without a file name or timestamp,
+    so the same records give the same bytes. Compressed by ISA-L at level 3: Python's `gzip` default,
+    zlib level 9, cost ~4% of `extract`'s CPU end to end (0.59 s for the 13.7 MB a 3,001-record
+    run writes) and ~9% of `source github`'s; ISA-L took 0.07 s there, for files 7% larger on web
+    text (0.308 of the raw size against 0.287) and 10-13% larger on code. Where `isal` is not
+    installed, zlib at level 6 (those files are the same size as level 9's, from ~2x faster on code
+    to 10% on web text; the bytes then differ from ISA-L's, and readers take either)."""
+    if _igzip is not None:
+        return cast(BinaryIO, _igzip.IGzipFile(filename="", fileobj=fileobj, mode="wb", mtime=0,
+                                               compresslevel=ISAL_LEVEL))
+    return cast(BinaryIO, gzip.GzipFile(filename="", fileobj=fileobj, mode="wb", mtime=0, compresslevel=ZLIB_LEVEL))
 
 
 def compression_of(path: str) -> str | None:

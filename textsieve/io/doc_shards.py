@@ -2,15 +2,15 @@
 
 Stages that *make* documents (`extract`) write their records through `DocShardWriter`, so the
 three output formats share one set of rules: records in input order, the same JSON encoding
-(UTF-8, no ASCII escapes, keys in the order given), gzip without a timestamp or file name, zstd
-with a content checksum (so a cut or damaged file is noticed on read, `io.compression`), and a
-Parquet schema fixed by the caller (a shard without records still has every column). The file
-appears under its final name only when complete (`io.atomic`).
+(UTF-8, no ASCII escapes, keys in the order given), gzip without a timestamp or file name
+(`io.compression.gzip_writer`), zstd with a content checksum (so a cut or damaged file is
+noticed on read, `io.compression`), and a Parquet schema fixed by the caller (a shard without
+records still has every column). The file appears under its final name only when complete
+(`io.atomic`).
 """
 
 from __future__ import annotations
 
-import gzip
 import json
 from collections.abc import Iterable
 from typing import Any
@@ -19,6 +19,7 @@ import fsspec
 import pyarrow as pa
 
 from textsieve.io.atomic import AtomicParquetWriter, atomic_open
+from textsieve.io.compression import gzip_writer
 
 DOC_FORMATS = ("jsonl.gz", "jsonl.zst", "parquet")
 _ROW_GROUP = 2048
@@ -62,7 +63,7 @@ def write_doc_shard(fs: fsspec.AbstractFileSystem, path: str, fmt: str, records:
         return n
     with atomic_open(fs, path, "wb") as raw:
         if fmt == "jsonl.gz":
-            with gzip.GzipFile(filename="", fileobj=raw, mode="wb", mtime=0) as gz:
+            with gzip_writer(raw) as gz:
                 for rec in records:
                     gz.write(_line(rec))
                     n += 1

@@ -42,7 +42,6 @@ from __future__ import annotations
 import base64
 import datetime
 import decimal
-import gzip
 import json
 import uuid
 from collections.abc import Iterator
@@ -56,6 +55,7 @@ import pyarrow.parquet as pq
 from textsieve.document import Document
 from textsieve.io.atomic import AtomicParquetWriter, atomic_open
 from textsieve.io.attributes import source_documents
+from textsieve.io.compression import gzip_writer
 from textsieve.io.fields import FieldPath
 from textsieve.personal_data.redact import Region, redact
 from textsieve.personal_data.redact_plan import REDACTED_FIELD, load_regions
@@ -301,7 +301,7 @@ def write_selected(task: ShardTask, selected) -> tuple[int, int]:
                 writer.close()
             else:
                 with atomic_open(fs, task.final) as raw, \
-                        gzip.GzipFile(filename="", fileobj=raw, mode="wb", mtime=0) as gz:
+                        gzip_writer(raw) as gz:
                     for chunk in _chunks(selected()):
                         for rec in rows.table(chunk, shard).to_pylist():
                             gz.write(_dumps(rec))
@@ -335,7 +335,7 @@ def write_selected(task: ShardTask, selected) -> tuple[int, int]:
             raise
         writer.close()
     else:
-        with atomic_open(fs, task.final) as raw, gzip.GzipFile(filename="", fileobj=raw, mode="wb", mtime=0) as gz:
+        with atomic_open(fs, task.final) as raw, gzip_writer(raw) as gz:
             for rec, text in recs():
                 gz.write(_dumps(rec))
                 records += 1
