@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pytest
-
 from _shared import SHARED, missing_reason
+
 from textsieve.io.arrow_arrays import numeric_array, repeated_string, string_array, to_numpy
 
 
@@ -49,8 +49,9 @@ def _to_numpy_cases() -> list[pa.Array | pa.ChunkedArray]:
              for t, d in [(pa.int8(), np.int8), (pa.uint16(), np.uint16), (pa.uint32(), np.uint32),
                           (pa.uint64(), np.uint64), (pa.float32(), np.float32), (pa.float16(), np.float16)]]
     with_nulls = numeric_array(np.arange(5), pa.int64(), valid=np.array([1, 0, 1, 1, 0], bool))
-    return [ints, ints.slice(3, 7), floats, bools, bools.slice(2, 7), *small, with_nulls, string_array(["a", None, "b"]),
-            pa.chunked_array([ints]), pa.chunked_array([ints.slice(1, 2), ints, ints.slice(20)]),
+    return [ints, ints.slice(3, 7), floats, bools, bools.slice(2, 7), *small, with_nulls,
+            string_array(["a", None, "b"]), pa.chunked_array([ints]),
+            pa.chunked_array([ints.slice(1, 2), ints, ints.slice(20)]),
             pa.chunked_array([bools.slice(1, 3), bools]), pa.chunked_array([], pa.int32()),
             pa.chunked_array([with_nulls, ints])]
 
@@ -90,7 +91,8 @@ def test_annotate_and_dedup_run_without_pandas(tmp_path):
     import subprocess
     import sys
 
-    words = "the quick brown fox jumps over the lazy dog while seven wizards quietly judge boxing".split()
+    words = ["the", "quick", "brown", "fox", "jumps", "over", "the", "lazy", "dog", "while", "seven", "wizards",
+             "quietly", "judge", "boxing"]
     docs = [" ".join(words[(i * 7 + k) % len(words)] for k in range(40 + i % 9)) for i in range(60)]
     docs += docs[:10]  # exact repeats: a group for each dedup to find
     src = tmp_path / "docs.jsonl"
