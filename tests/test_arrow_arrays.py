@@ -9,7 +9,8 @@ import pyarrow as pa
 import pytest
 from _shared import SHARED, missing_reason
 
-from textsieve.io.arrow_arrays import numeric_array, repeated_string, string_array, to_numpy
+from textsieve.io.arrow_arrays import bool_array, int64_lists, numeric_array, repeated_string, string_array, to_numpy
+from textsieve.signals.spans import span_type, spans_array
 
 
 @pytest.mark.parametrize("type_", [pa.int64(), pa.int32(), pa.float64(), pa.uint8()])
@@ -84,8 +85,8 @@ def test_a_source_stage_runs_without_pandas(tmp_path):
     assert "pyarrow" in loaded and "pandas" not in loaded
 
 
-def test_annotate_and_dedup_run_without_pandas(tmp_path):
-    """The same for annotate's main process and `dedup exact` / `dedup fuzzy` (their workers run the
+def test_annotate_dedup_and_pii_run_without_pandas(tmp_path):
+    """The same for annotate's main process, four dedup stages and `pii` (their workers run the
     same code): buffer-built columns and `to_numpy`, so no `pa.array` or pyarrow `to_numpy`."""
     import json
     import subprocess
@@ -106,6 +107,25 @@ def test_annotate_and_dedup_run_without_pandas(tmp_path):
         return {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time")}
 
     for args in (["annotate", str(src), "-o", str(attrs), "--workers", "1"], ["dedup", "exact", str(attrs)],
-                 ["dedup", "fuzzy", str(attrs)]):
+                 ["dedup", "fuzzy", str(attrs)], ["dedup", "lines", str(attrs)], ["dedup", "simhash", str(attrs)],
+                 ["pii", str(attrs)]):
         assert "pandas" not in loaded(*args), args
     assert (attrs / "sets").is_dir()
+
+
+def test_bool_lists_and_spans_equal_pa_array():
+    """The nested builders the dedup and PII stages use give what `pa.array` gives."""
+    flags = np.array([True, False, True, True, False, False, True, False, True])
+    valid = np.array([1, 1, 0, 1, 1, 1, 1, 0, 1], bool)
+    assert bool_array(flags).equals(pa.array(flags, pa.bool_()))
+    assert bool_array(flags, valid).equals(pa.array(flags, pa.bool_(), mask=~valid))
+    assert bool_array(flags[3:]).equals(pa.array(flags[3:], pa.bool_()))
+    assert numeric_array(np.array([2**64 - 1, 0, 7], np.uint64), pa.uint64()).equals(
+        pa.array([2**64 - 1, 0, 7], pa.uint64()))
+    ends = [np.array([3, 9, 10]), np.array([], np.int64), np.array([5])]
+    assert int64_lists(ends).equals(pa.array([e.tolist() for e in ends], pa.list_(pa.int64())))
+    assert int64_lists([]).equals(pa.array([], pa.list_(pa.int64())))
+    spans = [[(0, 5, 1), (9, 20, 4)], [], [(3, 4, 49)]]
+    want = pa.array([[{"start": a, "end": b, "score": c} for a, b, c in doc] for doc in spans], span_type("int"))
+    assert spans_array(spans).equals(want)
+    assert spans_array([]).equals(pa.array([], span_type("int")))

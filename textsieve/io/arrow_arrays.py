@@ -50,6 +50,19 @@ def bool_array(values: np.ndarray | Sequence[bool], valid: np.ndarray | None = N
                                  null_count=nulls)
 
 
+def int64_lists(values: Sequence[np.ndarray]) -> pa.ListArray:
+    """``pa.array(values, pa.list_(pa.int64()))`` for a sequence of 1-d integer arrays."""
+    lengths = np.fromiter((len(v) for v in values), dtype=np.int64, count=len(values))
+    offsets = np.zeros(len(values) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    flat = np.concatenate([np.asarray(v, dtype=np.int64) for v in values]) if len(values) else np.zeros(0, np.int64)
+    if offsets[-1] >= 2**31:
+        return pa.LargeListArray.from_arrays(numeric_array(offsets, pa.int64()), numeric_array(flat, pa.int64())) \
+            .cast(pa.list_(pa.int64()))
+    return pa.ListArray.from_arrays(numeric_array(offsets, pa.int32()), numeric_array(flat, pa.int64()),
+                                    type=pa.list_(pa.int64()))
+
+
 def string_array(values: Sequence[str | None], valid: np.ndarray | None = None) -> pa.Array:
     """``pa.array(values, pa.string(), mask=~valid)``: None (or an invalid row) is null; a lone
     surrogate raises UnicodeEncodeError, as it does there."""

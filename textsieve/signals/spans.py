@@ -7,6 +7,8 @@ Parquet; everything else is a double. Offsets are code points into the raw text.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pyarrow as pa
 
@@ -64,6 +66,18 @@ def _spans(sig: Signal, bounds: Bounds, values: np.ndarray, valid: np.ndarray | 
     scores = numeric_array(values, pa.int64() if sig.dtype == "int" else pa.float64(), valid)
     items = pa.StructArray.from_arrays([starts, ends, scores], names=["start", "end", "score"])
     return pa.ListArray.from_arrays(offsets, items, type=span_type(sig.dtype))
+
+
+def spans_array(per_doc: Sequence[Sequence[tuple[int, int, int]]]) -> pa.ListArray:
+    """``pa.array`` of `span_type("int")` from each document's (start, end, score) spans, built
+    from buffers (no pandas through pyarrow's shim)."""
+    counts = np.fromiter((len(d) for d in per_doc), dtype=np.int64, count=len(per_doc))
+    offsets = np.zeros(len(per_doc) + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    flat = np.array([span for doc in per_doc for span in doc], dtype=np.int64).reshape(-1, 3)
+    items = pa.StructArray.from_arrays([numeric_array(flat[:, k], pa.int64()) for k in range(3)],
+                                       names=["start", "end", "score"])
+    return pa.ListArray.from_arrays(numeric_array(offsets, pa.int32()), items, type=span_type("int"))
 
 
 def to_arrow(sig: Signal, scores: Scores, views: BatchViews) -> pa.Array:

@@ -35,6 +35,7 @@ from textsieve._version import __version__
 from textsieve.display import result_display
 from textsieve.errors import TextsieveError
 from textsieve.exec.progress import Progress
+from textsieve.io.arrow_arrays import numeric_array, string_array
 from textsieve.io.attributes import attribute_shards, open_set, set_place, shard_rel
 from textsieve.io.locations import pool_workers, source_locations
 from textsieve.io.parquet_read import read_table
@@ -139,7 +140,7 @@ def _tables(job: DocSetJob, key: str, src: DocSource) -> Iterator[pa.Table]:
     def table() -> pa.Table:
         at = (src.rel, start, src.annotate_rel or src.rel)  # set rel, first row, annotate's rel of the shard
         cols = job.compute(state, texts, at) if job.positions else job.compute(state, texts)
-        arrays = [pa.array(ids, pa.string()), pa.array(shards, pa.string()), pa.array(rows, pa.int64())]
+        arrays = [string_array(ids), string_array(shards), numeric_array(rows, pa.int64())]  # (no pandas: from buffers)
         arrays += [cols[f.name] for f in job.schema]
         return pa.Table.from_arrays(arrays, schema=schema)
 

@@ -66,6 +66,7 @@ from textsieve.display import result_display
 from textsieve.errors import TextsieveError
 from textsieve.exec.budget import MemoryPlan, memory_plan
 from textsieve.exec.progress import Progress
+from textsieve.io.arrow_arrays import int64_lists, numeric_array, string_array, to_numpy
 from textsieve.io.attributes import open_set, set_place
 from textsieve.io.diskfull import disk_full_as_error
 from textsieve.io.leftovers import finish_work, start_work
@@ -216,8 +217,8 @@ def _hash_shard(task: tuple[DocSource, str, str, int]) -> Hashed:
             if cols[0]:
                 with disk_full_as_error(out.base_path, written=base_fh.tell, what="spilling line ends to"):
                     base.write_batch(pa.record_batch(
-                        [pa.array(cols[0], pa.string()), pa.array(cols[1], pa.string()),
-                         pa.array(cols[2], pa.int64()), pa.array(cols[3], pa.list_(pa.int64()))], schema=BASE_SCHEMA))
+                        [string_array(cols[0]), string_array(cols[1]), numeric_array(cols[2], pa.int64()),
+                         int64_lists(cols[3])], schema=BASE_SCHEMA))  # (from buffers: `pa.array` loads pandas)
             if pending:
                 with disk_full_as_error(out.rows_path, written=rows_fh.tell, what="spilling line keys to"):
                     rows_fh.write(as_bytes(np.concatenate(pending)))
@@ -263,9 +264,8 @@ def _tables(h: Hashed, flags: GroupFlags, line_at: int, kind: LineSet) -> Iterat
             ends_col = b.column("ends")
             if isinstance(ends_col, pa.ChunkedArray):
                 ends_col = ends_col.combine_chunks()
-            offsets = np.asarray(ends_col.offsets, dtype=np.int64) - int(ends_col.offsets[0].as_py())
-            ends = np.asarray(ends_col.values.slice(int(ends_col.offsets[0].as_py()), int(offsets[-1])),
-                              dtype=np.int64)
+            offsets = to_numpy(ends_col.offsets).astype(np.int64) - int(ends_col.offsets[0].as_py())
+            ends = to_numpy(ends_col.values.slice(int(ends_col.offsets[0].as_py()), int(offsets[-1]))).astype(np.int64)
             n = int(offsets[-1])
             score = flags.slice(at, at + n).astype(np.int64) if n else np.zeros(0, np.int64)
             at += n
@@ -275,16 +275,18 @@ def _tables(h: Hashed, flags: GroupFlags, line_at: int, kind: LineSet) -> Iterat
                 starts[offsets[:-1][np.diff(offsets) > 0]] = 0
             lens = ends - starts
             spans = pa.ListArray.from_arrays(
-                pa.array(offsets.astype(np.int32)),
-                pa.StructArray.from_arrays([pa.array(starts), pa.array(ends), pa.array(score)],
+                numeric_array(offsets, pa.int32()),
+                pa.StructArray.from_arrays([numeric_array(starts, pa.int64()), numeric_array(ends, pa.int64()),
+                                            numeric_array(score, pa.int64())],
                                            names=["start", "end", "score"]), type=span_type("int"))
             count = _seg_sum(score, offsets)
             chars = _seg_sum(score * lens, offsets)
             nl = np.diff(offsets)
             with np.errstate(invalid="ignore", divide="ignore"):
-                frac = pa.array(count / np.maximum(nl, 1), pa.float64(), mask=nl == 0)
-            yield pa.Table.from_arrays([b.column("id"), b.column("shard"), b.column("row"), spans, pa.array(count),
-                                        pa.array(chars), frac], schema=output_schema(kind))
+                frac = numeric_array(count / np.maximum(nl, 1), pa.float64(), valid=nl != 0)
+            yield pa.Table.from_arrays([b.column("id"), b.column("shard"), b.column("row"), spans,
+                                        numeric_array(count, pa.int64()), numeric_array(chars, pa.int64()), frac],
+                                       schema=output_schema(kind))
 
 
 def _seg_sum(x: np.ndarray, offsets: np.ndarray) -> np.ndarray:

@@ -42,6 +42,7 @@ from textsieve.display import result_display
 from textsieve.errors import TextsieveError
 from textsieve.exec.local import default_workers, ordered_map
 from textsieve.exec.progress import Progress
+from textsieve.io.arrow_arrays import bool_array, numeric_array
 from textsieve.io.attributes import open_set, set_place
 from textsieve.io.locations import pool_workers, source_locations
 from textsieve.io.publish import SUMMARY, content_key, settings_diff
@@ -166,11 +167,12 @@ def _compute(cfg: SimhashConfig, sources: list[DocSource], table: ShardTable, pu
     staging = pub.fs.unstrip_protocol(pub.staging)
     for i in range(len(table.paths)):
         lo, hi = int(table.base[i]), int(table.base[i + 1])
-        out = {f"{PREFIX}_fingerprint": pa.array(fps[lo:hi], pa.uint64()),
-               f"{PREFIX}_near": pa.array(cols[f"{PREFIX}_near"][lo:hi], pa.int64()),
-               f"{PREFIX}_cluster": pa.array(cluster[lo:hi], pa.uint64(), mask=~clustered[lo:hi]),
-               f"{PREFIX}_size": pa.array(cols[f"{PREFIX}_size"][lo:hi], pa.int64()),
-               f"{PREFIX}_keep": pa.array(cols[f"{PREFIX}_keep"][lo:hi], pa.bool_())}
+        # (built from buffers: `pa.array` loads pandas through pyarrow's shim)
+        out = {f"{PREFIX}_fingerprint": numeric_array(fps[lo:hi], pa.uint64()),
+               f"{PREFIX}_near": numeric_array(cols[f"{PREFIX}_near"][lo:hi], pa.int64()),
+               f"{PREFIX}_cluster": numeric_array(cluster[lo:hi], pa.uint64(), valid=clustered[lo:hi]),
+               f"{PREFIX}_size": numeric_array(cols[f"{PREFIX}_size"][lo:hi], pa.int64()),
+               f"{PREFIX}_keep": bool_array(cols[f"{PREFIX}_keep"][lo:hi])}
         write_set(table, staging, i, out, info)
         pub.add(table.rels[i], pub.key)
     summary = _summary(table, info, graph, cols, rep, clustered)
@@ -223,7 +225,7 @@ def _records(table: ShardTable, ordinals: np.ndarray) -> list[dict[str, Any]]:
     """{id, shard, row, keep} of the given documents (sorted ordinals), read shard by shard."""
     out: list[dict[str, Any]] = []
     for i, local in table.split(ordinals):
-        rows = table.read(i, ["id", "shard", "row"]).take(pa.array(local)).to_pylist()
+        rows = table.read(i, ["id", "shard", "row"]).take(numeric_array(local, pa.int64())).to_pylist()
         out += rows
     return out
 

@@ -20,9 +20,10 @@ from typing import Any
 
 import pyarrow as pa
 
+from textsieve.io.arrow_arrays import numeric_array
 from textsieve.options import check_choices, option, progress_option
 from textsieve.personal_data.detect import DETECTOR_VERSION, LENIENCIES, PII_TYPES, PiiSettings, detect
-from textsieve.signals.spans import free_spans, span_type
+from textsieve.signals.spans import free_spans, spans_array
 from textsieve.stages.descriptor import PROGRESS_REASON, CliSpec, Outcome, Stage, set_named
 from textsieve.stages.doc_set import DocSetError, DocSetJob, DocSetResult, run_doc_set
 from textsieve.stages.doc_set import output_schema as _doc_set_schema
@@ -101,18 +102,19 @@ def _setup(settings: PiiSettings) -> PiiSettings:
 
 
 def _compute(settings: PiiSettings, texts: list[str]) -> dict[str, pa.Array]:
-    per_type: dict[str, list[list[dict[str, int]]]] = {t: [] for t in settings.types}
+    per_type: dict[str, list[list[tuple[int, int, int]]]] = {t: [] for t in settings.types}
     counts: list[int] = []
     for text in texts:
         found = detect(text, settings)
         n = 0
         for t in settings.types:
             spans = found.get(t, [])
-            per_type[t].append([{"start": s, "end": e, "score": v} for s, e, v in spans])
+            per_type[t].append(list(spans))
             n += len(spans)
         counts.append(n)
-    out: dict[str, pa.Array] = {PREFIX + t: pa.array(v, span_type("int")) for t, v in per_type.items()}
-    out[COUNT] = pa.array(counts, pa.int64())
+    # (built from buffers: `pa.array` loads pandas through pyarrow's shim)
+    out: dict[str, pa.Array] = {PREFIX + t: spans_array(v) for t, v in per_type.items()}
+    out[COUNT] = numeric_array(counts, pa.int64())
     return out
 
 
