@@ -94,7 +94,10 @@ def gzip_writer(fileobj: IO[bytes] | IO[Any]) -> BinaryIO:
     run writes) and ~9% of `source github`'s; ISA-L took 0.07 s there, for files 7% larger on web
     text (0.308 of the raw size against 0.287) and 10-13% larger on code. Where `isal` is not
     installed, zlib at level 6 (those files are the same size as level 9's, from ~2x faster on code
-    to 10% on web text; the bytes then differ from ISA-L's, and readers take either)."""
+    to 10% on web text; the bytes then differ from ISA-L's, and readers take either). The bytes
+    are the same run after run on a machine; across machines they may differ where the deflate
+    does (ISA-L's pure-C path below SSE4.2, as zlib's bytes differ between zlib and zlib-ng
+    builds), so compare document shards by their records, not their compressed bytes."""
     if _igzip is not None:
         return cast(BinaryIO, _igzip.IGzipFile(filename="", fileobj=fileobj, mode="wb", mtime=0,
                                                compresslevel=ISAL_LEVEL))
