@@ -86,7 +86,7 @@ def test_a_source_stage_runs_without_pandas(tmp_path):
 
 
 def test_annotate_dedup_and_pii_run_without_pandas(tmp_path):
-    """The same for annotate's main process, four dedup stages and `pii` (their workers run the
+    """The same for annotate's main process, five dedup stages and `pii` (their workers run the
     same code): buffer-built columns and `to_numpy`, so no `pa.array` or pyarrow `to_numpy`."""
     import json
     import subprocess
@@ -108,7 +108,7 @@ def test_annotate_dedup_and_pii_run_without_pandas(tmp_path):
 
     for args in (["annotate", str(src), "-o", str(attrs), "--workers", "1"], ["dedup", "exact", str(attrs)],
                  ["dedup", "fuzzy", str(attrs)], ["dedup", "lines", str(attrs)], ["dedup", "simhash", str(attrs)],
-                 ["pii", str(attrs)]):
+                 ["dedup", "substring", str(attrs)], ["pii", str(attrs)]):
         assert "pandas" not in loaded(*args), args
     assert (attrs / "sets").is_dir()
 

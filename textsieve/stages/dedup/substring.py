@@ -53,7 +53,7 @@ from textsieve.errors import TextsieveError
 from textsieve.exec.budget import MemoryPlan, memory_plan
 from textsieve.exec.local import default_workers, ordered_map
 from textsieve.exec.progress import Progress
-from textsieve.io.arrow_arrays import to_numpy
+from textsieve.io.arrow_arrays import numeric_array, to_numpy
 from textsieve.io.attributes import open_set, set_place
 from textsieve.io.leftovers import finish_work, start_work
 from textsieve.io.locations import pool_workers, source_locations
@@ -235,18 +235,19 @@ def _tables(s: Spilled, marks: GroupFlags, tok_at: int) -> Iterator[pa.Table]:
         doc_off, start, end, toks = runs(m, s.offsets(at, at + n), lens)
         at += n
         spans = pa.ListArray.from_arrays(
-            pa.array(doc_off), pa.StructArray.from_arrays([pa.array(start), pa.array(end), pa.array(toks)],
-                                                          names=["start", "end", "score"]),
+            numeric_array(doc_off, pa.int32()),  # (from buffers: `pa.array` loads pandas)
+            pa.StructArray.from_arrays([numeric_array(start, pa.int64()), numeric_array(end, pa.int64()),
+                                        numeric_array(toks, pa.int64())], names=["start", "end", "score"]),
             type=free_spans(SPANS).type)
         count = np.diff(doc_off).astype(np.int64)
         chars = _seg_sum(end - start, doc_off)
         tokens = _seg_sum(toks, doc_off)
         doc_chars = to_numpy(b.column("chars")).astype(np.int64)
         with np.errstate(invalid="ignore", divide="ignore"):
-            frac = pa.array(chars / np.maximum(doc_chars, 1), pa.float64(), mask=doc_chars == 0)
+            frac = numeric_array(chars / np.maximum(doc_chars, 1), pa.float64(), valid=doc_chars != 0)
         yield pa.Table.from_arrays(
-            [b.column("id"), b.column("shard"), b.column("row"), spans, pa.array(count), pa.array(tokens),
-             pa.array(chars), frac], schema=output_schema())
+            [b.column("id"), b.column("shard"), b.column("row"), spans, numeric_array(count, pa.int64()),
+             numeric_array(tokens, pa.int64()), numeric_array(chars, pa.int64()), frac], schema=output_schema())
 
 
 def _seg_sum(x: np.ndarray, offsets: np.ndarray) -> np.ndarray:

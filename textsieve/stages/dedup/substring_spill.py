@@ -23,6 +23,7 @@ import pyarrow as pa
 
 from textsieve.dedup.partitions import as_bytes
 from textsieve.dedup.substring import OFFSET, Vocabulary, word_tokens
+from textsieve.io.arrow_arrays import numeric_array, string_array
 from textsieve.io.diskfull import disk_full_as_error
 from textsieve.tokenization.tokenizer import load_tokenizer
 
@@ -106,8 +107,9 @@ def spill_shard(task: tuple[Any, str, str | None, int]) -> Spilled:
                     ids_fh.write(as_bytes(np.ascontiguousarray(ids, dtype=np.uint32)))
                     off_fh.write(as_bytes(offsets))  # OFFSET records or (n, 2) uint32: the same bytes
                 base.write_batch(pa.record_batch(
-                    [pa.array(meta[0], pa.string()), pa.array(meta[1], pa.string()), pa.array(meta[2], pa.int64()),
-                     pa.array([len(i) for i, _ in encoded], pa.int64()), pa.array([len(t) for t in texts], pa.int64())],
+                    [string_array(meta[0]), string_array(meta[1]), numeric_array(meta[2], pa.int64()),
+                     numeric_array([len(i) for i, _ in encoded], pa.int64()),
+                     numeric_array([len(t) for t in texts], pa.int64())],  # (from buffers: `pa.array` loads pandas)
                     schema=BASE_SCHEMA))
             out.n_tokens += sum(len(i) for i, _ in encoded)
             for c in meta:
@@ -127,5 +129,5 @@ def spill_shard(task: tuple[Any, str, str | None, int]) -> Spilled:
         flush()
     if vocab is not None:
         with open(out.path("vocab"), "wb") as fh, pa.ipc.new_file(fh, VOCAB_SCHEMA) as w:
-            w.write_table(pa.table([pa.array(vocab.words(), pa.string())], schema=VOCAB_SCHEMA))
+            w.write_table(pa.Table.from_arrays([string_array(vocab.words())], schema=VOCAB_SCHEMA))
     return out

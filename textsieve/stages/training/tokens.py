@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from textsieve.display import result_display
+from textsieve.io.arrow_arrays import numeric_array
 from textsieve.options import option, progress_option
 from textsieve.stages.descriptor import PROGRESS_REASON, CliSpec, Layout, Outcome, Stage
 from textsieve.stages.planning import PlannedSet, doc_set_plan
@@ -114,7 +115,7 @@ class _Compute:
     column: str
 
     def __call__(self, count: Any, texts: list[str]) -> dict[str, pa.Array]:
-        return {self.column: pa.array(count(texts), pa.int64())}
+        return {self.column: numeric_array(count(texts), pa.int64())}  # (from buffers: no pandas)
 
 
 def _threads(cfg: TokensConfig, n_shards: int) -> int:
