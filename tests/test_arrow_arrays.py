@@ -9,7 +9,15 @@ import pyarrow as pa
 import pytest
 from _shared import SHARED, missing_reason
 
-from textsieve.io.arrow_arrays import bool_array, int64_lists, numeric_array, repeated_string, string_array, to_numpy
+from textsieve.io.arrow_arrays import (
+    bool_array,
+    int64_lists,
+    numeric_array,
+    repeated_string,
+    string_array,
+    string_lists,
+    to_numpy,
+)
 from textsieve.signals.spans import span_type, spans_array
 
 
@@ -86,8 +94,9 @@ def test_a_source_stage_runs_without_pandas(tmp_path):
 
 
 def test_annotate_dedup_and_pii_run_without_pandas(tmp_path):
-    """The same for annotate's main process, five dedup stages and `pii` (their workers run the
-    same code): buffer-built columns and `to_numpy`, so no `pa.array` or pyarrow `to_numpy`."""
+    """The same for annotate's main process, five dedup stages, `pii` and `decontaminate` (their
+    workers run the same code): buffer-built columns and `to_numpy`, so no `pa.array` or pyarrow
+    `to_numpy`."""
     import json
     import subprocess
     import sys
@@ -99,6 +108,8 @@ def test_annotate_dedup_and_pii_run_without_pandas(tmp_path):
     src = tmp_path / "docs.jsonl"
     src.write_text("".join(json.dumps({"id": f"d{i}", "text": t}) + "\n" for i, t in enumerate(docs)))
     attrs = tmp_path / "attrs"
+    bench = tmp_path / "bench.jsonl"  # a benchmark question that one of the documents contains
+    bench.write_text(json.dumps({"question": docs[3][:120]}) + "\n")
 
     def loaded(*args: str) -> set[str]:
         done = subprocess.run([sys.executable, "-X", "importtime", "-m", "textsieve.cli", *args, "-q"],
@@ -108,7 +119,8 @@ def test_annotate_dedup_and_pii_run_without_pandas(tmp_path):
 
     for args in (["annotate", str(src), "-o", str(attrs), "--workers", "1"], ["dedup", "exact", str(attrs)],
                  ["dedup", "fuzzy", str(attrs)], ["dedup", "lines", str(attrs)], ["dedup", "simhash", str(attrs)],
-                 ["dedup", "substring", str(attrs)], ["pii", str(attrs)]):
+                 ["dedup", "substring", str(attrs)], ["pii", str(attrs)],
+                 ["decontaminate", str(attrs), "--against", str(bench), "--fields", "question"]):
         assert "pandas" not in loaded(*args), args
     assert (attrs / "sets").is_dir()
 
@@ -125,6 +137,8 @@ def test_bool_lists_and_spans_equal_pa_array():
     ends = [np.array([3, 9, 10]), np.array([], np.int64), np.array([5])]
     assert int64_lists(ends).equals(pa.array([e.tolist() for e in ends], pa.list_(pa.int64())))
     assert int64_lists([]).equals(pa.array([], pa.list_(pa.int64())))
+    names = [["arc", "mmlu"], [], ["gsm8k"]]
+    assert string_lists(names).equals(pa.array(names, pa.list_(pa.string())))
     spans = [[(0, 5, 1), (9, 20, 4)], [], [(3, 4, 49)]]
     want = pa.array([[{"start": a, "end": b, "score": c} for a, b, c in doc] for doc in spans], span_type("int"))
     assert spans_array(spans).equals(want)

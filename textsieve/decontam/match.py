@@ -9,6 +9,7 @@ import pyarrow as pa
 
 from textsieve.decontam.index import LoadedIndex, load_index
 from textsieve.decontam.ngrams import fold_table
+from textsieve.io.arrow_arrays import numeric_array, string_lists
 from textsieve.signals.spans import free_spans, span_type
 from textsieve.text.batch_encoding import codepoints_batch
 
@@ -45,10 +46,11 @@ def match_texts(m: Matcher, texts: list[str]) -> dict[str, pa.Array]:
     ix = m.index
     counts, masks, span_off, ss, se, sc = match_batch(cps, off, m.fold, m.lengths, ix.exact, ix.keys, ix.masks,
                                                       ix.buckets, ix.shift, ix.bloom, ix.bbase, ix.bm, ix.bk)
-    items = pa.StructArray.from_arrays([pa.array(ss, pa.int64()), pa.array(se, pa.int64()), pa.array(sc, pa.int64())],
-                                       names=["start", "end", "score"])
-    spans = pa.ListArray.from_arrays(pa.array(span_off.astype(np.int32)), items, type=span_type("int"))
+    # columns from buffers: `pa.array` loads pandas through pyarrow's shim
+    items = pa.StructArray.from_arrays([numeric_array(ss, pa.int64()), numeric_array(se, pa.int64()),
+                                        numeric_array(sc, pa.int64())], names=["start", "end", "score"])
+    spans = pa.ListArray.from_arrays(numeric_array(span_off, pa.int32()), items, type=span_type("int"))
     benches: list[list[str]] = []
     for mask in masks.tolist():
         benches.append(sorted(name for b, name in enumerate(m.names) if mask >> b & 1) if mask else [])
-    return {COUNT: pa.array(counts, pa.int64()), SPANS: spans, BENCH: pa.array(benches, pa.list_(pa.string()))}
+    return {COUNT: numeric_array(counts, pa.int64()), SPANS: spans, BENCH: string_lists(benches)}

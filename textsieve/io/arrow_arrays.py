@@ -63,6 +63,15 @@ def int64_lists(values: Sequence[np.ndarray]) -> pa.ListArray:
                                     type=pa.list_(pa.int64()))
 
 
+def string_lists(values: Sequence[Sequence[str]]) -> pa.ListArray:
+    """``pa.array(values, pa.list_(pa.string()))`` for lists of strings (no nulls)."""
+    lengths = np.fromiter((len(v) for v in values), dtype=np.int64, count=len(values))
+    offsets = np.zeros(len(values) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    items = string_array([s for v in values for s in v])
+    return pa.ListArray.from_arrays(numeric_array(offsets, pa.int32()), items, type=pa.list_(pa.string()))
+
+
 def string_array(values: Sequence[str | None], valid: np.ndarray | None = None) -> pa.Array:
     """``pa.array(values, pa.string(), mask=~valid)``: None (or an invalid row) is null; a lone
     surrogate raises UnicodeEncodeError, as it does there."""

@@ -282,8 +282,7 @@ def run_decontaminate(cfg: DecontamConfig) -> DecontamResult:
 
 def _result(directory: str, res: Any, info: dict[str, Any]) -> DecontamResult:
     """The run's result: counts read back from the published shards."""
-    import pyarrow.compute as pc
-
+    from textsieve.io.arrow_arrays import to_numpy
     from textsieve.io.attributes import attribute_shards
     from textsieve.io.parquet_read import read_table
 
@@ -292,7 +291,8 @@ def _result(directory: str, res: Any, info: dict[str, Any]) -> DecontamResult:
     for p in paths:
         with afs.open(p, "rb") as fh:  # unthreaded (io.parquet_read: else an abort at exit)
             col = read_table(fh, columns=["ts_contam_count"]).column(0)
-        contaminated += int(pc.sum(pc.greater(col, 0)).as_py() or 0)
+        # (NumPy, not `pc.greater(col, 0)`: a Python scalar there loads pandas through pyarrow's shim)
+        contaminated += int((to_numpy(col) > 0).sum())
     stats = info["index"]["benchmarks"]
     benchmarks = {name: {**b, **stats.get(name, {})} for name, b in info["benchmarks"].items()}
     return DecontamResult(output=res.output, documents=res.documents, contaminated=contaminated,
