@@ -91,6 +91,7 @@ class Progress:
                              dynamic_ncols=True, leave=True, bar_format=BAR_FORMAT)
         self._last_line = self._start
         self._unreported = False  # moved since the plain form's last line
+        self._closed = False
 
     def update(self, docs: int, bytes_done: int, shard: str | None = None) -> None:
         """Record `docs` more documents and the total input bytes consumed so far; `shard`: the
@@ -113,6 +114,11 @@ class Progress:
         self.update(docs, self._bytes + nbytes, shard)
 
     def close(self) -> None:
+        """End the display (a second call does nothing: a stage may close a phase's progress early
+        and again in its `finally`)."""
+        if self._closed:
+            return
+        self._closed = True
         if self._bar is not None:
             self._bar.close()
         elif self.mode == "lines" and self._unreported:  # work no shard line has told of yet

@@ -327,11 +327,15 @@ def _compute(cfg: SubstringConfig, sources: list[DocSource], pub: Publication, i
         for _, s in ordered_map(spill_shard, tasks, workers=min(workers, max(1, len(tasks)))):
             progress.advance(s.n_docs, s.n_docs)
             spilled.append(s)
+        progress.close()
         corpus = TokenCorpus.of(spilled)
         marks = GroupFlags(f"{work}/marks.u8", int(corpus.tok_at[-1]))
         n_parts, n_passes = _mark(corpus, marks, cfg.min_len, max(1, plan.usable // BYTES_PER_TOKEN))
+        # the output shards, one at a time, as a phase of its own (as `dedup exact [write]`)
+        progress = Progress("dedup substring [write]", n_docs, enabled=cfg.progress)
         for k, (src, s) in enumerate(zip(sources, spilled)):
             write_tables(pub.staging, pub.fs, src.rel, _tables(s, marks, int(corpus.tok_at[k])), info)
+            progress.advance(s.n_docs, s.n_docs, src.rel)
     finally:
         progress.close()
         if marks is not None:
