@@ -10,14 +10,12 @@ columns of an attribute batch are NumPy arrays already. Values are the same as `
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pyarrow as pa
 
-_NUMPY = {pa.int64(): np.int64, pa.int32(): np.int32, pa.float64(): np.float64, pa.uint8(): np.uint8,
-          pa.uint64(): np.uint64}
-#: every Arrow integer and float type's NumPy dtype (`to_numpy`)
+#: every Arrow integer and float type's NumPy dtype (`numeric_array`, `to_numpy`)
 _NUMPY_OF = {pa.int8(): np.int8, pa.int16(): np.int16, pa.int32(): np.int32, pa.int64(): np.int64,
              pa.uint8(): np.uint8, pa.uint16(): np.uint16, pa.uint32(): np.uint32, pa.uint64(): np.uint64,
              pa.float16(): np.float16, pa.float32(): np.float32, pa.float64(): np.float64}
@@ -36,8 +34,8 @@ def _validity(valid: np.ndarray | None, n: int) -> tuple[pa.Buffer | None, int]:
 
 def numeric_array(values: np.ndarray | Sequence[float] | Sequence[int], type: pa.DataType,
                   valid: np.ndarray | None = None) -> pa.Array:
-    """``pa.array(values, type, mask=~valid)`` for int64, int32, float64, uint8 and uint64 ``type``."""
-    data = np.ascontiguousarray(values, dtype=_NUMPY[type])
+    """``pa.array(values, type, mask=~valid)`` for an integer or float ``type``."""
+    data = np.ascontiguousarray(values, dtype=_NUMPY_OF[type])
     bitmap, nulls = _validity(valid, len(data))
     return pa.Array.from_buffers(type, len(data), [bitmap, pa.py_buffer(data)], null_count=nulls)
 
@@ -50,26 +48,27 @@ def bool_array(values: np.ndarray | Sequence[bool], valid: np.ndarray | None = N
                                  null_count=nulls)
 
 
+def list_offsets(lengths: Iterable[int], n: int) -> pa.Array:
+    """The int32 offsets of a list array whose `n` lists have `lengths` items."""
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(lengths, dtype=np.int64, count=n), out=offsets[1:])
+    if offsets[-1] >= 2**31:
+        raise ValueError(f"{offsets[-1]:,} list items in one batch: more than a list array's int32 offsets hold")
+    return numeric_array(offsets, pa.int32())
+
+
 def int64_lists(values: Sequence[np.ndarray]) -> pa.ListArray:
     """``pa.array(values, pa.list_(pa.int64()))`` for a sequence of 1-d integer arrays."""
-    lengths = np.fromiter((len(v) for v in values), dtype=np.int64, count=len(values))
-    offsets = np.zeros(len(values) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
     flat = np.concatenate([np.asarray(v, dtype=np.int64) for v in values]) if len(values) else np.zeros(0, np.int64)
-    if offsets[-1] >= 2**31:
-        return pa.LargeListArray.from_arrays(numeric_array(offsets, pa.int64()), numeric_array(flat, pa.int64())) \
-            .cast(pa.list_(pa.int64()))
-    return pa.ListArray.from_arrays(numeric_array(offsets, pa.int32()), numeric_array(flat, pa.int64()),
-                                    type=pa.list_(pa.int64()))
+    return pa.ListArray.from_arrays(list_offsets((len(v) for v in values), len(values)),
+                                    numeric_array(flat, pa.int64()), type=pa.list_(pa.int64()))
 
 
 def string_lists(values: Sequence[Sequence[str]]) -> pa.ListArray:
     """``pa.array(values, pa.list_(pa.string()))`` for lists of strings (no nulls)."""
-    lengths = np.fromiter((len(v) for v in values), dtype=np.int64, count=len(values))
-    offsets = np.zeros(len(values) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
     items = string_array([s for v in values for s in v])
-    return pa.ListArray.from_arrays(numeric_array(offsets, pa.int32()), items, type=pa.list_(pa.string()))
+    return pa.ListArray.from_arrays(list_offsets((len(v) for v in values), len(values)), items,
+                                    type=pa.list_(pa.string()))
 
 
 def string_array(values: Sequence[str | None], valid: np.ndarray | None = None) -> pa.Array:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 
-from textsieve.io.arrow_arrays import numeric_array
+from textsieve.io.arrow_arrays import list_offsets, numeric_array
 from textsieve.signals.registry import DocScores, LineScores, Scores, Signal
 from textsieve.text import raw_kernel as rk
 from textsieve.text.views import BatchViews
@@ -71,13 +71,11 @@ def _spans(sig: Signal, bounds: Bounds, values: np.ndarray, valid: np.ndarray | 
 def spans_array(per_doc: Sequence[Sequence[tuple[int, int, int]]]) -> pa.ListArray:
     """``pa.array`` of `span_type("int")` from each document's (start, end, score) spans, built
     from buffers (no pandas through pyarrow's shim)."""
-    counts = np.fromiter((len(d) for d in per_doc), dtype=np.int64, count=len(per_doc))
-    offsets = np.zeros(len(per_doc) + 1, dtype=np.int64)
-    np.cumsum(counts, out=offsets[1:])
     flat = np.array([span for doc in per_doc for span in doc], dtype=np.int64).reshape(-1, 3)
     items = pa.StructArray.from_arrays([numeric_array(flat[:, k], pa.int64()) for k in range(3)],
                                        names=["start", "end", "score"])
-    return pa.ListArray.from_arrays(numeric_array(offsets, pa.int32()), items, type=span_type("int"))
+    return pa.ListArray.from_arrays(list_offsets((len(d) for d in per_doc), len(per_doc)), items,
+                                    type=span_type("int"))
 
 
 def to_arrow(sig: Signal, scores: Scores, views: BatchViews) -> pa.Array:
