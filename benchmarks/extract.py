@@ -12,12 +12,15 @@ set's own ``score_dev.py --json``, so the numbers are exactly the scorer's. Then
 F1 per page language and per page kind (article, listing/forum, product, short; `_page_groups`
 says how each page is placed), from the scorer's per-page counts, so a gain on articles cannot
 hide a loss elsewhere. The engines run interleaved page by page, and the learned engines
-(`textsieve`, `cascade`, trained on these pages) are also scored held out (`held_out_rows`); the
-target lines (F1 >= trafilatura's at >= 5x its CPU per page) judge the held-out rows. Measured
+(`auto`, `textsieve`, `cascade`, trained on these pages) are also scored held out (`held_out_rows`);
+the target lines (F1 >= trafilatura's at >= 5x its CPU per page) judge the held-out rows. Measured
 2026-12-06: textsieve held out 0.926 at 6.5x (NOT MET), cascade held out 0.930 at 5.7x (MET per
 page), trafilatura 0.929; end to end the cascade is 4.1x datatrove (NOT MET) and the default is still
 trafilatura (docs/extraction.md has the tables). 2026-12-07, the fast path's Python parts in C:
-textsieve held out 8.4x, cascade held out 7.1x; end to end 8.2x and 4.4x datatrove.
+textsieve held out 8.4x, cascade held out 7.1x; end to end 8.2x and 4.4x datatrove. Later that day,
+with the ``auto`` engine (textsieve, trafilatura for the pages whose main content collapsed): auto
+held out 0.931 at 6.9x (MET), textsieve 0.926 at 8.5x, cascade 0.933 at 6.3x, trafilatura 0.929;
+end to end auto 6.8x datatrove (MET), and auto became the default.
 
 Speed part: `speed_section` (end-to-end WARC -> documents vs datatrove, see _extract_datatrove.py).
 """
@@ -170,7 +173,7 @@ def quality_section(args: argparse.Namespace) -> list[Row]:
         if args.misses:
             subprocess.run([sys.executable, str(extraction_dir / "score_dev.py"), str(keep / name),
                             "--misses", str(args.misses)], check=False)
-    if "textsieve" in runners or "cascade" in runners:
+    if any(name in runners for name in HELD_OUT):
         for held in held_out_rows(extraction_dir, pages, keep, rows, page_ms):
             rows.append(held)
             per_page[held.engine] = page_counts(extraction_dir, keep / held.engine, [p.page_id for p in pages])
@@ -180,17 +183,18 @@ def quality_section(args: argparse.Namespace) -> list[Row]:
     return rows
 
 
-HELD_OUT = {"textsieve": "textsieve held-out", "cascade": "cascade held-out"}
+HELD_OUT = {"auto": "auto held-out", "textsieve": "textsieve held-out", "cascade": "cascade held-out"}
 
 
 def held_out_rows(extraction_dir: Path, dev_pages: list[Page], keep: Path, rows: list[Row],
                   page_ms: dict[str, list[float]]) -> list[Row]:
-    """The ``textsieve`` and ``cascade`` engines' block classifier is trained on these very pages, so
-    their rows above are in-sample. These rows are the honest ones: each page scored by the model
-    fitted on the other half of the pages (`block_training`'s two folds, the shipped block
+    """The ``auto``, ``textsieve`` and ``cascade`` engines' block classifier is trained on these very
+    pages, so their rows above are in-sample. These rows are the honest ones: each page scored by the
+    model fitted on the other half of the pages (`block_training`'s two folds, the shipped block
     threshold; the cascade's doubt threshold from the other half's doubts). CPU per page: the
-    textsieve engine's measured time (the fold models cost the same to evaluate); for the cascade,
-    that plus trafilatura's measured time on the pages the held-out cascade sent to it."""
+    textsieve engine's measured time (the fold models cost the same to evaluate); for ``auto``, its
+    own measured time (which pages it sends to trafilatura does not depend on the model); for the
+    cascade, auto's plus trafilatura's measured time on the pages the held-out doubt test sent."""
     from textsieve.extraction import block_training as bt
     from textsieve.extraction.blocks import load_model
 
@@ -200,15 +204,16 @@ def held_out_rows(extraction_dir: Path, dev_pages: list[Page], keep: Path, rows:
     probs = bt.held_out_probabilities(pages)
     threshold = load_model().threshold
     fast = bt.texts_at(pages, probs, threshold)
+    auto, auto_ids = bt.auto_texts(pages, probs, threshold)
     cascade, sent_ids = bt.cascade_texts(pages, probs, threshold)
-    texts = {"textsieve": fast, "cascade": cascade}
-    cost = {"textsieve": sum(page_ms.get("textsieve", [0.0])) / len(page_ids)}
-    if "trafilatura" in page_ms and "textsieve" in page_ms:
-        sent = sum(t for pid, t in zip(page_ids, page_ms["trafilatura"]) if pid in sent_ids)
-        cost["cascade"] = cost["textsieve"] + sent / len(page_ids)
+    texts = {"auto": auto, "textsieve": fast, "cascade": cascade}
+    cost = {e: sum(page_ms[e]) / len(page_ids) for e in ("auto", "textsieve") if e in page_ms}
+    if "trafilatura" in page_ms and "auto" in page_ms:
+        sent = sum(t for pid, t in zip(page_ids, page_ms["trafilatura"]) if pid in sent_ids - auto_ids)
+        cost["cascade"] = cost["auto"] + sent / len(page_ids)
     out = []
     for engine, name in HELD_OUT.items():
-        if engine not in cost or not any(r.engine == "textsieve" for r in rows):
+        if engine not in cost:
             continue
         folder = keep / name
         folder.mkdir(parents=True, exist_ok=True)
@@ -309,7 +314,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--keep", default="", help="write the extracted texts here (default: a temp folder)")
     ap.add_argument("--misses", type=int, default=0, help="also print the N worst pages per engine")
     ap.add_argument("--records", type=int, default=3000, help="end-to-end part: WARC records (0: skip that part)")
-    ap.add_argument("--speed-engines", default="trafilatura,cascade,textsieve,textsieve-rules,resiliparse",
+    ap.add_argument("--speed-engines", default="auto,trafilatura,cascade,textsieve,textsieve-rules,resiliparse",
                     help="end-to-end part: textsieve engines to time")
     ap.add_argument("--no-datatrove", action="store_true", help="end-to-end part: leave the datatrove row out")
     args = ap.parse_args(argv)

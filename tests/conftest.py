@@ -121,6 +121,7 @@ SLOW_TESTS = {
     "test_extract.py::test_extract_with_language_id_never_loads_numba",  # 4 s: a fresh interpreter extracts
     "test_output_checks.py::test_the_api_refuses_a_tokenizer_written_over_its_corpus",  # 3.8 s: trains a tokenizer
     "test_extract_blocks.py::test_cascade_sends_the_doubtful_pages_to_trafilatura_and_says_so",  # 2.9 s: 150 pages
+    "test_extract_blocks.py::test_auto_sends_the_pages_whose_main_content_collapsed_to_trafilatura",  # ~6 s: 43 pages
     "test_local_pool.py::test_settle_lets_running_tasks_end_before_the_error_goes_on[True]",  # 2.6 s: waits on a task
     "test_models_langid.py::test_model_tables_are_cached_once_and_a_damaged_cache_is_rebuilt",  # 2.5 s: 3 model loads
     "test_annotate_whole_shards.py::test_a_failing_shard_fails_the_run_in_one_line_and_a_rerun_resumes",

@@ -447,7 +447,8 @@ def test_library_log_records_follow_textsieves_levels(tmp_path):
     def run(*flags: str) -> str:
         out = tmp_path / f"out{len(flags)}{'-'.join(flags)}"
         proc = subprocess.run([sys.executable, "-m", "textsieve.cli", "extract", str(pages), "-o", str(out),
-                               "--workers", "2", *flags], capture_output=True, text=True, timeout=120)
+                               "--engine", "trafilatura", "--workers", "2", *flags],
+                              capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0, proc.stderr
         return proc.stderr
 

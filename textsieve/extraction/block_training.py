@@ -45,7 +45,7 @@ from textsieve.extraction.blocks import (
 )
 from textsieve.extraction.decode import decode_html
 from textsieve.extraction.engines import get_engine
-from textsieve.extraction.sieve import RESILIPARSE_OPTIONS, mark_boilerplate, rule_decisions
+from textsieve.extraction.sieve import RESILIPARSE_OPTIONS, collapsed, mark_boilerplate, rule_decisions
 
 SNIPPET_WEIGHT = 20.0
 #: scikit-learn GradientBoostingClassifier settings (small trees: the model file stays ~100 KB and
@@ -67,6 +67,7 @@ class PageData:
     weight: np.ndarray
     reference: str = ""  # trafilatura's text of the page (the labels' dense part; the cascade's fallback)
     chars: int = 0  # characters of the decoded HTML (the cascade's cost measure)
+    collapsed: bool = False  # `sieve.collapsed`: resiliparse's main content lost the page (auto's fallback)
 
 
 def _nows(text: str) -> str:
@@ -107,11 +108,13 @@ def load_pages(extraction_dir: Path) -> list[PageData]:
         page_id = f.name[: -len(".html.gz")]
         item = expect[page_id]
         html = decode_html(gzip.decompress(f.read_bytes()), None).text
-        blocks = parse_blocks(extract_plain_text(HTMLTree.parse(mark_boilerplate(html)), **RESILIPARSE_OPTIONS))
+        tree = HTMLTree.parse(mark_boilerplate(html))
+        blocks = parse_blocks(extract_plain_text(tree, **RESILIPARSE_OPTIONS))
         reference = trafilatura.extract(html, item.get("url")).text or ""
         y, w = labels(blocks, item["with"], item["without"], reference)
         out.append(PageData(page_id, blocks, features(blocks, rule_decisions(blocks)), np.array(y, np.int64),
-                            np.array(w, np.float64), reference, len(html)))
+                            np.array(w, np.float64), reference, len(html),
+                            collapsed(tree, sum(b.words for b in blocks))))
     return out
 
 
@@ -168,14 +171,26 @@ def held_out(pages: list[PageData], extraction_dir: Path,
     return out
 
 
+def auto_texts(pages: list[PageData], probs: dict[str, np.ndarray],
+               threshold: float) -> tuple[dict[str, str], set[str]]:
+    """The ``auto`` engine's held-out text per page, and the pages that took the fallback: a page
+    that `collapsed` takes trafilatura's text (that test reads no model, so it is the same in and
+    out of sample), every other page the held-out classifier's."""
+    texts = texts_at(pages, probs, threshold)
+    sent = {p.page_id for p in pages if p.collapsed}
+    for p in pages:
+        if p.collapsed:
+            texts[p.page_id] = p.reference
+    return texts, sent
+
+
 def cascade_texts(pages: list[PageData], probs: dict[str, np.ndarray],
                   threshold: float) -> tuple[dict[str, str], set[str]]:
-    """The cascade's held-out text per page, and the pages that took the fallback: each half's
-    `fallback_priority` threshold is the other half's (1 - `CASCADE_SHARE`) quantile; a page above
-    it takes trafilatura's text."""
-    texts = texts_at(pages, probs, threshold)
+    """The cascade's held-out text per page, and the pages that took the fallback: `auto_texts`'s,
+    and also each page above its half's `fallback_priority` threshold, the other half's
+    (1 - `CASCADE_SHARE`) quantile."""
+    texts, sent = auto_texts(pages, probs, threshold)
     doubts = priorities(pages, probs)
-    sent = set()
     for half in (True, False):
         tune = [doubts[p.page_id] for p in pages if first_half(p.page_id) == half]
         limit = float(np.quantile(tune, 1.0 - CASCADE_SHARE))
@@ -192,11 +207,11 @@ def priorities(pages: list[PageData], probs: dict[str, np.ndarray]) -> dict[str,
 
 
 def cascade_held_out(pages: list[PageData], probs: dict[str, np.ndarray], threshold: float,
-                     extraction_dir: Path) -> dict[str, float]:
-    """Two-fold held-out scores of the cascade (`cascade_texts`)."""
+                     extraction_dir: Path, texts_of: Any = cascade_texts) -> dict[str, float]:
+    """Two-fold held-out scores of the cascade (`cascade_texts`; `auto_texts` for ``auto``)."""
     scorer = _scorer(extraction_dir)
     expect = json.loads((extraction_dir / "expectations.json").read_text("utf-8"))
-    texts, sent = cascade_texts(pages, probs, threshold)
+    texts, sent = texts_of(pages, probs, threshold)
     m = scorer.score(expect, texts)
     return {"precision": round(float(m["precision"]), 4), "recall": round(float(m["recall"]), 4),
             "f1": round(float(m["f1"]), 4), "fallback_share": round(len(sent) / len(pages), 4)}
@@ -214,6 +229,9 @@ def main(argv: list[str] | None = None) -> int:
     for t, m in curve.items():
         print(f"held-out threshold {t:.2f}: precision {m['precision']:.3f} recall {m['recall']:.3f} F1 {m['f1']:.3f}")
     threshold = max(curve, key=lambda t: (curve[t]["f1"], -abs(t - 0.5)))
+    auto = cascade_held_out(pages, probs, threshold, extraction_dir, auto_texts)
+    print(f"held-out auto ({auto['fallback_share']:.1%} of pages to trafilatura): precision "
+          f"{auto['precision']:.3f} recall {auto['recall']:.3f} F1 {auto['f1']:.3f}")
     cascade = cascade_held_out(pages, probs, threshold, extraction_dir)
     print(f"held-out cascade ({cascade['fallback_share']:.1%} of pages to trafilatura): precision "
           f"{cascade['precision']:.3f} recall {cascade['recall']:.3f} F1 {cascade['f1']:.3f}")
