@@ -239,6 +239,9 @@ def test_auto_sends_the_pages_whose_main_content_collapsed_to_trafilatura(shared
     records = [json.loads(line) for line in gzip.decompress(next(out.glob("*.jsonl.gz")).read_bytes()).splitlines()]
     assert {r["id"]: r["meta"]["extract"]["path"] for r in records} == paths
     assert {r["meta"]["extract"]["engine"] for r in records} == {"auto"}
+    two = tmp_path / "two"  # the same bytes with --workers 2
+    assert main(["extract", str(src), "-o", str(two), "--workers", "2"]) == 0
+    assert next(two.glob("*.jsonl.gz")).read_bytes() == next(out.glob("*.jsonl.gz")).read_bytes()
 
 
 def test_collapse_compares_the_main_content_with_the_whole_page():
