@@ -286,7 +286,7 @@ def _auto() -> Engine:
 
 register_engine("auto", _auto,
                 description="textsieve, and trafilatura for a page whose main content it lost (~2%): trafilatura's "
-                            "F1 at ~6x its speed; the default")
+                            "F1 at ~7x its speed; the default")
 register_engine("trafilatura", _trafilatura(fast=False),
                 description="trafilatura as datatrove runs it (no comments, tables kept)")
 register_engine("textsieve", _textsieve,
