@@ -301,7 +301,7 @@ def _dt_main(argv: list[str]) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--records", type=int, default=3000, help="response records in the concatenated WARC")
-    ap.add_argument("--engines", default="textsieve,resiliparse,trafilatura", help="textsieve engines, comma list")
+    ap.add_argument("--engines", default="auto,textsieve,resiliparse,trafilatura", help="textsieve engines, comma list")
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--no-textsieve", action="store_true", help="datatrove only")
     ap.add_argument("--no-datatrove", action="store_true")

@@ -176,7 +176,7 @@ def test_cascade_sends_the_doubtful_pages_to_trafilatura_and_says_so(shared_dir,
         out = tmp_path / fmt
         assert main(["extract", str(src), "-o", str(out), "--engine", "cascade", "--workers", "1",
                      "--format", fmt]) == 0
-        assert f"{n_fallback} page(s) ({n_fallback / len(paths):.1%}) sent to the cascade's fallback" in \
+        assert f"{n_fallback} page(s) ({n_fallback / len(paths):.1%}) sent to the fallback engine" in \
             capsys.readouterr().err
         result = json.loads((out / ".textsieve" / "extract.json").read_text())["result"]
         assert (result["fallback_pages"], result["fallback_share"]) == (n_fallback, round(n_fallback / len(paths), 4))
@@ -235,7 +235,7 @@ def test_auto_sends_the_pages_whose_main_content_collapsed_to_trafilatura(shared
             (src / f.name[: -len(".gz")]).write_bytes(gzip.decompress(f.read_bytes()))
     out = tmp_path / "out"
     assert main(["extract", str(src), "-o", str(out), "--workers", "1"]) == 0
-    assert f"3 page(s) ({3 / len(paths):.1%}) sent to the cascade's fallback" in capsys.readouterr().err
+    assert f"3 page(s) ({3 / len(paths):.1%}) sent to the fallback engine" in capsys.readouterr().err
     records = [json.loads(line) for line in gzip.decompress(next(out.glob("*.jsonl.gz")).read_bytes()).splitlines()]
     assert {r["id"]: r["meta"]["extract"]["path"] for r in records} == paths
     assert {r["meta"]["extract"]["engine"] for r in records} == {"auto"}
@@ -244,18 +244,43 @@ def test_auto_sends_the_pages_whose_main_content_collapsed_to_trafilatura(shared
     assert next(two.glob("*.jsonl.gz")).read_bytes() == next(out.glob("*.jsonl.gz")).read_bytes()
 
 
+def test_auto_ignores_doubt_and_the_cascade_does_not(shared_dir):
+    """On a page the classifier doubts (above the cascade's priority threshold) whose main content is
+    whole, `auto` keeps the textsieve engine's text and the cascade takes trafilatura's; on a page
+    whose main content collapsed both take trafilatura's. The title is resiliparse's either way."""
+    auto, cascade, fast, slow = (get_engine(n) for n in ("auto", "cascade", "textsieve", "trafilatura"))
+    for page, auto_path in (("prof-pc.de", "fast"), ("rnz.de.witzel", "fallback")):
+        html = decode_html(gzip.decompress((_dev(shared_dir) / "html" / f"{page}.html.gz").read_bytes())).text
+        a, c, f = auto.extract(html, None), cascade.extract(html, None), fast.extract(html, None)
+        assert (a.path, c.path) == (auto_path, "fallback"), page
+        assert a.text == (f if auto_path == "fast" else slow.extract(html, None)).text
+        assert c.text == slow.extract(html, None).text and a.title == c.title == f.title is not None
+
+
 def test_collapse_compares_the_main_content_with_the_whole_page():
-    """`sieve.collapsed`, on a crafted page of ~600 words: a main content of 10 words lost it, one of
-    100 words (the floor) did not, and a page without text never collapsed."""
+    """`sieve.collapsed` needs both limits: fewer than 100 words in the main content AND fewer than a
+    tenth of the page's words. Crafted pages of ~660 and ~2,600 words; a page without text never
+    collapsed."""
+    from resiliparse.extract.html2text import extract_plain_text
     from resiliparse.parse.html import HTMLTree
 
-    from textsieve.extraction.sieve import COLLAPSE_WORDS, collapsed
+    from textsieve.extraction.sieve import COLLAPSE_SHARE, COLLAPSE_WORDS, PAGE_OPTIONS, collapsed
 
-    body = "".join(f"<p>Paragraph {i} says something worth reading about the river and its old bridges, "
-                   f"and about the people who crossed them every morning.</p>" for i in range(30))
-    tree = HTMLTree.parse(f"<html><body><nav><a href='/'>Home</a></nav><article>{body}</article></body></html>")
-    assert collapsed(tree, 0) and collapsed(tree, 10)
-    assert not collapsed(tree, COLLAPSE_WORDS) and not collapsed(tree, 400)
+    def page(paragraphs: int) -> tuple[object, int]:
+        body = "".join(f"<p>Paragraph {i} says something worth reading about the river and its old bridges, "
+                       f"and about the people who crossed them every morning.</p>" for i in range(paragraphs))
+        tree = HTMLTree.parse(f"<html><body><nav><a href='/'>Home</a></nav><article>{body}</article></body></html>")
+        return tree, sum(b.words for b in parse_blocks(extract_plain_text(tree, **PAGE_OPTIONS)))
+
+    assert (COLLAPSE_WORDS, COLLAPSE_SHARE) == (100, 0.1)
+    small, words = page(30)
+    assert 600 < words < 700
+    assert collapsed(small, 0) and collapsed(small, 60)
+    assert not collapsed(small, 70)  # under 100 words, but over a tenth of the page
+    large, words = page(120)
+    assert words > 2500
+    assert collapsed(large, 99)
+    assert not collapsed(large, 100) and not collapsed(large, 150)  # under a tenth, but 100 words or more
     empty = HTMLTree.parse("<html><body><script>var x = 1;</script></body></html>")
     assert not collapsed(empty, 0)
 
@@ -272,4 +297,6 @@ def test_retraining_reproduces_the_shipped_model_file(shared_dir, tmp_path):
     assert res.returncode == 0, res.stderr
     for line in ("held-out cascade", "held-out auto", "held-out threshold 0.50"):
         assert line in res.stdout
+    auto = next(line for line in res.stdout.splitlines() if line.startswith("held-out auto"))
+    assert float(auto.rsplit("F1 ", 1)[1]) >= 0.930  # the default engine, on pages its model did not see
     assert out.read_bytes() == MODEL_PATH.read_bytes()

@@ -290,9 +290,9 @@ register_engine("auto", _auto,
 register_engine("trafilatura", _trafilatura(fast=False),
                 description="trafilatura as datatrove runs it (no comments, tables kept)")
 register_engine("textsieve", _textsieve,
-                description="resiliparse main content, blocks kept by a learned classifier: ~7x faster, lower F1")
+                description="resiliparse main content, blocks kept by a learned classifier: ~8x faster, lower F1")
 register_engine("cascade", _cascade,
-                description="auto, and trafilatura also for the pages its block classifier doubts most (~6%)")
+                description="auto, and trafilatura also for the pages its block classifier doubts most (~5%)")
 register_engine("textsieve-rules", _textsieve_rules,
                 description="resiliparse main content plus the rule post-filters alone (textsieve before the model)")
 register_engine("resiliparse", _resiliparse, description="resiliparse extract_plain_text(main_content=True)")

@@ -117,7 +117,7 @@ class ExtractResult:
     # this run's shards per CPU-second of the processes that extracted them (the cost per core)
     pages_per_core_second: float = 0.0
     mb_per_core_second: float = 0.0  # MB of input files
-    # a cascade engine (`--engine cascade`): pages it sent to its fallback, and their share of the pages
+    # a cascade engine (`auto`, the default, or `cascade`): pages it sent to its fallback, and their share
     # it extracted (None for other engines, and then not in extract.json)
     fallback_pages: int | None = None
     fallback_share: float | None = None
@@ -419,7 +419,7 @@ def _result_record(result: ExtractResult) -> dict[str, Any]:
 
 def _per_core(res: ExtractResult) -> str:
     fallback = "" if res.fallback_share is None else \
-        f"; {res.fallback_pages:,} page(s) ({res.fallback_share:.1%}) sent to the cascade's fallback"
+        f"; {res.fallback_pages:,} page(s) ({res.fallback_share:.1%}) sent to the fallback engine"
     if not res.pages_per_core_second:
         return fallback
     return f"; per core {res.pages_per_core_second:,.0f} pages/s, {res.mb_per_core_second:,.2f} MB/s{fallback}"
