@@ -278,6 +278,22 @@ def test_pipeline_extracts_first_and_the_report_shows_it(crawl, tmp_path):
     assert '<section id="extraction">' in page
     assert "raw page (first lines)" in page and "&lt;!DOCTYPE html&gt;" in page
     assert "empty_body" in page
+    assert "<th>pages sent to the fallback engine</th><td>0 (0.0%)</td>" in page  # the default, auto
+
+
+def test_report_section_gives_the_fallback_share_and_the_rate_when_the_run_has_them():
+    """The report's extraction table: the fallback share of a cascade engine (`auto`, `cascade`) and
+    the pages per CPU-second of the run that wrote shards; neither row for a run without them."""
+    from textsieve.report.extraction import extraction_section
+
+    result = {"pages": 40, "documents": 38, "skipped": {"redirect": 2}, "fallback_pages": 3, "fallback_share": 0.075,
+              "pages_per_core_second": 151.6}
+    html = extraction_section({"root": "docs", "settings": {"engine": "auto"}, "result": result})
+    assert "<th>pages sent to the fallback engine</th><td>3 (7.5%)</td>" in html
+    assert "<th>pages per CPU-second</th><td>152</td>" in html
+    plain = extraction_section({"root": "docs", "settings": {"engine": "trafilatura"},
+                                "result": {"pages": 40, "documents": 40}})
+    assert "fallback" not in plain and "CPU-second" not in plain and "<th>pages read</th><td>40</td>" in plain
 
 
 @pytest.mark.kill

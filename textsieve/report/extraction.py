@@ -42,11 +42,17 @@ def extraction_section(summary: dict[str, Any] | None) -> str:
     rows = [("kept", int(res.get("documents", 0)))] + [(k, int(v)) for k, v in skipped.items()]
     if res.get("bad_records"):
         rows.append(("damaged records", int(res["bad_records"])))
-    table = ("<table>" + "".join(f"<tr><th>{escape(k)}</th><td>{escape(str(v))}</td></tr>" for k, v in (
-        ("extract folder", summary.get("root", "")),
-        ("engine", f"{settings.get('engine', '?')} {settings.get('engine_version', '')}"),
-        ("pages read", f"{int(res.get('pages', 0)):,}"),
-        ("fix text (ftfy)", "on" if settings.get("fix_text") else "off"))) + "</table>")
+    facts = [("extract folder", summary.get("root", "")),
+             ("engine", f"{settings.get('engine', '?')} {settings.get('engine_version', '')}"),
+             ("pages read", f"{int(res.get('pages', 0)):,}")]
+    if res.get("fallback_pages") is not None:  # a cascade engine (`auto`, the default, or `cascade`)
+        facts.append(("pages sent to the fallback engine",
+                      f"{int(res['fallback_pages']):,} ({float(res.get('fallback_share') or 0):.1%})"))
+    if res.get("pages_per_core_second"):
+        facts.append(("pages per CPU-second", f"{float(res['pages_per_core_second']):,.0f}"))
+    facts.append(("fix text (ftfy)", "on" if settings.get("fix_text") else "off"))
+    cells = "".join(f"<tr><th>{escape(k)}</th><td>{escape(str(v))}</td></tr>" for k, v in facts)
+    table = f"<table>{cells}</table>"
     samples = []
     for s in summary.get("samples", [])[:4]:
         raw = escape("\n".join(s.get("raw_head", [])))
