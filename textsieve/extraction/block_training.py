@@ -179,11 +179,8 @@ def auto_texts(pages: list[PageData], probs: dict[str, np.ndarray],
     that `collapsed` takes trafilatura's text (that test reads no model, so it is the same in and
     out of sample), every other page the held-out classifier's."""
     texts = texts_at(pages, probs, threshold)
-    sent = {p.page_id for p in pages if p.collapsed}
-    for p in pages:
-        if p.collapsed:
-            texts[p.page_id] = p.reference
-    return texts, sent
+    texts.update({p.page_id: p.reference for p in pages if p.collapsed})
+    return texts, {p.page_id for p in pages if p.collapsed}
 
 
 def cascade_texts(pages: list[PageData], probs: dict[str, np.ndarray],
