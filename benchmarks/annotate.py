@@ -75,10 +75,19 @@ try:  # the environment `textsieve` sets before NumPy loads (a tree older than c
     process_defaults()
 except ImportError:
     pass
-from textsieve.stages.annotate.annotate import AnnotateConfig, run_annotate
 path, out, workers, resources = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+try:  # as the command does (cli.warm_workers): the workers' fork server imports beside this process
+    from textsieve.cli import warm_workers
+    from textsieve.exec import warm_start
+except ImportError:  # an older tree: spawned workers
+    warm_start = None
+else:
+    warm_workers(["annotate", path, "--workers", str(workers)])
+from textsieve.stages.annotate.annotate import AnnotateConfig, run_annotate
 cfg = AnnotateConfig(inputs=[path], output=out, workers=workers, resources=resources, progress=False)
 res = run_annotate(cfg)
+if warm_start is not None:
+    warm_start.stop()  # waits for the server, so its and its workers' CPU count as children's below
 me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
 import textsieve
 tree = str(textsieve.__file__).rsplit("/textsieve/", 1)[0]

@@ -123,11 +123,14 @@ def test_workers_end_with_a_killed_run_and_the_rerun_equals_a_clean_run(tmp_path
     deadline = time.monotonic() + 60
     workers: list[psutil.Process] = []
     while time.monotonic() < deadline and proc.poll() is None:
-        workers = [c for c in main_ps.children() if "spawn_main" in " ".join(c.cmdline())]
+        # the command started a fork server (exec.warm_start) and the workers are its children
+        servers = [c for c in main_ps.children() if "forkserver" in " ".join(c.cmdline())]
+        workers = [w for s in servers for w in s.children()]
         if len(workers) == 2 and (out / ".textsieve").exists():
             break
         time.sleep(0.05)
     assert len(workers) == 2, "the run ended before its workers could be seen"
+    workers += servers
     time.sleep(0.5)  # the workers are annotating their first shards (~1 s each)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()

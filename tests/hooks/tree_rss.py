@@ -11,8 +11,10 @@ A child caught between `fork` and `exec` (a spawned worker's first microseconds)
 parent's pages, so its RSS reads as the parent's: counting it would add the parent's peak twice
 (seen under `pytest -n auto`, where the machine is loaded and the window is wider). `exec` starts
 a fresh `VmHWM`, so a process whose command line changed since the last poll has its peak taken
-anew, and one whose command line is still its parent's is not counted until it execs (textsieve
-starts every worker with `spawn`, never a bare `fork`).
+anew, and one whose command line is still its parent's is not counted until it execs. The one
+exception: the workers a fork server (`textsieve.exec.warm_start`) forks run without exec, under
+the server's command line, and are counted from the start. Their peaks include the pages they
+share with the server (counted again in the server's own peak), so the sum stays an upper bound.
 """
 
 from __future__ import annotations
@@ -22,6 +24,10 @@ import subprocess
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+
+
+#: in the command line of Python's fork server, and so of every worker it forks
+FORK_SERVER = b"multiprocessing.forkserver"
 
 
 def _children(pid: int) -> list[int]:
@@ -100,7 +106,8 @@ def run_measured(cmd: list[str], env: Mapping[str, str] | None = None, interval:
             while stack:
                 pid, parent_cmdline = stack.pop()
                 cmdline = _cmdline(pid)
-                if cmdline and cmdline != parent_cmdline:  # not a fork that has yet to exec
+                # not a fork that has yet to exec; a fork server's children never exec: they are workers
+                if cmdline and (cmdline != parent_cmdline or FORK_SERVER in cmdline):
                     hwm = _hwm(pid)
                     if images.get(pid) != cmdline:  # a new image: its own peak starts here
                         images[pid], peaks[pid] = cmdline, hwm

@@ -30,7 +30,6 @@ spin on the cores the other workers compute on. On the 2-core dev machine, 2 ann
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 import types
@@ -38,6 +37,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from multiprocessing import context as mp_context
 from typing import Any
+
+from textsieve.exec import warm_start
+from textsieve.exec.warm_start import worker_threads
 
 _SWAP_LOCK = threading.RLock()
 
@@ -55,25 +57,6 @@ def bare_main() -> Iterator[None]:
                 sys.modules.pop("__main__", None)
             else:
                 sys.modules["__main__"] = saved
-
-
-#: the environment a worker starts with unless the caller's sets these: one thread per math library
-WORKER_THREADS = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-
-
-@contextmanager
-def worker_threads() -> Iterator[None]:
-    """While active, the `WORKER_THREADS` variables the environment lacks are set (a spawned child
-    inherits the environment as it is when it starts); they are removed again afterwards."""
-    with _SWAP_LOCK:
-        added = [name for name in WORKER_THREADS if name not in os.environ]
-        for name in added:
-            os.environ[name] = WORKER_THREADS[name]
-        try:
-            yield
-        finally:
-            for name in added:
-                os.environ.pop(name, None)
 
 
 class CleanMainProcess(mp_context.SpawnProcess):
@@ -95,3 +78,26 @@ class CleanMainContext(mp_context.SpawnContext):
 def clean_spawn_context() -> CleanMainContext:
     """A fresh context object (cheap); pass it as `mp_context=` / `context=` to a pool."""
     return CleanMainContext()
+
+
+class CleanForkServerProcess(mp_context.ForkServerProcess):
+    """A process forked by this process's fork server (`warm_start`), whose preparation data
+    names no main module to import. Its environment is the server's: the pool's initializer
+    applies the caller's (`warm_start.adopt_environment`)."""
+
+    @staticmethod
+    def _Popen(process_obj: Any) -> Any:  # multiprocessing's hook name
+        with bare_main():
+            return mp_context.ForkServerProcess._Popen(process_obj)
+
+
+class CleanForkServerContext(mp_context.ForkServerContext):
+    """The forkserver context, with `CleanForkServerProcess` for every process it starts."""
+
+    Process = CleanForkServerProcess
+
+
+def pool_context() -> CleanMainContext | CleanForkServerContext:
+    """The context for a new local pool: the warm fork server's once `warm_start.start` ran in
+    this process, else clean spawn."""
+    return CleanForkServerContext() if warm_start.started() else CleanMainContext()

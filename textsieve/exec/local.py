@@ -9,7 +9,6 @@ pool at all, which keeps tracebacks and profiling simple.
 
 from __future__ import annotations
 
-import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -18,8 +17,8 @@ from typing import Any, Generic, TypeVar
 
 from textsieve import extensions
 from textsieve.errors import TextsieveError
-from textsieve.exec import batch_transport
-from textsieve.exec.clean_spawn import clean_spawn_context
+from textsieve.exec import batch_transport, warm_start
+from textsieve.exec.clean_spawn import pool_context
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -27,10 +26,7 @@ R = TypeVar("R")
 
 def default_workers() -> int:
     """All cores this process may use."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
+    return warm_start.usable_cores()
 
 
 def ordered_map(fn: Callable[[T], R], tasks: Iterable[T], *, workers: int,
@@ -54,13 +50,15 @@ def ordered_map(fn: Callable[[T], R], tasks: Iterable[T], *, workers: int,
     # workers first repeat the run-time registrations of extension signals/kinds/readers
     initializer, initargs = extensions.worker_initializer(initializer, initargs)
     # and send their Arrow results with shared buffers once (`batch_transport`)
-    initializer, initargs = _start_worker, (initializer, initargs)
-    # spawn, not fork: the parent holds Arrow thread pools and progress threads that must not
-    # be duplicated mid-operation into children. The clean-main context keeps workers from
-    # re-running the caller's script (safe without a main guard, see `clean_spawn`), and the
-    # executor (unlike `multiprocessing.Pool`, which respawns dead workers forever) fails fast
-    # when a worker dies or its initializer raises.
-    pool = ProcessPoolExecutor(workers, mp_context=clean_spawn_context(), initializer=initializer,
+    # in the environment this process has now (a forked worker has the fork server's otherwise)
+    initializer, initargs = _start_worker, (warm_start.environment(), initializer, initargs)
+    # spawned, or forked by the warm fork server the CLI started (`warm_start`), never forked from
+    # this process: it holds Arrow thread pools, progress threads and the output lock, which must
+    # not be duplicated into children. Both contexts keep workers from re-running the caller's
+    # script (safe without a main guard, see `clean_spawn`), and the executor (unlike
+    # `multiprocessing.Pool`, which respawns dead workers forever) fails fast when a worker dies or
+    # its initializer raises.
+    pool = ProcessPoolExecutor(workers, mp_context=pool_context(), initializer=initializer,
                                initargs=initargs)
     finished = False
     try:
@@ -85,9 +83,11 @@ def ordered_map(fn: Callable[[T], R], tasks: Iterable[T], *, workers: int,
         pool.shutdown(wait=finished or settle, cancel_futures=not finished)
 
 
-def _start_worker(initializer: Callable[..., Any] | None, initargs: tuple) -> None:
-    """A pool worker's first step: results go back through `batch_transport`, then the caller's
-    initializer runs."""
+def _start_worker(environ: dict[str, str], initializer: Callable[..., Any] | None, initargs: tuple) -> None:
+    """A pool worker's first step: the pool owner's environment (`warm_start.adopt_environment`),
+    results back through `batch_transport`, then the caller's initializer."""
+    warm_start.adopt_environment(environ)
+    warm_start.release_server()
     batch_transport.register()
     if initializer is not None:
         initializer(*initargs)

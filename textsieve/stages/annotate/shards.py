@@ -31,6 +31,7 @@ import pyarrow as pa
 from fsspec.core import split_protocol
 
 from textsieve._version import __version__
+from textsieve.exec.warm_start import run_alive
 from textsieve.io.attributes import META_KEY
 from textsieve.io.ids import UniqueIdReader
 from textsieve.io.paths import Shard
@@ -197,7 +198,7 @@ def exit_with_parent(parent: int) -> None:
             ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
         except (OSError, AttributeError):  # pragma: no cover - a libc without prctl
             pass
-    if os.getppid() != parent:  # it ended before the signal was armed
+    if not run_alive():  # it ended before the signal was armed
         raise RunEnded(f"the annotate run (process {parent}) has ended")
 
 
@@ -217,7 +218,7 @@ def annotate_shard(job: ShardJob) -> ShardDone:
     langs = LangTally()
     try:
         for task in batches(job.shard, reader, ctx.cfg, job.resume, ctx.max_chars, ctx.with_meta):
-            if os.getppid() != job.parent:
+            if not run_alive():
                 raise RunEnded(f"the annotate run (process {job.parent}) has ended")
             batch, lacking = pop_counts(annotate_batch(task))
             batch, auto = pop_lang_auto(batch)
