@@ -15,9 +15,11 @@ Prints, from one run on the same documents (the dev corpus by default):
      of the machine used during it (/proc/stat busy time minus the run's own);
   5. 1 worker and all cores on the same documents cut into 2 shards per core, where each worker
      annotates whole shards and the main process only hands them out (`stages.annotate.shards`);
+     and, in each round, all cores with spawned workers (TEXTSIEVE_WORKER_START=spawn) instead of
+     workers forked by the warm fork server (`exec.warm_start`, what the command uses);
   5b. the same pair on the dev corpus copied into 2 shards per core (4 copies on 2 cores: ~61,000
-     documents), where each worker's start-up (~0.5 CPU-s of imports) and the main process's
-     (~0.45 s before the first shard goes out) weigh 4x less: the steady-state scaling;
+     documents), where the main process's start-up (~0.45 s before the first shard goes out)
+     weighs 4x less: the steady-state scaling;
   6. the machine's own ceiling: how much faster N copies of a pure CPU loop finish than one;
   7. a straightforward pure-Python implementation of the same signals (textsieve.signals.reference,
      the executable spec) plus MinHash with hashlib and NumPy permutations, on a subset.
@@ -67,7 +69,9 @@ def read_floor(path: str) -> tuple[int, float]:
     return n, time.process_time() - t
 
 
-#: run in a fresh interpreter: annotate, then its own and its workers' CPU and peak RSS as JSON
+#: run in a fresh interpreter: annotate, then its own and its workers' CPU and peak RSS as JSON. It
+#: starts the workers' fork server before importing the stage, as the command does, and stops it
+#: (waiting for it) at the end, so the server's and its workers' CPU and peaks count as children's.
 CHILD = r"""
 import json, resource, sys, time
 try:  # the environment `textsieve` sets before NumPy loads (a tree older than cli.process_defaults: none)
@@ -244,12 +248,15 @@ def main() -> int:
         runs.append((cores, annotate(args.input, cores, resources)))
     multi: list[tuple[int, dict]] = []
     pairs: list[float] = []  # speedups of cores workers over one, on the shards, run pair after pair
+    spawn_pairs: list[float] = []  # the same with spawned workers (TEXTSIEVE_WORKER_START=spawn), each round
     if cores > 1:  # the same documents as several shards: workers take whole shards (stages.annotate.shards)
         with tempfile.TemporaryDirectory() as tmp:
             shards = split_input(args.input, 2 * cores, Path(tmp))
             for _ in range(args.scaling_rounds):
                 multi = [(1, annotate(shards, 1, resources)), (cores, annotate(shards, cores, resources))]
                 pairs.append(multi[0][1]["seconds"] / multi[1][1]["seconds"])
+                spawned = annotate(shards, cores, resources, env={"TEXTSIEVE_WORKER_START": "spawn"})
+                spawn_pairs.append(multi[0][1]["seconds"] / spawned["seconds"])
     steady: list[float] = []  # the same pairs on one copy of the corpus per shard
     steady_docs = 0
     if cores > 1 and args.steady_rounds:
@@ -319,6 +326,10 @@ def main() -> int:
         print(f"     the same documents as {2 * cores} shards, whole shards per worker: {w} workers {speedup:.2f}x one "
               f"worker (median of {len(pairs)} pairs, {min(pairs):.2f}-{max(pairs):.2f}): {mark(speedup >= 1.8)} "
               f"(the main process's share of the CPU {share:.1%}; each worker {wmb:.0f} MB: {mark(wmb <= 200)})")
+        if spawn_pairs:
+            print(f"     the same with spawned workers, not forked by the warm fork server (TEXTSIEVE_WORKER_START="
+                  f"spawn): {statistics.median(spawn_pairs):.2f}x (median of {len(spawn_pairs)}, "
+                  f"{min(spawn_pairs):.2f}-{max(spawn_pairs):.2f})")
         if steady:
             med = statistics.median(steady)
             print(f"     the corpus copied into {2 * cores} shards ({steady_docs:,} documents): {w} workers "

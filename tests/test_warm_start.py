@@ -89,3 +89,19 @@ def test_forked_workers_see_their_owners_environment_and_hold_no_server_pipe(tmp
 
 def test_run_alive_outside_a_worker_is_true() -> None:
     assert warm_start.run_alive() is True
+
+
+def test_the_environment_can_turn_the_server_off(monkeypatch, capsys):
+    argv = ["annotate", "in.jsonl.gz", "-o", "out"]
+    started: list[tuple[str, ...]] = []
+    monkeypatch.setattr(warm_start, "usable_cores", lambda: 2)
+    monkeypatch.setattr(warm_start, "start", lambda modules=(): started.append(tuple(modules)) or True)
+    monkeypatch.setenv(warm_start.START_ENV, "spawn")
+    assert cli.warm_workers(argv) is False and started == []
+    monkeypatch.setenv(warm_start.START_ENV, "forkserver")
+    assert cli.warm_workers(argv) is True and len(started) == 1
+    monkeypatch.setenv(warm_start.START_ENV, "fork")
+    monkeypatch.setattr(sys, "argv", ["textsieve", *argv])
+    assert cli.main() == 2  # the process's command: a clear error, no traceback
+    err = capsys.readouterr().err
+    assert "TEXTSIEVE_WORKER_START must be one of forkserver, spawn, not 'fork'" in err

@@ -97,7 +97,9 @@ def warm_workers(argv: list[str]) -> bool:
     """Start the fork server its workers will come from (`exec.warm_start`) before `argv`'s
     command imports its modules, so the two import side by side; for commands that run stages,
     unless the command line asks for one worker, Ray or help, and only with 2 or more cores.
-    Returns whether the server was started."""
+    Returns whether the server was started; `$TEXTSIEVE_WORKER_START=spawn` turns it off."""
+    if not warm_start.wanted():
+        return False
     word = command_word(argv)
     spec = needs(word)
     if spec is None or not (spec.stage_modules or word == "run"):
@@ -117,7 +119,11 @@ def main(argv: list[str] | None = None) -> int:
     process_defaults()
     if argv is None:
         argv = sys.argv[1:]
-        warm_workers(argv)
+        try:
+            warm_workers(argv)
+        except ValueError as exc:  # a bad $TEXTSIEVE_WORKER_START
+            print(f"textsieve: error: {exc}", file=sys.stderr)
+            return 2
     if argv == ["--version"]:
         _top_parser().parse_args(argv)  # prints the version and exits
     args = _parse(argv)

@@ -25,7 +25,6 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-
 #: in the command line of Python's fork server, and so of every worker it forks
 FORK_SERVER = b"multiprocessing.forkserver"
 

@@ -1,4 +1,4 @@
-"""A `spawn` multiprocessing context whose workers never re-run the caller's `__main__`.
+"""`spawn` and `forkserver` multiprocessing contexts whose workers never re-run the caller's `__main__`.
 
 Why: with the spawn (and forkserver) start method, every new worker first re-imports the
 parent's main module (`init_main_from_path` / `init_main_from_name` in the preparation data),
@@ -19,9 +19,11 @@ preparation data then names no main module and the child imports only what it un
 swap is held under a lock and lasts only as long as launching the child (pickling its
 preparation data and process object), including respawns from a pool's helper threads.
 Scripts with a main guard, `python -m pkg.mod`, notebooks and the CLI behave as before, minus
-the needless re-import. Do not use this context for functions defined in `__main__`.
+the needless re-import. Do not use this context for functions defined in `__main__`. The same
+holds for `CleanForkServerContext`, used once the command started a fork server
+(`warm_start`): its workers are forked by the server but still get the preparation data.
 
-Each worker also starts with one thread per math library (`WORKER_THREADS`, unless the caller's
+Each worker also starts with one thread per math library (`warm_start.WORKER_THREADS`, unless the caller's
 environment sets them): a worker is one core's share of the work, while OpenBLAS (loaded with
 NumPy) and OpenMP start as many threads as the machine has cores in every process, and those
 spin on the cores the other workers compute on. On the 2-core dev machine, 2 annotate workers on

@@ -48,6 +48,11 @@ PRELOAD = ("numpy", "pyarrow", "pyarrow.parquet", "fsspec", "textsieve.io.reader
 #: the environment a worker starts with unless the caller's sets these: one thread per math library
 WORKER_THREADS = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
+#: `spawn` turns the fork server off for a process (to compare, or to rule it out when a worker
+#: misbehaves); `forkserver`, or unset, keeps it
+START_ENV = "TEXTSIEVE_WORKER_START"
+START_METHODS = ("forkserver", "spawn")
+
 _STATE: dict[str, Any] = {"started": False}
 _ENV_LOCK = threading.RLock()
 
@@ -73,6 +78,14 @@ def worker_threads() -> Iterator[None]:
         finally:
             for name in added:
                 os.environ.pop(name, None)
+
+
+def wanted() -> bool:
+    """Whether `START_ENV` lets this process use a fork server (ValueError on another value)."""
+    value = os.environ.get(START_ENV, "").strip() or START_METHODS[0]
+    if value not in START_METHODS:
+        raise ValueError(f"${START_ENV} must be one of {', '.join(START_METHODS)}, not {value!r}")
+    return value == "forkserver"
 
 
 def available() -> bool:
