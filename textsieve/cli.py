@@ -13,7 +13,7 @@ from textsieve._version import __version__
 from textsieve.commands import COMMAND_MODULES
 from textsieve.commands.index import command_word, needs
 from textsieve.commands.tree import CommandTree
-from textsieve.exec import warm_start
+from textsieve.commands.warm import warm_workers
 
 
 def _setup_logging(verbose: int, quiet: bool) -> None:
@@ -93,29 +93,10 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     return build_parser().parse_args(argv)
 
 
-def warm_workers(argv: list[str]) -> bool:
-    """Start the fork server its workers will come from (`exec.warm_start`) before `argv`'s
-    command imports its modules, so the two import side by side; for commands that run stages,
-    unless the command line asks for one worker, Ray or help, and only with 2 or more cores.
-    Returns whether the server was started; `$TEXTSIEVE_WORKER_START=spawn` turns it off."""
-    if not warm_start.wanted():
-        return False
-    word = command_word(argv)
-    spec = needs(word)
-    if spec is None or not (spec.stage_modules or word == "run"):
-        return False
-    for i, arg in enumerate(argv):
-        value = argv[i + 1] if i + 1 < len(argv) else ""
-        if arg in ("-h", "--help") or (arg, value) in (("--workers", "1"), ("--executor", "ray")) \
-                or arg in ("--workers=1", "--executor=ray"):
-            return False
-    return warm_start.usable_cores() > 1 and warm_start.start(spec.stage_modules)
-
-
 def main(argv: list[str] | None = None) -> int:
     """The `textsieve` command. Run as the process's command (`argv` None: the console script,
     `python -m textsieve.cli`), a multi-worker stage gets its workers from a warm fork server
-    (`warm_workers`); called with `argv` from a host process (tests, notebooks), it spawns them."""
+    (`commands.warm`); called with `argv` from a host process (tests, notebooks), it spawns them."""
     process_defaults()
     if argv is None:
         argv = sys.argv[1:]

@@ -14,8 +14,9 @@ process, the first time its registry is read, so `import textsieve` stays cheap 
 plugin is seen by the CLI, the API and every worker process alike. A plugin that fails to import
 is reported with a warning and left out: one broken package must not take every command down.
 
-Why the worker hand-over below: stages compute on spawned worker processes (`exec.local`,
-`exec.ray_exec`), which start from a fresh interpreter. Entry points reach them by themselves,
+Why the worker hand-over below: stages compute on worker processes (`exec.local`,
+`exec.ray_exec`) that start from a fresh interpreter (spawned, or forked by a fork server that
+started before the user's code ran). Entry points reach them by themselves,
 but a registry *call* made at run time by the user's code (a script, a test) would not. So each
 such call is remembered here (`remember`), and the pools pass the remembered calls to every
 worker, which repeats them before its first task (`worker_initializer`). The callables travel by

@@ -102,4 +102,7 @@ class CleanForkServerContext(mp_context.ForkServerContext):
 def pool_context() -> CleanMainContext | CleanForkServerContext:
     """The context for a new local pool: the warm fork server's once `warm_start.start` ran in
     this process, else clean spawn."""
-    return CleanForkServerContext() if warm_start.started() else CleanMainContext()
+    if not warm_start.started():
+        return CleanMainContext()
+    warm_start.pool_context_used()
+    return CleanForkServerContext()

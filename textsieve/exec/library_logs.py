@@ -4,8 +4,10 @@ Why: the extraction libraries log per page (trafilatura's `ERROR trafilatura.uti
 failed` for an empty page, htmldate's and courlan's warnings), so `extract -q` printed lines that
 are no errors of the run: extract already counts every page it could not use, by reason. Their
 loggers get a level from the command line's: hidden by default and under `-q`, warnings with
-`-v`, everything with `-vv`. Worker processes are started fresh (spawn), so the level travels in
-the environment (`LEVEL_ENV`) and every worker applies it when it loads an engine.
+`-v`, everything with `-vv`. Worker processes do not share this process's loggers (spawned, or
+forked by a fork server that started earlier), so the level travels in the environment
+(`LEVEL_ENV`, which every worker takes from its pool's owner) and every worker applies it when it
+loads an engine.
 """
 
 from __future__ import annotations

@@ -84,10 +84,12 @@ def ordered_map(fn: Callable[[T], R], tasks: Iterable[T], *, workers: int,
 
 
 def _start_worker(environ: dict[str, str], initializer: Callable[..., Any] | None, initargs: tuple) -> None:
-    """A pool worker's first step: the pool owner's environment (`warm_start.adopt_environment`),
-    results back through `batch_transport`, then the caller's initializer."""
+    """A pool worker's first step: in a worker the fork server made, its ties to the server and the
+    command (`warm_start.forked_worker_start`); the pool owner's environment
+    (`warm_start.adopt_environment`); results back through `batch_transport`; then the caller's
+    initializer."""
+    warm_start.forked_worker_start()
     warm_start.adopt_environment(environ)
-    warm_start.release_server()
     batch_transport.register()
     if initializer is not None:
         initializer(*initargs)
