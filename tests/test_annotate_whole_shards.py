@@ -151,3 +151,46 @@ def test_workers_end_with_a_killed_run_and_the_rerun_equals_a_clean_run(tmp_path
     clean = tmp_path / "clean"
     assert main(["annotate", str(src), "-o", str(clean), "--workers", "1", "-q"]) == 0
     assert _tree(out / "docs") == _tree(clean / "docs")
+
+
+def test_ctrl_c_stops_a_run_and_its_workers_without_a_traceback(tmp_path):
+    """Ctrl-C (SIGINT to the terminal's process group: the command, its fork server, its workers)
+    while the workers annotate: exit 130, the one-line message, no traceback, nothing left
+    running. The server ignores Ctrl-C until it forks; its workers take it as spawned ones do."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import psutil
+
+    src = _corpus(tmp_path / "src", n_shards=4, per_shard=1500)
+    cmd = [sys.executable, "-m", "textsieve.cli", "annotate", str(src), "-o", str(tmp_path / "attrs"), "--workers",
+           "2", "-q"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    me = psutil.Process(proc.pid)
+    deadline = time.monotonic() + 60
+    tree: list[psutil.Process] = []
+    while time.monotonic() < deadline and proc.poll() is None and len(tree) < 3:
+        servers = [c for c in me.children() if "forkserver" in " ".join(c.cmdline())]
+        tree = servers + [w for s in servers for w in s.children()]
+        time.sleep(0.05)
+    assert len(tree) >= 3, "the run ended before its workers could be seen"
+    os.killpg(proc.pid, signal.SIGINT)
+    err = proc.communicate(timeout=60)[1].decode()
+    assert proc.returncode == 130, err
+    assert "interrupted; finished shards are kept" in err and "Traceback" not in err
+    _, alive = psutil.wait_procs(tree, timeout=20)
+    assert not [p for p in alive if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+
+
+def test_ctrl_c_while_the_command_imports_is_no_traceback(monkeypatch, capsys):
+    from textsieve import cli
+
+    def interrupted(argv):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "_parse", interrupted)
+    assert cli.main(["annotate", "x.jsonl.gz"]) == 130
+    assert capsys.readouterr().err == "textsieve: interrupted\n"

@@ -107,7 +107,11 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     if argv == ["--version"]:
         _top_parser().parse_args(argv)  # prints the version and exits
-    args = _parse(argv)
+    try:
+        args = _parse(argv)  # imports the command's modules: ~0.3 s in which Ctrl-C may come
+    except KeyboardInterrupt:
+        print("textsieve: interrupted", file=sys.stderr)
+        return 130
     _setup_logging(getattr(args, "verbose", 0), getattr(args, "quiet", False))
     from textsieve.errors import TextsieveError
 
