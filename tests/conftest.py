@@ -85,7 +85,8 @@ def _isolated_user_cache(tmp_path_factory, monkeypatch) -> None:
 #: (`pytest -m "not slow"`, under 90 s). A listed name that matches no test fails collection,
 #: so a rename cannot silently move a slow test into the quick suite.
 SLOW_TESTS = {
-    "test_annotate_whole_shards.py::test_ctrl_c_stops_a_run_and_its_workers_without_a_traceback",  # a run, interrupted (~3 s)
+    # a run, interrupted (~6 s)
+    "test_annotate_whole_shards.py::test_ctrl_c_stops_a_run_and_its_workers_without_a_traceback",
     "test_warm_start.py::test_a_killed_command_takes_its_server_and_every_pool_worker_with_it",  # kills a run (~2.5 s)
     "test_arrow_arrays.py::test_annotate_dedup_and_pii_run_without_pandas",  # eight fresh CLI processes (~7 s)
     "test_source_stackexchange.py::test_html_text_equals_beautifulsoup_on_every_golden_html_string",  # bs4 x 5,574
