@@ -284,3 +284,19 @@ def test_the_server_imports_nothing_from_the_folder_it_starts_in(tmp_path: Path)
     assert p.returncode == 0, p.stderr
     files = json.loads(p.stdout)
     assert len(files) == 2 and all("site-packages" in f and str(folder) not in f for f in files)
+
+
+def test_the_server_imports_what_the_stage_modules_workers_import_lazily() -> None:
+    """`warm_preload` imports the `WORKER_IMPORTS` of the loaded stage modules (extract's engine
+    libraries), skipping one that is not installed."""
+    script = ("import sys, types\n"
+              "import textsieve.stages.sources.extract as extract\n"
+              "fake = types.ModuleType('textsieve.stages.fake')\n"
+              "fake.WORKER_IMPORTS = ('no_such_library_here', 'colorsys')\n"
+              "sys.modules['textsieve.stages.fake'] = fake\n"
+              "from textsieve.exec import warm_preload\n"
+              "assert 'trafilatura' in sys.modules and 'ftfy' in sys.modules, warm_preload.IMPORTED\n"
+              "assert 'colorsys' in warm_preload.IMPORTED and 'no_such_library_here' not in warm_preload.IMPORTED\n"
+              "assert set(extract.WORKER_IMPORTS) <= set(warm_preload.IMPORTED)\n")
+    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr

@@ -122,7 +122,8 @@ def start(modules: tuple[str, ...] = ()) -> bool:
     _use_own_temp_dir()
     try:
         with server_environment(), _sigint_ignored():
-            forkserver.set_forkserver_preload([*PRELOAD, *modules])
+            # last: the modules those stage modules' workers import lazily (`warm_preload`)
+            forkserver.set_forkserver_preload([*PRELOAD, *modules, "textsieve.exec.warm_preload"])
             forkserver.ensure_running()
     except OSError as exc:
         log.debug("no fork server (%s); workers are spawned", exc)

@@ -60,6 +60,11 @@ EXTRACT_FORMATS = ("warc", "html")  # the shard formats extract reads
 #: --page-timeout's default: trafilatura averages ~30 ms a page; a 1.4 MB page of 20,000 paragraphs
 #: takes ~5 s on the dev machine
 DEFAULT_PAGE_TIMEOUT = 5.0
+#: what the workers import on their first page (lazily, to keep this module light): a fork server
+#: imports them once for all its workers (`exec.warm_preload`)
+WORKER_IMPORTS = ("trafilatura", "ftfy", "textsieve.extraction.engines", "textsieve.extraction.sieve",
+                  "textsieve.models.langid", "textsieve.io.warc_pages", "textsieve.extraction.decode",
+                  "textsieve.extraction.fixtext")
 
 
 class ExtractError(TextsieveError, RuntimeError):
