@@ -3,7 +3,9 @@
 Why: a spawned worker is a new interpreter that imports NumPy, pyarrow, fsspec and the stage's
 modules before its first task (~0.4 CPU-s for annotate). Every worker pays it, and on a short run
 it is the gap between 2 workers and twice one: annotate on the dev corpus cut into 4 shards ran
-1.60x faster with 2 spawned workers than with one, and 1.86-1.95x when forked.
+1.52-1.62x faster with 2 spawned workers than with one, and 1.68-1.93x with workers from this
+module's server (four runs of `benchmarks/annotate.py`; 1.86-1.95x when forked from the command
+itself, which is not safe, below).
 
 Forking the command's own process is not safe here: a child would inherit the output folder's
 lock descriptor (a worker orphaned by a killed run would keep the re-run out), the progress and
