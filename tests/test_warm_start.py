@@ -148,6 +148,7 @@ def test_the_commands_without_a_pool_by_default_are_derived_from_the_parsers(mon
     (["--executor=local"], True),
     (["--dry-run"], False),
     (["--workers", "many"], False),  # unreadable: the command's parser says why
+    (["--workers", "0"], True),  # 0: the stage's default, all cores
 ])
 def test_the_pool_options_are_read_as_argparse_reads_them(monkeypatch, tail, want):
     monkeypatch.setattr(warm_start, "usable_cores", lambda: 2)

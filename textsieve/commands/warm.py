@@ -58,7 +58,7 @@ def runs_a_pool(argv: list[str]) -> tuple[str, ...] | None:
     if path in NO_POOL or options is None or options.help or options.dry_run or options.executor == "ray":
         return None
     workers = options.workers
-    if workers is None:
+    if not workers:  # unset, or 0: the stage's default (`cfg.workers or default_workers()`)
         workers = 1 if path in ONE_WORKER else warm_start.usable_cores()
     if workers < 2 or warm_start.usable_cores() < 2:
         return None
