@@ -301,3 +301,23 @@ def test_the_server_imports_what_the_stage_modules_workers_import_lazily() -> No
               "assert set(extract.WORKER_IMPORTS) <= set(warm_preload.IMPORTED)\n")
     p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
+
+
+def test_a_worker_takes_ctrl_c_inside_a_task_only() -> None:
+    """Between tasks (waiting for one, unpickling it) a worker ignores Ctrl-C, so it neither dies
+    with a traceback nor turns the command's interrupt into a crashed-worker error; inside a task
+    it raises KeyboardInterrupt, so the task cleans up."""
+    import signal as signals
+
+    from textsieve.exec import local
+
+    assert local._on_ctrl_c(signals.SIGINT, None) is None  # idle: nothing happens
+
+    def task(x: int) -> int:
+        local._on_ctrl_c(signals.SIGINT, None)
+        return x
+
+    with pytest.raises(KeyboardInterrupt):
+        local._in_task(task, 1)
+    assert local._TASK["running"] is False  # reset by the interrupt too
+    assert local._in_task(abs, -3) == 3

@@ -9,6 +9,7 @@ pool at all, which keeps tracebacks and profiling simple.
 
 from __future__ import annotations
 
+import signal
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -70,7 +71,7 @@ def ordered_map(fn: Callable[[T], R], tasks: Iterable[T], *, workers: int,
                     yield done_task, _result(future)
                 yield task, here.run(task)
                 continue
-            pending.append((task, pool.submit(fn, task)))
+            pending.append((task, pool.submit(_in_task, fn, task)))
             while len(pending) >= limit:
                 done_task, future = pending.popleft()
                 yield done_task, _result(future)
@@ -89,10 +90,34 @@ def _start_worker(environ: dict[str, str], initializer: Callable[..., Any] | Non
     (`warm_start.adopt_environment`); results back through `batch_transport`; then the caller's
     initializer."""
     warm_start.forked_worker_start()
+    signal.signal(signal.SIGINT, _on_ctrl_c)
     warm_start.adopt_environment(environ)
     batch_transport.register()
     if initializer is not None:
         initializer(*initargs)
+
+
+_TASK = {"running": False}
+
+
+def _in_task(fn: Callable[[T], R], task: T) -> R:
+    """A pool task, run with `_TASK` saying so (for `_on_ctrl_c`)."""
+    _TASK["running"] = True
+    try:
+        return fn(task)
+    finally:
+        _TASK["running"] = False
+
+
+def _on_ctrl_c(signum: int, frame: Any) -> None:
+    """A pool worker's Ctrl-C (the terminal sends it to the command and all its workers): inside a
+    task, KeyboardInterrupt, so the task cleans up (a writer drops its temporary file) and the
+    command gets the interrupt as the task's error; between tasks, nothing. A worker interrupted
+    while it waited for or unpickled its next task used to die with a traceback, and the command
+    then reported a crashed worker (exit 2) instead of the interrupt (exit 130); after the
+    command's own KeyboardInterrupt the pool is shut down and idle workers end normally."""
+    if _TASK["running"]:
+        raise KeyboardInterrupt
 
 
 class InlineRunner(Generic[T, R]):

@@ -113,8 +113,8 @@ def start(modules: tuple[str, ...] = ()) -> bool:
     second call changes nothing.
 
     The server starts in this process's environment plus `server_environment`, with Ctrl-C
-    ignored until it forks (it would print a traceback from the middle of its imports; forked
-    workers take Ctrl-C again, `forked_worker_start`)."""
+    ignored (it would print a traceback from the middle of its imports; the pool's workers set
+    their own handler, `local._on_ctrl_c`)."""
     if _STATE["started"]:
         return True
     if not available():
@@ -263,11 +263,10 @@ def adopt_environment(environ: dict[str, str]) -> None:
 
 def forked_worker_start() -> None:
     """In a pool worker, first: when the server forked it, close its copy of the server's "alive"
-    pipe (`release_server`), end with the server (PR_SET_PDEATHSIG; the server ends with the
-    command), and take Ctrl-C as a spawned worker does. Nothing in a spawned worker."""
+    pipe (`release_server`) and end with the server (PR_SET_PDEATHSIG; the server ends with the
+    command). Nothing in a spawned worker. (Ctrl-C: `local._on_ctrl_c`, in every worker.)"""
     if not release_server():
         return
-    signal.signal(signal.SIGINT, signal.default_int_handler)
     end_with_parent()
     if not run_alive():  # the command ended before the signal was armed
         os._exit(1)
