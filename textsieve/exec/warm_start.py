@@ -275,7 +275,8 @@ def forked_worker_start() -> None:
 def end_with_parent() -> None:
     """Linux: the kernel kills this process when the thread that started it exits. For a worker
     the server forked, that is the server, which exits as soon as the command does: a pool worker
-    left behind by a killed command would otherwise wait for a next task for ever."""
+    left behind by a killed command would otherwise wait for a next task for ever. (Annotate's
+    whole-shard workers also call it when spawned, from the run's main thread.)"""
     if sys.platform.startswith("linux"):
         import ctypes
 

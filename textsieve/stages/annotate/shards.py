@@ -17,11 +17,8 @@ are byte for byte the same either way, and an interrupted run resumes from the s
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
-import signal
-import sys
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
@@ -31,7 +28,7 @@ import pyarrow as pa
 from fsspec.core import split_protocol
 
 from textsieve._version import __version__
-from textsieve.exec.warm_start import run_alive
+from textsieve.exec.warm_start import end_with_parent, run_alive
 from textsieve.io.attributes import META_KEY
 from textsieve.io.ids import UniqueIdReader
 from textsieve.io.paths import Shard
@@ -193,11 +190,7 @@ def exit_with_parent(parent: int) -> None:
     local lock goes with the killed process) resumes from the same folder. On Linux the kernel
     kills the worker when its parent exits (PR_SET_PDEATHSIG); everywhere, `annotate_shard` also
     checks between batches."""
-    if sys.platform.startswith("linux"):
-        try:
-            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-        except (OSError, AttributeError):  # pragma: no cover - a libc without prctl
-            pass
+    end_with_parent()  # its parent: the run itself when spawned, the run's fork server when forked
     if not run_alive():  # it ended before the signal was armed
         raise RunEnded(f"the annotate run (process {parent}) has ended")
 
